@@ -1,0 +1,58 @@
+// Intrusive nodes shared by the sans-io core (src/core) and the inline templates of the Asio layer.
+// They are plain data: the core links them, the layer that owns the memory (an operation state, a
+// resource node) embeds them, so parking a waiter or storing an idle resource never allocates.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace respool::core {
+
+using clock = std::chrono::steady_clock;
+using time_point = clock::time_point;
+using duration = clock::duration;
+
+// Outcome of a core decision. `ok` with a resource means "taken"; the others end an acquire.
+enum class status : std::uint8_t {
+    ok = 0,
+    closed,
+    timeout,
+    cancelled,
+    unavailable,
+    exhausted,
+    create_failed,
+};
+
+// Header of every resource the pool owns. The layer above embeds it first in its typed node.
+struct resource {
+    std::uint64_t checked_tick = 0;  // health-check generation that last looked at it
+    time_point created_at{};
+    time_point idle_since{};  // stamped by the driver when it needs it (lifecycle features)
+};
+
+enum class waiter_state : std::uint8_t {
+    none,      // not known to the core (fresh, or completed)
+    parked,    // in the FIFO queue, no place yet
+    reserved,  // woken with a place set aside; its resumption has not run yet
+    failed,    // decided with an error; its resumption has not run yet (or is being posted)
+};
+
+// A pending acquire. Lives inside the operation state of the caller.
+struct waiter {
+    waiter* prev = nullptr;  // FIFO queue links (parked only)
+    waiter* next = nullptr;
+    waiter* dprev = nullptr;  // deadline lane links (parked or reserved, with a deadline)
+    waiter* dnext = nullptr;
+    time_point deadline{};
+    duration span{};  // the timeout that set the deadline: selects the deadline lane
+    std::uint64_t seq = 0;  // arrival order, kept across a re-park after a rejected resource
+    std::uint32_t lane = no_lane;
+    waiter_state state = waiter_state::none;
+    status result = status::ok;
+    bool has_deadline = false;
+    bool counted_wait = false;  // `waits` counts each acquire once, however often it parks
+
+    static constexpr std::uint32_t no_lane = 0xffffffffu;
+};
+
+}  // namespace respool::core

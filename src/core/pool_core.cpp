@@ -1,0 +1,473 @@
+#include "pool_core.hpp"
+
+#include <cassert>
+#include <sstream>
+
+namespace respool::core {
+
+const char* to_string(destroy_reason r) noexcept {
+    switch (r) {
+    case destroy_reason::closed: return "closed";
+    case destroy_reason::broken: return "broken";
+    case destroy_reason::poisoned: return "poisoned";
+    case destroy_reason::rejected: return "rejected";
+    case destroy_reason::unhealthy: return "unhealthy";
+    }
+    return "unknown";
+}
+
+pool_core::pool_core(const config& cfg) : cfg_(cfg), idle_(cfg.min < 8 ? 8 : cfg.min) {
+    assert(cfg.max >= 1 && cfg.min <= cfg.max && cfg.max_concurrent_creations >= 1);
+}
+
+// ---- intrusive lists -------------------------------------------------------------------------
+
+void pool_core::list_push_back(list& l, waiter& w) noexcept {
+    w.prev = l.tail;
+    w.next = nullptr;
+    if (l.tail) l.tail->next = &w;
+    else l.head = &w;
+    l.tail = &w;
+}
+
+void pool_core::list_remove(list& l, waiter& w) noexcept {
+    if (w.prev) w.prev->next = w.next;
+    else l.head = w.next;
+    if (w.next) w.next->prev = w.prev;
+    else l.tail = w.prev;
+    w.prev = w.next = nullptr;
+}
+
+// Re-parked waiters are older than almost everyone queued, so the scan from the head is short.
+void pool_core::list_insert_by_seq(list& l, waiter& w) noexcept {
+    waiter* at = l.head;
+    while (at && at->seq < w.seq) at = at->next;
+    if (!at) {
+        list_push_back(l, w);
+        return;
+    }
+    w.next = at;
+    w.prev = at->prev;
+    if (at->prev) at->prev->next = &w;
+    else l.head = &w;
+    at->prev = &w;
+}
+
+void pool_core::lane_insert(waiter& w, duration span) {
+    std::uint32_t idx = waiter::no_lane;
+    std::uint32_t empty = waiter::no_lane;
+    for (std::uint32_t i = 0; i < lanes_.size(); ++i) {
+        if (lanes_[i].head && lanes_[i].span == span) {
+            idx = i;
+            break;
+        }
+        if (!lanes_[i].head && empty == waiter::no_lane) empty = i;
+    }
+    if (idx == waiter::no_lane) {
+        if (empty == waiter::no_lane) {
+            lanes_.push_back(lane{});
+            empty = static_cast<std::uint32_t>(lanes_.size() - 1);
+        }
+        idx = empty;
+        lanes_[idx].span = span;
+    }
+    lane& l = lanes_[idx];
+    w.lane = idx;
+    // Sorted insert from the tail: a newcomer's deadline is the latest in its lane (O(1)); only a
+    // re-parked waiter walks back.
+    waiter* at = l.tail;
+    while (at && at->deadline > w.deadline) at = at->dprev;
+    w.dprev = at;
+    w.dnext = at ? at->dnext : l.head;
+    if (w.dnext) w.dnext->dprev = &w;
+    else l.tail = &w;
+    if (at) at->dnext = &w;
+    else l.head = &w;
+}
+
+void pool_core::lane_remove(waiter& w) noexcept {
+    if (w.lane == waiter::no_lane) return;
+    lane& l = lanes_[w.lane];
+    if (w.dprev) w.dprev->dnext = w.dnext;
+    else l.head = w.dnext;
+    if (w.dnext) w.dnext->dprev = w.dprev;
+    else l.tail = w.dprev;
+    w.dprev = w.dnext = nullptr;
+    w.lane = waiter::no_lane;
+}
+
+// ---- helpers ---------------------------------------------------------------------------------
+
+resource* pool_core::pop_idle() noexcept { return cfg_.lifo ? idle_.pop_back() : idle_.pop_front(); }
+
+void pool_core::destroy(resource* r, destroy_reason why, effects& fx) {
+    ++c_.destructions;
+    fx.push({effect::kind::destroy, why, status::ok, nullptr, r});
+}
+
+void pool_core::report_failure(status st, effects& fx) {
+    if (cfg_.reports) fx.push({effect::kind::report_failure, destroy_reason::closed, st, nullptr, nullptr});
+}
+
+// Every idle resource beyond the reservations goes to the oldest parked waiter.
+void pool_core::reserve_for_parked(effects& fx) {
+    while (fifo_.head && idle_.size() > reserved_) {
+        waiter& w = *fifo_.head;
+        list_remove(fifo_, w);
+        --parked_;
+        list_push_back(reserved_list_, w);
+        ++reserved_;
+        w.state = waiter_state::reserved;
+        fx.push({effect::kind::wake, destroy_reason::closed, status::ok, &w, nullptr});
+    }
+}
+
+// Creation on behalf of the queue (and of the min floor), counted before the factory runs.
+void pool_core::maybe_create(effects& fx) {
+    if (closed_ || circuit_ == circuit::open) return;
+    while (total() < cfg_.max && creating_ < cfg_.max_concurrent_creations &&
+           (creating_ < parked_ || (!floor_blocked_ && total() < cfg_.min))) {
+        ++creating_;
+        ++active_;
+        fx.push({effect::kind::create, destroy_reason::closed, status::ok, nullptr, nullptr});
+    }
+}
+
+void pool_core::fail(waiter& w, status st, effects& fx) {
+    lane_remove(w);
+    w.result = st;
+    if (w.state == waiter_state::parked) {
+        list_remove(fifo_, w);
+        --parked_;
+        w.state = waiter_state::failed;
+        fx.push({effect::kind::wake, destroy_reason::closed, st, &w, nullptr});
+    } else {
+        assert(w.state == waiter_state::reserved);
+        list_remove(reserved_list_, w);
+        --reserved_;
+        w.state = waiter_state::failed;  // its resumption is already on its way
+    }
+}
+
+void pool_core::fail_all(status st, effects& fx) {
+    while (fifo_.head) {
+        if (st == status::unavailable) ++c_.unavailable_rejections;
+        fail(*fifo_.head, st, fx);
+    }
+    while (reserved_list_.head) {
+        if (st == status::unavailable) ++c_.unavailable_rejections;
+        fail(*reserved_list_.head, st, fx);
+    }
+}
+
+// ---- acquire ---------------------------------------------------------------------------------
+
+pool_core::take_result pool_core::try_take() noexcept {
+    if (closed_) return {status::closed, nullptr};
+    if (circuit_ == circuit::open) {
+        ++c_.unavailable_rejections;
+        return {status::unavailable, nullptr};
+    }
+    if (idle_.size() > reserved_) {
+        resource* r = pop_idle();
+        ++active_;
+        if (!cfg_.confirm_takes) ++c_.acquires;
+        return {status::ok, r};
+    }
+    return {};
+}
+
+status pool_core::park(waiter& w, time_point now, std::optional<duration> timeout, effects& fx) {
+    assert(w.state == waiter_state::none);
+    if (cfg_.max_waiters != 0 && waiting() >= cfg_.max_waiters) {
+        ++c_.exhausted_rejections;
+        return status::exhausted;
+    }
+    if (timeout && *timeout <= duration::zero()) {
+        ++c_.timeouts;
+        return status::timeout;
+    }
+    w.seq = next_seq_++;
+    w.state = waiter_state::parked;
+    w.result = status::ok;
+    if (!w.counted_wait) {
+        w.counted_wait = true;
+        ++c_.waits;
+    }
+    list_push_back(fifo_, w);
+    ++parked_;
+    w.has_deadline = timeout.has_value();
+    if (timeout) {
+        w.deadline = now + *timeout;
+        w.span = *timeout;
+        lane_insert(w, *timeout);
+    }
+    maybe_create(fx);
+    return status::ok;
+}
+
+pool_core::take_result pool_core::resume(waiter& w) noexcept {
+    if (w.state == waiter_state::failed) {
+        w.state = waiter_state::none;
+        return {w.result, nullptr};
+    }
+    assert(w.state == waiter_state::reserved);
+    assert(idle_.size() >= reserved_ && reserved_ > 0);
+    lane_remove(w);
+    list_remove(reserved_list_, w);
+    --reserved_;
+    w.state = waiter_state::none;
+    resource* r = pop_idle();
+    ++active_;
+    if (!cfg_.confirm_takes) ++c_.acquires;
+    return {status::ok, r};
+}
+
+pool_core::take_result pool_core::retry(waiter& w, time_point now, effects& fx) {
+    assert(w.state == waiter_state::none);
+    take_result t = try_take();
+    if (t.st != status::ok || t.r) return t;
+    if (w.has_deadline && w.deadline <= now) {
+        ++c_.timeouts;
+        return {status::timeout, nullptr};
+    }
+    w.state = waiter_state::parked;
+    list_insert_by_seq(fifo_, w);
+    ++parked_;
+    if (w.has_deadline) lane_insert(w, w.span);
+    maybe_create(fx);
+    return {};
+}
+
+bool pool_core::cancel(waiter& w, effects& fx) {
+    if (w.state != waiter_state::parked && w.state != waiter_state::reserved) return false;
+    const bool had_reservation = w.state == waiter_state::reserved;
+    ++c_.cancellations;
+    fail(w, status::cancelled, fx);
+    if (had_reservation) reserve_for_parked(fx);  // hand the reservation on
+    return true;
+}
+
+void pool_core::expire(time_point now, effects& fx) {
+    bool handed_on = false;
+    for (auto& l : lanes_) {
+        while (l.head && l.head->deadline <= now) {
+            handed_on |= l.head->state == waiter_state::reserved;
+            ++c_.timeouts;
+            fail(*l.head, status::timeout, fx);
+        }
+    }
+    if (handed_on) reserve_for_parked(fx);
+}
+
+std::optional<time_point> pool_core::next_deadline() const noexcept {
+    std::optional<time_point> best;
+    for (const auto& l : lanes_)
+        if (l.head && (!best || l.head->deadline < *best)) best = l.head->deadline;
+    return best;
+}
+
+status pool_core::confirm_take(resource* r, effects& fx) {
+    if (closed_) {
+        --active_;
+        destroy(r, destroy_reason::closed, fx);
+        return status::closed;
+    }
+    ++c_.acquires;
+    return status::ok;
+}
+
+void pool_core::reject(resource* r, effects& fx) {
+    --active_;
+    ++c_.rejected;
+    destroy(r, destroy_reason::rejected, fx);
+    maybe_create(fx);
+}
+
+void pool_core::give_back(resource* r, effects& fx) {
+    --active_;
+    if (closed_) {
+        destroy(r, destroy_reason::closed, fx);
+        return;
+    }
+    idle_.push_front(r);  // it was never used: keep its place in idle order
+    reserve_for_parked(fx);
+}
+
+// ---- release ---------------------------------------------------------------------------------
+
+void pool_core::release(resource* r, release_kind kind, effects& fx) {
+    assert(active_ > 0);
+    --active_;
+    if (kind != release_kind::ok) {
+        if (kind == release_kind::poisoned) ++c_.poisoned;
+        else ++c_.broken;
+        destroy(r, kind == release_kind::poisoned ? destroy_reason::poisoned : destroy_reason::broken, fx);
+        report_failure(status::ok, fx);
+        maybe_create(fx);  // the freed capacity serves the oldest waiter
+        return;
+    }
+    if (cfg_.reports) fx.push({effect::kind::report_success, destroy_reason::closed, status::ok, nullptr, nullptr});
+    if (closed_) {
+        destroy(r, destroy_reason::closed, fx);
+        return;
+    }
+    idle_.push_back(r);
+    if (fifo_.head) reserve_for_parked(fx);
+}
+
+// ---- creation --------------------------------------------------------------------------------
+
+void pool_core::creation_succeeded(resource* r, effects& fx) {
+    assert(creating_ > 0 && active_ > 0);
+    --creating_;
+    --active_;
+    ++c_.creations;
+    if (closed_) {
+        destroy(r, destroy_reason::closed, fx);
+        return;
+    }
+    floor_blocked_ = false;
+    idle_.push_back(r);
+    reserve_for_parked(fx);
+    maybe_create(fx);
+}
+
+waiter* pool_core::creation_failed(effects& fx) {
+    assert(creating_ > 0 && active_ > 0);
+    --creating_;
+    --active_;
+    ++c_.create_failures;
+    report_failure(status::create_failed, fx);
+    if (closed_) return nullptr;
+    waiter* w = fifo_.head;
+    if (w) fail(*w, status::create_failed, fx);  // errors surface at once, not as timeouts
+    else floor_blocked_ = true;
+    maybe_create(fx);
+    return w;
+}
+
+bool pool_core::begin_inline_creation() noexcept {
+    if (closed_ || circuit_ == circuit::open || parked_ != 0) return false;
+    if (total() >= cfg_.max || creating_ >= cfg_.max_concurrent_creations) return false;
+    ++creating_;
+    ++active_;
+    return true;
+}
+
+status pool_core::inline_created(resource* r, effects& fx) {
+    --creating_;
+    ++c_.creations;
+    if (closed_) {
+        --active_;
+        destroy(r, destroy_reason::closed, fx);
+        return status::closed;
+    }
+    if (!cfg_.confirm_takes) ++c_.acquires;
+    return status::ok;
+}
+
+void pool_core::inline_failed(effects& fx) {
+    --creating_;
+    --active_;
+    ++c_.create_failures;
+    report_failure(status::create_failed, fx);
+    maybe_create(fx);  // someone may have parked meanwhile; this place is free again
+}
+
+// ---- health check ----------------------------------------------------------------------------
+
+resource* pool_core::begin_check(std::uint64_t tick) noexcept {
+    if (closed_ || idle_.size() <= reserved_) return nullptr;  // reserved resources are spoken for
+    resource* r = idle_.front();
+    if (r->checked_tick == tick) return nullptr;  // everything idle at the tick start was seen
+    idle_.pop_front();
+    r->checked_tick = tick;
+    ++active_;
+    return r;
+}
+
+void pool_core::end_check(resource* r, bool healthy, effects& fx) {
+    --active_;
+    if (!healthy) {
+        ++c_.unhealthy;
+        destroy(r, destroy_reason::unhealthy, fx);
+        maybe_create(fx);
+        return;
+    }
+    if (closed_) {
+        destroy(r, destroy_reason::closed, fx);
+        return;
+    }
+    idle_.push_back(r);
+    reserve_for_parked(fx);
+}
+
+void pool_core::replenish(effects& fx) {
+    floor_blocked_ = false;
+    maybe_create(fx);
+}
+
+// ---- circuit and close -----------------------------------------------------------------------
+
+void pool_core::set_circuit(circuit s, effects& fx) {
+    if (s == circuit_) return;
+    circuit_ = s;
+    fx.push({effect::kind::circuit_changed, destroy_reason::closed, status::ok, nullptr, nullptr});
+    if (s == circuit::open) fail_all(status::unavailable, fx);
+    else maybe_create(fx);
+}
+
+bool pool_core::close(effects& fx) {
+    if (closed_) return false;
+    closed_ = true;
+    fail_all(status::closed, fx);
+    while (!idle_.empty()) destroy(idle_.pop_front(), destroy_reason::closed, fx);
+    return true;
+}
+
+snapshot pool_core::snap() const noexcept {
+    snapshot s;
+    s.idle = idle();
+    s.active = active_;
+    s.total = total();
+    s.waiting = waiting();
+    s.max = cfg_.max;
+    s.reserved = reserved_;
+    s.creating = creating_;
+    s.circuit_state = circuit_;
+    s.closed = closed_;
+    s.c = c_;
+    return s;
+}
+
+std::string pool_core::audit() const {
+    std::ostringstream e;
+    if (total() > cfg_.max) e << "total " << total() << " > max " << cfg_.max << "; ";
+    if (reserved_ > idle_.size()) e << "reserved " << reserved_ << " > idle " << idle_.size() << "; ";
+    if (creating_ > active_) e << "creating " << creating_ << " > active " << active_ << "; ";
+    if (creating_ > cfg_.max_concurrent_creations) e << "creating above max_concurrent_creations; ";
+    if (parked_ > 0 && idle_.size() > reserved_) e << "lost wake-up: free idle while a waiter is parked; ";
+    if (parked_ > 0 && !closed_ && circuit_ != circuit::open && creating_ < parked_ &&
+        creating_ < cfg_.max_concurrent_creations && total() < cfg_.max)
+        e << "parked waiters with free capacity and no creation under way; ";
+    if (closed_ && (parked_ || reserved_ || !idle_.empty())) e << "closed pool still holds waiters or idle; ";
+    std::uint32_t n = 0;
+    std::uint64_t last = 0;
+    for (waiter* w = fifo_.head; w; w = w->next, ++n) {
+        if (w->state != waiter_state::parked) e << "non-parked waiter in queue; ";
+        if (w->seq <= last) e << "queue out of arrival order; ";
+        last = w->seq;
+    }
+    if (n != parked_) e << "queue length " << n << " != parked " << parked_ << "; ";
+    n = 0;
+    for (waiter* w = reserved_list_.head; w; w = w->next, ++n)
+        if (w->state != waiter_state::reserved) e << "non-reserved waiter in reserved list; ";
+    if (n != reserved_) e << "reserved list length " << n << " != reserved " << reserved_ << "; ";
+    for (const auto& l : lanes_)
+        for (waiter* w = l.head; w && w->dnext; w = w->dnext)
+            if (w->deadline > w->dnext->deadline) e << "deadline lane out of order; ";
+    return e.str();
+}
+
+}  // namespace respool::core

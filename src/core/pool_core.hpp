@@ -1,0 +1,225 @@
+// The sans-io pool: every rule of SPEC.md §1.2-1.8 as a plain state machine. No Asio, no threads, no
+// clock reads (time comes in as arguments), no allocation on the take/release path. Callers (the Asio
+// driver, the unit and model tests) feed it events and execute the effects it emits:
+//   wake     - post the resumption of waiter w; it then calls resume(w) to learn its outcome
+//   create   - call the factory once; report creation_succeeded / creation_failed
+//   destroy  - run the destructor hook of r and free it (the core has already uncounted it)
+//   report_* - tell the circuit strategy (only when reports are enabled)
+#pragma once
+
+#include <respool/detail/core_nodes.hpp>
+
+#include "ring.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace respool::core {
+
+enum class circuit : std::uint8_t { closed = 0, open = 1, half_open = 2 };
+
+enum class destroy_reason : std::uint8_t {
+    closed,     // the pool is closed (idle at close, or released/created after it)
+    broken,     // before_release said no
+    poisoned,   // the holder poisoned the lease
+    rejected,   // before_acquire said no
+    unhealthy,  // the background health check said no
+};
+const char* to_string(destroy_reason) noexcept;
+
+struct config {
+    std::uint32_t min = 0;
+    std::uint32_t max = 10;
+    std::uint32_t max_waiters = 0;  // 0 = unbounded
+    std::uint32_t max_concurrent_creations = 2;
+    bool lifo = false;
+    bool confirm_takes = false;  // a before_acquire hook exists: count an acquire on confirm_take()
+    bool reports = false;        // emit report_success / report_failure effects
+};
+
+struct effect {
+    enum class kind : std::uint8_t { wake, create, destroy, report_success, report_failure, circuit_changed };
+    kind what;
+    destroy_reason reason = destroy_reason::closed;
+    status st = status::ok;
+    waiter* w = nullptr;
+    resource* r = nullptr;
+};
+
+// Effects of one core call. Inline storage covers every fast-path call; close() and bulk failures spill.
+class effects {
+public:
+    void push(const effect& e) {
+        if (n_ < inline_size) inline_[n_] = e;
+        else more_.push_back(e);
+        ++n_;
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return n_; }
+    [[nodiscard]] bool empty() const noexcept { return n_ == 0; }
+    [[nodiscard]] const effect& operator[](std::size_t i) const noexcept {
+        return i < inline_size ? inline_[i] : more_[i - inline_size];
+    }
+    void clear() noexcept {
+        n_ = 0;
+        more_.clear();
+    }
+
+private:
+    static constexpr std::size_t inline_size = 8;
+    effect inline_[inline_size];
+    std::vector<effect> more_;
+    std::size_t n_ = 0;
+};
+
+struct counters {
+    std::uint64_t acquires = 0;       // leases handed out
+    std::uint64_t waits = 0;          // acquires that had to park at least once
+    std::uint64_t timeouts = 0;
+    std::uint64_t cancellations = 0;
+    std::uint64_t creations = 0;      // successful factory calls
+    std::uint64_t create_failures = 0;
+    std::uint64_t destructions = 0;
+    std::uint64_t poisoned = 0;
+    std::uint64_t unavailable_rejections = 0;
+    std::uint64_t exhausted_rejections = 0;  // max_waiters shedding
+    std::uint64_t rejected = 0;              // before_acquire said no
+    std::uint64_t broken = 0;                // before_release said no
+    std::uint64_t unhealthy = 0;             // health check said no
+};
+
+struct snapshot {
+    std::uint32_t idle = 0, active = 0, total = 0, waiting = 0, max = 0;
+    std::uint32_t reserved = 0, creating = 0;
+    circuit circuit_state = circuit::closed;
+    bool closed = false;
+    counters c;
+};
+
+class pool_core {
+public:
+    explicit pool_core(const config& cfg);
+    pool_core(const pool_core&) = delete;
+    pool_core& operator=(const pool_core&) = delete;
+
+    struct take_result {
+        status st = status::ok;
+        resource* r = nullptr;  // ok + nullptr: nothing free (park, or create inline)
+    };
+
+    // Steps 1-3 of SPEC §1.2 for a newcomer. Never takes a reserved place.
+    take_result try_take() noexcept;
+
+    // Park after try_take found nothing. Returns ok when parked, otherwise the error that ends the
+    // acquire at once (exhausted: queue full; timeout: a zero timeout). May emit create effects.
+    status park(waiter& w, time_point now, std::optional<duration> timeout, effects& fx);
+
+    // The resumption of a woken waiter: its error, or the idle resource reserved for it.
+    take_result resume(waiter& w) noexcept;
+
+    // After a before_acquire rejection: steps 1-3 again; re-parks in arrival order when nothing is free.
+    take_result retry(waiter& w, time_point now, effects& fx);
+
+    // Cancellation of a pending waiter. false when it was already decided (the cancel lost the race).
+    bool cancel(waiter& w, effects& fx);
+
+    // Times out every pending waiter whose deadline is <= now.
+    void expire(time_point now, effects& fx);
+    [[nodiscard]] std::optional<time_point> next_deadline() const noexcept;
+
+    // A before_acquire hook passed: count the acquire; a pool closed meanwhile destroys it (closed).
+    status confirm_take(resource* r, effects& fx);
+    // before_acquire said no: destroy it; the freed capacity serves the queue.
+    void reject(resource* r, effects& fx);
+    // Taken but never handed out (the caller cancelled during before_acquire): back to idle, no reports.
+    void give_back(resource* r, effects& fx);
+
+    enum class release_kind : std::uint8_t { ok, broken, poisoned };
+    void release(resource* r, release_kind kind, effects& fx);
+
+    // Creation on behalf of the queue (create effects).
+    void creation_succeeded(resource* r, effects& fx);
+    waiter* creation_failed(effects& fx);  // returns the waiter that received the failure, if any
+
+    // try_acquire with a synchronous factory: a place free for anyone (no parked waiter) becomes a
+    // creation owned by the caller. The caller reports inline_created / inline_failed.
+    bool begin_inline_creation() noexcept;
+    status inline_created(resource* r, effects& fx);  // ok: r is the caller's; closed: destroyed
+    void inline_failed(effects& fx);
+
+    // Background health check, one resource at a time: begin_check hands out the oldest idle
+    // resource not yet checked in this tick (counted active meanwhile), end_check takes the verdict.
+    resource* begin_check(std::uint64_t tick) noexcept;
+    void end_check(resource* r, bool healthy, effects& fx);
+
+    // Create up to min again (after a failure blocked the floor, e.g. from a timer tick).
+    void replenish(effects& fx);
+
+    [[nodiscard]] circuit circuit_state() const noexcept { return circuit_; }
+    void set_circuit(circuit s, effects& fx);
+    void set_reports(bool on) noexcept { cfg_.reports = on; }
+
+    // Idempotent; returns false when already closed.
+    bool close(effects& fx);
+    [[nodiscard]] bool closed() const noexcept { return closed_; }
+
+    [[nodiscard]] std::uint32_t idle() const noexcept { return static_cast<std::uint32_t>(idle_.size()); }
+    [[nodiscard]] std::uint32_t active() const noexcept { return active_; }
+    [[nodiscard]] std::uint32_t total() const noexcept { return idle() + active_; }
+    [[nodiscard]] std::uint32_t parked() const noexcept { return parked_; }
+    [[nodiscard]] std::uint32_t reserved() const noexcept { return reserved_; }
+    [[nodiscard]] std::uint32_t creating() const noexcept { return creating_; }
+    [[nodiscard]] std::uint32_t waiting() const noexcept { return parked_ + reserved_; }
+    [[nodiscard]] const config& cfg() const noexcept { return cfg_; }
+    [[nodiscard]] const counters& stats() const noexcept { return c_; }
+    [[nodiscard]] snapshot snap() const noexcept;
+    // Idle resource i in idle order (0 = next to be taken in FIFO mode). For tests and tools.
+    [[nodiscard]] resource* idle_at(std::size_t i) const noexcept { return idle_.at(i); }
+
+    // Checks SPEC §5 invariants that are visible from inside; returns "" or a description.
+    [[nodiscard]] std::string audit() const;
+
+private:
+    struct lane {
+        duration span{};
+        waiter* head = nullptr;
+        waiter* tail = nullptr;
+    };
+    struct list {
+        waiter* head = nullptr;
+        waiter* tail = nullptr;
+    };
+
+    resource* pop_idle() noexcept;
+    void reserve_for_parked(effects& fx);
+    void maybe_create(effects& fx);
+    void fail(waiter& w, status st, effects& fx);
+    void fail_all(status st, effects& fx);
+    void destroy(resource* r, destroy_reason why, effects& fx);
+    void report_failure(status st, effects& fx);
+
+    static void list_push_back(list& l, waiter& w) noexcept;
+    static void list_remove(list& l, waiter& w) noexcept;
+    static void list_insert_by_seq(list& l, waiter& w) noexcept;
+    void lane_insert(waiter& w, duration span);
+    void lane_remove(waiter& w) noexcept;
+
+    config cfg_;
+    ring<resource*> idle_;
+    list fifo_;      // parked waiters, arrival order
+    list reserved_list_;  // woken with a reservation, not yet resumed
+    std::vector<lane> lanes_;  // one FIFO per distinct timeout: deadlines are sorted within a lane
+    std::uint32_t active_ = 0;
+    std::uint32_t parked_ = 0;
+    std::uint32_t reserved_ = 0;
+    std::uint32_t creating_ = 0;
+    std::uint64_t next_seq_ = 1;
+    circuit circuit_ = circuit::closed;
+    bool closed_ = false;
+    bool floor_blocked_ = false;  // a floor creation failed with nobody waiting: wait for replenish()
+    counters c_;
+};
+
+}  // namespace respool::core

@@ -1,0 +1,580 @@
+// The sans-io core driven by hand: a fake clock, resumptions run when the test says so, factories
+// that finish when the test says so. Each test names the rule of SPEC.md it pins down.
+#include "core/pool_core.hpp"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+using namespace respool::core;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct res : resource {
+    int id = 0;
+    int destroyed = 0;
+};
+
+// Plays the part of the Asio driver: records wakes in post order and pending factory calls.
+struct harness {
+    explicit harness(config c) : core(c) { audit(); }
+
+    pool_core core;
+    time_point now = time_point{} + 1s;
+    std::vector<std::unique_ptr<res>> made;
+    std::deque<waiter*> posted;  // wakes, in the order the driver would post them
+    int pending_creates = 0;
+    std::vector<int> destroyed_ids;
+    std::vector<destroy_reason> destroy_reasons;
+    int successes = 0, failures = 0, circuit_changes = 0;
+
+    res* make() {
+        made.push_back(std::make_unique<res>());
+        made.back()->id = static_cast<int>(made.size());
+        return made.back().get();
+    }
+    void apply(effects& fx) {
+        for (std::size_t i = 0; i < fx.size(); ++i) {
+            const effect& e = fx[i];
+            switch (e.what) {
+            case effect::kind::wake: posted.push_back(e.w); break;
+            case effect::kind::create: ++pending_creates; break;
+            case effect::kind::destroy: {
+                auto* r = static_cast<res*>(e.r);
+                ++r->destroyed;
+                destroyed_ids.push_back(r->id);
+                destroy_reasons.push_back(e.reason);
+                break;
+            }
+            case effect::kind::report_success: ++successes; break;
+            case effect::kind::report_failure: ++failures; break;
+            case effect::kind::circuit_changed: ++circuit_changes; break;
+            }
+        }
+        fx.clear();
+        audit();
+    }
+    void audit() const {
+        const std::string a = core.audit();
+        ASSERT_EQ(a, "") << a;
+    }
+    // Runs the pending factory calls successfully; returns the resources that landed.
+    void finish_creates(int n = -1) {
+        if (n < 0) n = pending_creates;
+        for (int i = 0; i < n; ++i) {
+            --pending_creates;
+            effects fx;
+            core.creation_succeeded(make(), fx);
+            apply(fx);
+        }
+    }
+    waiter* fail_create() {
+        --pending_creates;
+        effects fx;
+        waiter* w = core.creation_failed(fx);
+        apply(fx);
+        return w;
+    }
+    // Creates n idle resources through the queue path (min pre-warm style).
+    void prewarm() {
+        effects fx;
+        core.replenish(fx);
+        apply(fx);
+        while (pending_creates) finish_creates();
+    }
+    pool_core::take_result take() { return core.try_take(); }
+    status park(waiter& w, std::optional<duration> timeout = std::nullopt) {
+        effects fx;
+        status s = core.park(w, now, timeout, fx);
+        apply(fx);
+        return s;
+    }
+    // Acquire as the driver does it: take, else park. Returns the resource or nullptr when parked.
+    res* acquire(waiter& w, std::optional<duration> timeout = std::nullopt) {
+        auto t = take();
+        if (t.r) return static_cast<res*>(t.r);
+        EXPECT_EQ(t.st, status::ok);
+        EXPECT_EQ(park(w, timeout), status::ok);
+        return nullptr;
+    }
+    // Runs the oldest posted resumption.
+    pool_core::take_result run_next() {
+        EXPECT_FALSE(posted.empty());
+        waiter* w = posted.front();
+        posted.pop_front();
+        auto t = core.resume(*w);
+        audit();
+        return t;
+    }
+    void release(resource* r, pool_core::release_kind k = pool_core::release_kind::ok) {
+        effects fx;
+        core.release(r, k, fx);
+        apply(fx);
+    }
+    void advance(duration d) {
+        now += d;
+        effects fx;
+        core.expire(now, fx);
+        apply(fx);
+    }
+};
+
+config cfg(std::uint32_t min, std::uint32_t max, std::uint32_t mcc = 2) {
+    config c;
+    c.min = min;
+    c.max = max;
+    c.max_concurrent_creations = mcc;
+    c.reports = true;
+    return c;
+}
+
+}  // namespace
+
+TEST(core, prewarm_creates_min_through_the_creation_limit) {
+    harness h(cfg(5, 10, 2));
+    effects fx;
+    h.core.replenish(fx);
+    h.apply(fx);
+    EXPECT_EQ(h.pending_creates, 2) << "max_concurrent_creations bounds the pre-warm too";
+    EXPECT_EQ(h.core.total(), 2u) << "a creation is counted before the factory runs";
+    h.prewarm();
+    EXPECT_EQ(h.core.idle(), 5u);
+    EXPECT_EQ(h.core.stats().creations, 5u);
+}
+
+TEST(core, idle_is_fifo_by_default_least_recently_released_first) {
+    harness h(cfg(3, 3));
+    h.prewarm();
+    auto a = h.take().r, b = h.take().r, c = h.take().r;
+    h.release(b);
+    h.release(c);
+    h.release(a);
+    EXPECT_EQ(h.take().r, b);
+    EXPECT_EQ(h.take().r, c);
+    EXPECT_EQ(h.take().r, a);
+}
+
+TEST(core, lifo_option_reuses_the_warmest_resource) {
+    config c = cfg(3, 3);
+    c.lifo = true;
+    harness h(c);
+    h.prewarm();
+    auto a = h.take().r, b = h.take().r;
+    h.release(a);
+    h.release(b);
+    EXPECT_EQ(h.take().r, b);
+    EXPECT_EQ(h.take().r, a);
+}
+
+TEST(core, releaser_cannot_barge_two_tasks_on_max_one_alternate) {
+    harness h(cfg(1, 1));
+    h.prewarm();
+    waiter wa, wb;
+    std::vector<char> order;
+    resource* held = h.acquire(wa);
+    ASSERT_NE(held, nullptr);
+    order.push_back('A');
+    ASSERT_EQ(h.acquire(wb), nullptr);  // B parks
+    for (int round = 0; round < 6; ++round) {
+        // The holder releases and immediately tries again: it must queue behind the other task.
+        const bool a_holds = order.back() == 'A';
+        waiter& mine = a_holds ? wa : wb;
+        h.release(held);
+        EXPECT_EQ(h.take().r, nullptr) << "the released place is reserved for the parked task";
+        ASSERT_EQ(h.park(mine), status::ok);
+        auto t = h.run_next();
+        ASSERT_EQ(t.st, status::ok);
+        ASSERT_NE(t.r, nullptr);
+        held = t.r;
+        order.push_back(a_holds ? 'B' : 'A');
+    }
+    EXPECT_EQ(std::string(order.begin(), order.end()), "ABABABA");
+}
+
+TEST(core, waiters_are_served_in_arrival_order) {
+    harness h(cfg(2, 2));
+    h.prewarm();
+    auto r1 = h.take().r, r2 = h.take().r;
+    waiter w[5];
+    for (auto& x : w) ASSERT_EQ(h.acquire(x), nullptr);
+    h.release(r1);
+    h.release(r2);
+    ASSERT_EQ(h.posted.size(), 2u);
+    EXPECT_EQ(h.posted[0], &w[0]);
+    EXPECT_EQ(h.posted[1], &w[1]);
+    EXPECT_EQ(h.core.reserved(), 2u);
+    EXPECT_EQ(h.core.waiting(), 5u) << "woken but not yet resumed still counts as waiting";
+}
+
+TEST(core, surplus_beyond_reservations_is_available_to_anyone) {
+    harness h(cfg(2, 2));
+    h.prewarm();
+    auto r1 = h.take().r, r2 = h.take().r;
+    waiter w;
+    ASSERT_EQ(h.acquire(w), nullptr);
+    h.release(r1);  // reserved for w
+    h.release(r2);  // surplus
+    EXPECT_EQ(h.core.reserved(), 1u);
+    EXPECT_NE(h.take().r, nullptr) << "try_acquire may take the unreserved surplus";
+    EXPECT_EQ(h.take().r, nullptr) << "but never the reserved place";
+    auto t = h.run_next();
+    EXPECT_EQ(t.st, status::ok);
+    EXPECT_NE(t.r, nullptr);
+}
+
+TEST(core, timed_out_reserved_waiter_hands_its_reservation_to_the_next) {
+    harness h(cfg(1, 1));
+    h.prewarm();
+    auto r = h.take().r;
+    waiter w1, w2;
+    ASSERT_EQ(h.acquire(w1, 100ms), nullptr);
+    ASSERT_EQ(h.acquire(w2, 500ms), nullptr);
+    h.release(r);  // reserved for w1, its resumption posted
+    ASSERT_EQ(h.posted.size(), 1u);
+    h.advance(150ms);  // w1's deadline passes before it runs
+    EXPECT_EQ(h.core.reserved(), 1u) << "the reservation moved on, it did not vanish";
+    ASSERT_EQ(h.posted.size(), 2u) << "w2 was woken by the hand-on";
+    auto t1 = h.run_next();
+    EXPECT_EQ(t1.st, status::timeout) << "a lease never reaches a caller that timed out";
+    EXPECT_EQ(t1.r, nullptr);
+    auto t2 = h.run_next();
+    EXPECT_EQ(t2.st, status::ok);
+    EXPECT_EQ(t2.r, r);
+    EXPECT_EQ(h.core.stats().timeouts, 1u);
+}
+
+TEST(core, cancelled_reserved_waiter_hands_its_reservation_to_the_next) {
+    harness h(cfg(1, 1));
+    h.prewarm();
+    auto r = h.take().r;
+    waiter w1, w2;
+    h.acquire(w1);
+    h.acquire(w2);
+    h.release(r);
+    effects fx;
+    EXPECT_TRUE(h.core.cancel(w1, fx));
+    h.apply(fx);
+    EXPECT_FALSE(h.core.cancel(w1, fx)) << "a second cancel of a decided waiter is a no-op";
+    EXPECT_EQ(h.run_next().st, status::cancelled);
+    EXPECT_EQ(h.run_next().r, r);
+    EXPECT_EQ(h.core.stats().cancellations, 1u);
+}
+
+TEST(core, cancelling_a_parked_waiter_wakes_it_once_with_cancelled) {
+    harness h(cfg(1, 1));
+    h.prewarm();
+    auto r = h.take().r;
+    waiter w1, w2;
+    h.acquire(w1);
+    h.acquire(w2);
+    effects fx;
+    ASSERT_TRUE(h.core.cancel(w2, fx));
+    h.apply(fx);
+    ASSERT_EQ(h.posted.size(), 1u);
+    EXPECT_EQ(h.run_next().st, status::cancelled);
+    h.release(r);
+    ASSERT_EQ(h.posted.size(), 1u);
+    EXPECT_EQ(h.posted.front(), &w1);
+}
+
+TEST(core, opening_the_circuit_fails_parked_and_reserved_waiters_with_unavailable) {
+    harness h(cfg(1, 1));
+    h.prewarm();
+    auto r = h.take().r;
+    waiter w1, w2;
+    h.acquire(w1);
+    h.acquire(w2);
+    h.release(r);  // w1 reserved
+    effects fx;
+    h.core.set_circuit(circuit::open, fx);
+    h.apply(fx);
+    EXPECT_EQ(h.circuit_changes, 1);
+    EXPECT_EQ(h.run_next().st, status::unavailable);
+    EXPECT_EQ(h.run_next().st, status::unavailable);
+    EXPECT_EQ(h.core.idle(), 1u) << "the idle resource survives";
+    EXPECT_EQ(h.take().st, status::unavailable) << "even with an idle resource";
+    EXPECT_EQ(h.core.stats().unavailable_rejections, 3u);
+    h.core.set_circuit(circuit::closed, fx);
+    h.apply(fx);
+    EXPECT_NE(h.take().r, nullptr);
+}
+
+TEST(core, timeout_of_parked_waiter_and_zero_timeout) {
+    harness h(cfg(0, 1));
+    auto t = h.take();
+    ASSERT_EQ(t.r, nullptr);
+    waiter w0;
+    EXPECT_EQ(h.park(w0, 0ms), status::timeout) << "a zero timeout does not wait";
+    waiter w;
+    ASSERT_EQ(h.park(w, 10ms), status::ok);
+    ASSERT_EQ(h.pending_creates, 1);
+    EXPECT_EQ(h.core.next_deadline(), h.now + 10ms);
+    h.advance(9ms);
+    EXPECT_TRUE(h.posted.empty());
+    h.advance(1ms);
+    ASSERT_EQ(h.posted.size(), 1u);
+    EXPECT_EQ(h.run_next().st, status::timeout);
+    EXPECT_FALSE(h.core.next_deadline());
+    h.finish_creates();  // the creation started for it lands in idle
+    EXPECT_EQ(h.core.idle(), 1u);
+}
+
+TEST(core, deadlines_of_different_timeouts_expire_in_deadline_order) {
+    harness h(cfg(0, 1, 1));
+    waiter a, b, c;
+    h.take();
+    h.park(a, 300ms);
+    h.park(b, 100ms);
+    h.park(c, 200ms);
+    EXPECT_EQ(h.core.next_deadline(), h.now + 100ms);
+    h.advance(150ms);
+    ASSERT_EQ(h.posted.size(), 1u);
+    EXPECT_EQ(h.posted.front(), &b);
+    EXPECT_EQ(h.core.next_deadline(), h.now + 50ms);
+    h.advance(200ms);
+    EXPECT_EQ(h.posted.size(), 3u);
+}
+
+TEST(core, max_waiters_sheds_load_with_exhausted) {
+    config c = cfg(0, 1, 1);
+    c.max_waiters = 2;
+    harness h(c);
+    waiter w[3];
+    EXPECT_EQ(h.park(w[0]), status::ok);
+    EXPECT_EQ(h.park(w[1]), status::ok);
+    EXPECT_EQ(h.park(w[2]), status::exhausted);
+    EXPECT_EQ(h.core.stats().exhausted_rejections, 1u);
+}
+
+TEST(core, broken_release_wakes_a_waiter_through_a_creation) {
+    harness h(cfg(1, 1));
+    h.prewarm();
+    auto r = h.take().r;
+    waiter w;
+    h.acquire(w);
+    EXPECT_EQ(h.pending_creates, 0) << "total == max: nothing to create";
+    h.release(r, pool_core::release_kind::broken);
+    EXPECT_EQ(h.failures, 1) << "a broken release is reported to the circuit strategy";
+    EXPECT_EQ(h.destroy_reasons.back(), destroy_reason::broken);
+    ASSERT_EQ(h.pending_creates, 1) << "the freed capacity serves the waiter";
+    h.finish_creates();
+    auto t = h.run_next();
+    EXPECT_EQ(t.st, status::ok);
+    EXPECT_NE(t.r, r);
+}
+
+TEST(core, poisoned_release_destroys_and_counts) {
+    harness h(cfg(1, 2));
+    h.prewarm();
+    auto r = h.take().r;
+    h.release(r, pool_core::release_kind::poisoned);
+    EXPECT_EQ(h.core.stats().poisoned, 1u);
+    EXPECT_EQ(static_cast<res*>(r)->destroyed, 1);
+    EXPECT_EQ(h.pending_creates, 1) << "the min floor is replenished";
+}
+
+TEST(core, factory_failure_reaches_the_oldest_unserved_waiter) {
+    harness h(cfg(0, 4, 1));
+    waiter w1, w2, w3;
+    h.acquire(w1);
+    h.acquire(w2);
+    h.acquire(w3);
+    ASSERT_EQ(h.pending_creates, 1);
+    EXPECT_EQ(h.fail_create(), &w1);
+    EXPECT_EQ(h.failures, 1);
+    ASSERT_EQ(h.posted.size(), 1u);
+    EXPECT_EQ(h.run_next().st, status::create_failed);
+    EXPECT_EQ(h.pending_creates, 1) << "demand re-triggers creation";
+    h.finish_creates();
+    EXPECT_EQ(h.posted.front(), &w2);
+    EXPECT_EQ(h.core.stats().create_failures, 1u);
+}
+
+TEST(core, many_slow_factories_never_push_total_above_max) {
+    harness h(cfg(0, 5, 50));
+    std::vector<waiter> ws(40);
+    for (auto& w : ws) h.acquire(w);
+    EXPECT_EQ(h.pending_creates, 5);
+    EXPECT_EQ(h.core.total(), 5u);
+    h.finish_creates();
+    EXPECT_EQ(h.core.total(), 5u);
+    EXPECT_EQ(h.posted.size(), 5u);
+}
+
+TEST(core, a_burst_does_not_open_a_resource_per_caller) {
+    harness h(cfg(0, 50, 2));
+    std::vector<waiter> ws(50);
+    for (auto& w : ws) h.acquire(w);
+    EXPECT_EQ(h.pending_creates, 2) << "max_concurrent_creations = 2";
+    h.finish_creates();
+    for (int i = 0; i < 2; ++i) {
+        auto t = h.run_next();
+        ASSERT_NE(t.r, nullptr);
+        h.release(t.r);  // returning resources serve the queue before new creations do
+    }
+    EXPECT_EQ(h.core.total(), 4u);
+}
+
+TEST(core, creation_that_finishes_when_nobody_waits_lands_in_idle) {
+    harness h(cfg(0, 2));
+    waiter w;
+    h.acquire(w, 10ms);
+    h.advance(10ms);
+    h.run_next();
+    h.finish_creates();
+    EXPECT_EQ(h.core.idle(), 1u);
+    EXPECT_EQ(h.core.waiting(), 0u);
+}
+
+TEST(core, release_reserves_for_oldest_waiter_and_resume_takes_it) {
+    harness h(cfg(1, 1));
+    h.prewarm();
+    auto r = h.take().r;
+    waiter w;
+    h.acquire(w);
+    h.release(r);
+    EXPECT_EQ(h.successes, 1);
+    auto t = h.run_next();
+    EXPECT_EQ(t.r, r);
+    EXPECT_EQ(h.core.stats().waits, 1u);
+    EXPECT_EQ(h.core.stats().acquires, 2u);
+}
+
+TEST(core, rejected_resource_is_destroyed_and_the_waiter_retries_in_its_place) {
+    config c = cfg(2, 2);
+    c.confirm_takes = true;
+    harness h(c);
+    h.prewarm();
+    auto r1 = h.take().r, r2 = h.take().r;
+    waiter w1, w2;
+    h.acquire(w1);
+    h.acquire(w2);
+    h.release(r1);
+    auto t = h.run_next();  // w1 takes r1, before_acquire rejects it
+    ASSERT_EQ(t.r, r1);
+    effects fx;
+    h.core.reject(r1, fx);
+    h.apply(fx);
+    EXPECT_EQ(h.pending_creates, 1);
+    auto again = h.core.retry(w1, h.now, fx);
+    h.apply(fx);
+    EXPECT_EQ(again.r, nullptr);
+    h.release(r2);
+    ASSERT_EQ(h.posted.size(), 1u);
+    EXPECT_EQ(h.posted.front(), &w1) << "the re-parked waiter keeps its arrival position";
+    EXPECT_EQ(h.core.stats().rejected, 1u);
+    auto t1 = h.run_next();
+    EXPECT_EQ(h.core.confirm_take(t1.r, fx), status::ok);
+    EXPECT_EQ(h.core.stats().acquires, 1u) << "only confirmed takes count as acquires";
+}
+
+TEST(core, close_fails_waiters_destroys_idle_and_leaves_leases_alone) {
+    harness h(cfg(3, 3));
+    h.prewarm();
+    auto leased = h.take().r;
+    waiter w1;
+    auto r2 = h.take().r, r3 = h.take().r;
+    h.acquire(w1);
+    h.release(r2);  // w1 reserved
+    waiter w2;
+    h.acquire(w2);
+    effects fx;
+    EXPECT_TRUE(h.core.close(fx));
+    h.apply(fx);
+    EXPECT_FALSE(h.core.close(fx)) << "close is idempotent";
+    EXPECT_EQ(h.run_next().st, status::closed);
+    EXPECT_EQ(h.run_next().st, status::closed);
+    EXPECT_EQ(h.core.idle(), 0u);
+    EXPECT_EQ(static_cast<res*>(r2)->destroyed, 1);
+    EXPECT_EQ(static_cast<res*>(leased)->destroyed, 0);
+    h.release(leased);
+    h.release(r3, pool_core::release_kind::broken);
+    EXPECT_EQ(static_cast<res*>(leased)->destroyed, 1);
+    EXPECT_EQ(h.core.total(), 0u);
+    EXPECT_EQ(h.take().st, status::closed);
+    EXPECT_EQ(h.pending_creates, 0) << "a closed pool creates nothing";
+}
+
+TEST(core, close_during_a_suspended_hook_destroys_the_resource_when_the_hook_ends) {
+    config c = cfg(1, 1);
+    c.confirm_takes = true;
+    harness h(c);
+    h.prewarm();
+    auto r = h.take().r;  // before_acquire is now "suspended"
+    effects fx;
+    h.core.close(fx);
+    h.apply(fx);
+    EXPECT_EQ(h.core.total(), 1u) << "the resource in the hook still counts";
+    EXPECT_EQ(h.core.confirm_take(r, fx), status::closed);
+    h.apply(fx);
+    EXPECT_EQ(static_cast<res*>(r)->destroyed, 1);
+    EXPECT_EQ(h.core.total(), 0u);
+}
+
+TEST(core, close_during_a_suspended_factory_destroys_what_it_returns) {
+    harness h(cfg(0, 1));
+    waiter w;
+    h.acquire(w);
+    effects fx;
+    h.core.close(fx);
+    h.apply(fx);
+    EXPECT_EQ(h.run_next().st, status::closed);
+    h.finish_creates();
+    EXPECT_EQ(h.destroy_reasons.back(), destroy_reason::closed);
+    EXPECT_EQ(h.core.total(), 0u);
+}
+
+TEST(core, health_check_sees_each_idle_resource_once_per_tick_in_idle_order) {
+    harness h(cfg(3, 3));
+    h.prewarm();
+    std::vector<resource*> seen;
+    effects fx;
+    while (resource* r = h.core.begin_check(1)) {
+        seen.push_back(r);
+        h.core.end_check(r, static_cast<res*>(r)->id != 2, fx);
+        h.apply(fx);
+    }
+    ASSERT_EQ(seen.size(), 3u);
+    EXPECT_EQ(static_cast<res*>(seen[0])->id, 1);
+    EXPECT_EQ(static_cast<res*>(seen[2])->id, 3);
+    EXPECT_EQ(h.destroy_reasons.back(), destroy_reason::unhealthy);
+    EXPECT_EQ(h.pending_creates, 1) << "replacements are created up to min";
+    EXPECT_EQ(h.core.begin_check(1), nullptr);
+}
+
+TEST(core, health_check_skips_reserved_places_and_leased_resources) {
+    harness h(cfg(1, 1));
+    h.prewarm();
+    auto r = h.take().r;
+    EXPECT_EQ(h.core.begin_check(1), nullptr) << "leased resources are never checked";
+    waiter w;
+    h.acquire(w);
+    h.release(r);
+    EXPECT_EQ(h.core.begin_check(1), nullptr) << "a reserved resource belongs to its waiter";
+}
+
+TEST(core, inline_creation_for_try_acquire_never_takes_from_the_queue) {
+    harness h(cfg(0, 2, 2));
+    ASSERT_TRUE(h.core.begin_inline_creation());
+    effects fx;
+    EXPECT_EQ(h.core.inline_created(h.make(), fx), status::ok);
+    waiter w;
+    h.acquire(w);  // parks, creation for the queue starts
+    EXPECT_FALSE(h.core.begin_inline_creation()) << "a parked waiter owns the free capacity";
+}
+
+TEST(core, failed_floor_creation_waits_for_replenish_instead_of_spinning) {
+    harness h(cfg(2, 4, 1));
+    effects fx;
+    h.core.replenish(fx);
+    h.apply(fx);
+    ASSERT_EQ(h.pending_creates, 1);
+    EXPECT_EQ(h.fail_create(), nullptr);
+    EXPECT_EQ(h.pending_creates, 0) << "no retry storm with nobody waiting";
+    h.core.replenish(fx);
+    h.apply(fx);
+    EXPECT_EQ(h.pending_creates, 1);
+}
