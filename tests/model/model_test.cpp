@@ -1,0 +1,791 @@
+// Random operation sequences on the sans-io core, checked after every step against
+//  (a) a small reference model written with plain containers (std::deque / std::vector, linear
+//      scans, no intrusive lists, no ring, no deadline lanes), which must predict every effect, and
+//  (b) SPEC.md §5 invariants checked from the outside: each resource destroyed exactly once and
+//      never held twice, total <= max, every acquire completes exactly once, close leaves nothing.
+// RESPOOL_MODEL_OPS sets the number of operations (default 1,000,000); RESPOOL_MODEL_SEED replays a
+// run. The seed is printed on failure.
+#include "core/pool_core.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace respool::core;
+using namespace std::chrono_literals;
+
+namespace {
+
+// ---- the reference model ---------------------------------------------------------------------
+
+struct m_effect {
+    effect::kind what;
+    int waiter = -1;  // waiter slot
+    int res = -1;     // resource id
+    destroy_reason reason = destroy_reason::closed;
+    status st = status::ok;
+    bool operator==(const m_effect&) const = default;
+    bool operator<(const m_effect& o) const {
+        return std::tie(what, waiter, res, reason, st) < std::tie(o.what, o.waiter, o.res, o.reason, o.st);
+    }
+};
+
+struct model {
+    enum class ws { none, parked, reserved, failed };
+    struct mw {
+        ws state = ws::none;
+        std::uint64_t seq = 0;
+        bool has_deadline = false;
+        time_point deadline{};
+        status result = status::ok;
+        bool counted = false;
+    };
+
+    config cfg;
+    std::deque<int> idle;
+    std::map<int, std::uint64_t> checked;  // resource -> tick
+    std::vector<int> parked;    // waiter slots in arrival order
+    std::vector<int> reserved;  // waiter slots in reservation order
+    std::vector<mw> w;
+    std::uint32_t active = 0, creating = 0;
+    std::uint64_t seq = 1;
+    circuit circ = circuit::closed;
+    bool closed = false, floor_blocked = false;
+    counters c;
+    std::vector<m_effect> fx;
+
+    model(config k, int slots) : cfg(k), w(static_cast<std::size_t>(slots)) {}
+
+    std::uint32_t total() const { return static_cast<std::uint32_t>(idle.size()) + active; }
+    std::uint32_t waiting() const { return static_cast<std::uint32_t>(parked.size() + reserved.size()); }
+    std::uint32_t n_reserved() const { return static_cast<std::uint32_t>(reserved.size()); }
+
+    int pop_idle() {
+        int r;
+        if (cfg.lifo) {
+            r = idle.back();
+            idle.pop_back();
+        } else {
+            r = idle.front();
+            idle.pop_front();
+        }
+        return r;
+    }
+    void destroy(int r, destroy_reason why) {
+        ++c.destructions;
+        fx.push_back({effect::kind::destroy, -1, r, why});
+    }
+    void report_failure(status st) {
+        if (cfg.reports) fx.push_back({effect::kind::report_failure, -1, -1, destroy_reason::closed, st});
+    }
+    void reserve_for_parked() {
+        while (!parked.empty() && idle.size() > reserved.size()) {
+            int s = parked.front();
+            parked.erase(parked.begin());
+            reserved.push_back(s);
+            w[s].state = ws::reserved;
+            fx.push_back({effect::kind::wake, s});
+        }
+    }
+    void maybe_create() {
+        if (closed || circ == circuit::open) return;
+        while (total() < cfg.max && creating < cfg.max_concurrent_creations &&
+               (creating < parked.size() || (!floor_blocked && total() < cfg.min))) {
+            ++creating;
+            ++active;
+            fx.push_back({effect::kind::create});
+        }
+    }
+    void fail(int s, status st) {
+        w[s].result = st;
+        if (w[s].state == ws::parked) {
+            parked.erase(std::find(parked.begin(), parked.end(), s));
+            w[s].state = ws::failed;
+            fx.push_back({effect::kind::wake, s, -1, destroy_reason::closed, st});
+        } else {
+            reserved.erase(std::find(reserved.begin(), reserved.end(), s));
+            w[s].state = ws::failed;
+        }
+    }
+    void fail_all(status st) {
+        while (!parked.empty()) {
+            if (st == status::unavailable) ++c.unavailable_rejections;
+            fail(parked.front(), st);
+        }
+        while (!reserved.empty()) {
+            if (st == status::unavailable) ++c.unavailable_rejections;
+            fail(reserved.front(), st);
+        }
+    }
+    std::pair<status, int> try_take() {
+        if (closed) return {status::closed, -1};
+        if (circ == circuit::open) {
+            ++c.unavailable_rejections;
+            return {status::unavailable, -1};
+        }
+        if (idle.size() > reserved.size()) {
+            int r = pop_idle();
+            ++active;
+            if (!cfg.confirm_takes) ++c.acquires;
+            return {status::ok, r};
+        }
+        return {status::ok, -1};
+    }
+    status park(int s, time_point now, std::optional<duration> t) {
+        if (cfg.max_waiters && waiting() >= cfg.max_waiters) {
+            ++c.exhausted_rejections;
+            return status::exhausted;
+        }
+        if (t && *t <= duration::zero()) {
+            ++c.timeouts;
+            return status::timeout;
+        }
+        w[s].seq = seq++;
+        w[s].state = ws::parked;
+        w[s].result = status::ok;
+        if (!w[s].counted) {
+            w[s].counted = true;
+            ++c.waits;
+        }
+        parked.push_back(s);
+        w[s].has_deadline = t.has_value();
+        if (t) w[s].deadline = now + *t;
+        maybe_create();
+        return status::ok;
+    }
+    std::pair<status, int> resume(int s) {
+        if (w[s].state == ws::failed) {
+            w[s].state = ws::none;
+            return {w[s].result, -1};
+        }
+        reserved.erase(std::find(reserved.begin(), reserved.end(), s));
+        w[s].state = ws::none;
+        int r = pop_idle();
+        ++active;
+        if (!cfg.confirm_takes) ++c.acquires;
+        return {status::ok, r};
+    }
+    std::pair<status, int> retry(int s, time_point now) {
+        auto t = try_take();
+        if (t.first != status::ok || t.second >= 0) return t;
+        if (w[s].has_deadline && w[s].deadline <= now) {
+            ++c.timeouts;
+            return {status::timeout, -1};
+        }
+        w[s].state = ws::parked;
+        auto at = std::find_if(parked.begin(), parked.end(), [&](int o) { return w[o].seq > w[s].seq; });
+        parked.insert(at, s);
+        maybe_create();
+        return {status::ok, -1};
+    }
+    bool cancel(int s) {
+        if (w[s].state != ws::parked && w[s].state != ws::reserved) return false;
+        bool had = w[s].state == ws::reserved;
+        ++c.cancellations;
+        fail(s, status::cancelled);
+        if (had) reserve_for_parked();
+        return true;
+    }
+    void expire(time_point now) {
+        bool handed = false;
+        std::vector<int> due;
+        for (int s : parked)
+            if (w[s].has_deadline && w[s].deadline <= now) due.push_back(s);
+        for (int s : reserved)
+            if (w[s].has_deadline && w[s].deadline <= now) due.push_back(s);
+        for (int s : due) {
+            handed |= w[s].state == ws::reserved;
+            ++c.timeouts;
+            fail(s, status::timeout);
+        }
+        if (handed) reserve_for_parked();
+    }
+    std::optional<time_point> next_deadline() const {
+        std::optional<time_point> best;
+        for (const auto* v : {&parked, &reserved})
+            for (int s : *v)
+                if (w[s].has_deadline && (!best || w[s].deadline < *best)) best = w[s].deadline;
+        return best;
+    }
+    status confirm_take(int r) {
+        if (closed) {
+            --active;
+            destroy(r, destroy_reason::closed);
+            return status::closed;
+        }
+        ++c.acquires;
+        return status::ok;
+    }
+    void reject(int r) {
+        --active;
+        ++c.rejected;
+        destroy(r, destroy_reason::rejected);
+        maybe_create();
+    }
+    void give_back(int r) {
+        --active;
+        if (closed) return destroy(r, destroy_reason::closed);
+        idle.push_front(r);
+        reserve_for_parked();
+    }
+    void release(int r, pool_core::release_kind k) {
+        --active;
+        if (k != pool_core::release_kind::ok) {
+            if (k == pool_core::release_kind::poisoned) ++c.poisoned;
+            else ++c.broken;
+            destroy(r, k == pool_core::release_kind::poisoned ? destroy_reason::poisoned : destroy_reason::broken);
+            report_failure(status::ok);
+            maybe_create();
+            return;
+        }
+        if (cfg.reports) fx.push_back({effect::kind::report_success});
+        if (closed) return destroy(r, destroy_reason::closed);
+        idle.push_back(r);
+        reserve_for_parked();
+    }
+    void creation_succeeded(int r) {
+        --creating;
+        --active;
+        ++c.creations;
+        if (closed) return destroy(r, destroy_reason::closed);
+        floor_blocked = false;
+        idle.push_back(r);
+        reserve_for_parked();
+        maybe_create();
+    }
+    int creation_failed() {
+        --creating;
+        --active;
+        ++c.create_failures;
+        report_failure(status::create_failed);
+        if (closed) return -1;
+        int s = parked.empty() ? -1 : parked.front();
+        if (s >= 0) fail(s, status::create_failed);
+        else floor_blocked = true;
+        maybe_create();
+        return s;
+    }
+    bool begin_inline() {
+        if (closed || circ == circuit::open || !parked.empty()) return false;
+        if (total() >= cfg.max || creating >= cfg.max_concurrent_creations) return false;
+        ++creating;
+        ++active;
+        return true;
+    }
+    status inline_created(int r) {
+        --creating;
+        ++c.creations;
+        if (closed) {
+            --active;
+            destroy(r, destroy_reason::closed);
+            return status::closed;
+        }
+        if (!cfg.confirm_takes) ++c.acquires;
+        return status::ok;
+    }
+    void inline_failed() {
+        --creating;
+        --active;
+        ++c.create_failures;
+        report_failure(status::create_failed);
+        maybe_create();
+    }
+    int begin_check(std::uint64_t tick) {
+        if (closed || idle.size() <= reserved.size()) return -1;
+        int r = idle.front();
+        if (checked[r] == tick) return -1;
+        idle.pop_front();
+        checked[r] = tick;
+        ++active;
+        return r;
+    }
+    void end_check(int r, bool healthy) {
+        --active;
+        if (!healthy) {
+            ++c.unhealthy;
+            destroy(r, destroy_reason::unhealthy);
+            maybe_create();
+            return;
+        }
+        if (closed) return destroy(r, destroy_reason::closed);
+        idle.push_back(r);
+        reserve_for_parked();
+    }
+    void replenish() {
+        floor_blocked = false;
+        maybe_create();
+    }
+    void set_circuit(circuit s) {
+        if (s == circ) return;
+        circ = s;
+        fx.push_back({effect::kind::circuit_changed});
+        if (s == circuit::open) fail_all(status::unavailable);
+        else maybe_create();
+    }
+    bool close() {
+        if (closed) return false;
+        closed = true;
+        fail_all(status::closed);
+        while (!idle.empty()) {
+            int r = idle.front();
+            idle.pop_front();
+            destroy(r, destroy_reason::closed);
+        }
+        return true;
+    }
+};
+
+// ---- the harness -----------------------------------------------------------------------------
+
+struct res : resource {
+    int id = 0;
+};
+
+bool same_counters(const counters& a, const counters& b) {
+    return a.acquires == b.acquires && a.waits == b.waits && a.timeouts == b.timeouts &&
+           a.cancellations == b.cancellations && a.creations == b.creations &&
+           a.create_failures == b.create_failures && a.destructions == b.destructions &&
+           a.poisoned == b.poisoned && a.unavailable_rejections == b.unavailable_rejections &&
+           a.exhausted_rejections == b.exhausted_rejections && a.rejected == b.rejected &&
+           a.broken == b.broken && a.unhealthy == b.unhealthy;
+}
+
+class run {
+public:
+    static constexpr int slots = 24;
+
+    run(std::uint64_t seed, config cfg) : rng_(seed), cfg_(cfg), core_(cfg), model_(cfg, slots) {
+        waiters_.resize(slots);
+        slot_state_.assign(slots, slot::free);
+        completions_.assign(slots, 0);
+        starts_.assign(slots, 0);
+    }
+
+    // Returns "" or the first divergence.
+    std::string step(int op_index) {
+        op_ = op_index;
+        const int pick = static_cast<int>(rng_() % 1000);
+        if (pick < 250) op_acquire();
+        else if (pick < 310) op_try_acquire();
+        else if (pick < 530) op_release();
+        else if (pick < 570) op_cancel();
+        else if (pick < 650) op_advance();
+        else if (pick < 830) op_run_wake();
+        else if (pick < 960) op_finish_create();
+        else if (pick < 980) op_health();
+        else if (pick < 985) op_circuit();
+        else if (pick < 995) op_replenish();
+        else if (pick < 996 && rng_() % 4 == 0) op_close();
+        return error_;
+    }
+
+    // Close, run everything to completion, and check SPEC §5.6 plus exactly-once completion.
+    std::string finish() {
+        op_close();
+        for (int guard = 0; guard < 100000 && error_.empty(); ++guard) {
+            if (!posted_.empty()) op_run_wake();
+            else if (pending_creates_ > 0) op_finish_create();
+            else if (!held_.empty()) op_release();
+            else break;
+        }
+        if (!error_.empty()) return error_;
+        for (int s = 0; s < slots; ++s)
+            if (starts_[s] != completions_[s])
+                return err("acquire in slot " + std::to_string(s) + " started " + std::to_string(starts_[s]) +
+                           " times but completed " + std::to_string(completions_[s]));
+        if (core_.total() != 0 || core_.waiting() != 0) return err("closed and drained pool still holds resources");
+        for (auto& [id, n] : destroyed_)
+            if (n != 1) return err("resource " + std::to_string(id) + " destroyed " + std::to_string(n) + " times");
+        if (destroyed_.size() != made_.size()) return err("some created resources were never destroyed");
+        return "";
+    }
+
+    std::uint64_t acquires() const { return core_.stats().acquires; }
+
+private:
+    enum class slot { free, parked, posted };
+
+    std::string err(const std::string& what) {
+        if (error_.empty()) error_ = "op " + std::to_string(op_) + ": " + what;
+        return error_;
+    }
+
+    int new_resource() {
+        made_.push_back(std::make_unique<res>());
+        made_.back()->id = static_cast<int>(made_.size());
+        return made_.back()->id;
+    }
+    res* resource_of(int id) { return made_[static_cast<std::size_t>(id - 1)].get(); }
+    static int id_of(resource* r) { return r ? static_cast<res*>(r)->id : -1; }
+    int slot_of(waiter* w) { return static_cast<int>(w - waiters_.data()); }
+
+    // Translates core effects, compares them with the model's, and applies them.
+    void settle(effects& fx, bool unordered = false) {
+        std::vector<m_effect> got;
+        for (std::size_t i = 0; i < fx.size(); ++i) {
+            const effect& e = fx[i];
+            m_effect m{e.what};
+            if (e.what == effect::kind::wake) {
+                m.waiter = slot_of(e.w);
+                m.st = e.st;
+            }
+            if (e.what == effect::kind::destroy) {
+                m.res = id_of(e.r);
+                m.reason = e.reason;
+            }
+            if (e.what == effect::kind::report_failure) m.st = e.st;
+            got.push_back(m);
+        }
+        fx.clear();
+        auto want = model_.fx;
+        model_.fx.clear();
+        if (unordered) {
+            std::sort(got.begin(), got.end());
+            std::sort(want.begin(), want.end());
+        }
+        if (got != want) {
+            std::ostringstream o;
+            o << "effects differ: core emitted " << got.size() << ", model " << want.size() << " [";
+            for (auto& g : got) o << int(g.what) << ":" << g.waiter << "/" << g.res << " ";
+            o << "] vs [";
+            for (auto& g : want) o << int(g.what) << ":" << g.waiter << "/" << g.res << " ";
+            o << "]";
+            err(o.str());
+            return;
+        }
+        for (auto& e : got) {
+            switch (e.what) {
+            case effect::kind::wake:
+                if (slot_state_[e.waiter] != slot::parked) err("wake for a waiter that was not parked");
+                slot_state_[e.waiter] = slot::posted;
+                posted_.push_back(e.waiter);
+                break;
+            case effect::kind::create: ++pending_creates_; break;
+            case effect::kind::destroy:
+                if (held_by_.count(e.res)) err("destroyed a resource that is leased");
+                ++destroyed_[e.res];
+                if (destroyed_[e.res] > 1) err("resource " + std::to_string(e.res) + " destroyed twice");
+                break;
+            default: break;
+            }
+        }
+        check();
+    }
+
+    void check() {
+        if (!error_.empty()) return;
+        const std::string a = core_.audit();
+        if (!a.empty()) return void(err("core audit: " + a));
+        const snapshot s = core_.snap();
+        if (s.idle != model_.idle.size() || s.active != model_.active || s.waiting != model_.waiting() ||
+            s.reserved != model_.n_reserved() || s.creating != model_.creating || s.total > s.max ||
+            s.total != s.idle + s.active || !same_counters(s.c, model_.c))
+        {
+            std::ostringstream o;
+            o << "snapshot differs from the model: idle " << s.idle << "/" << model_.idle.size() << " active "
+              << s.active << "/" << model_.active << " waiting " << s.waiting << "/" << model_.waiting()
+              << " reserved " << s.reserved << "/" << model_.n_reserved() << " creating " << s.creating << "/"
+              << model_.creating << " acquires " << s.c.acquires << "/" << model_.c.acquires << " timeouts "
+              << s.c.timeouts << "/" << model_.c.timeouts << " destructions " << s.c.destructions << "/"
+              << model_.c.destructions << " unavailable " << s.c.unavailable_rejections << "/"
+              << model_.c.unavailable_rejections;
+            return void(err(o.str()));
+        }
+        for (std::size_t i = 0; i < model_.idle.size(); ++i)
+            if (id_of(core_.idle_at(i)) != model_.idle[i]) return void(err("idle order differs from the model"));
+        if (core_.next_deadline() != model_.next_deadline()) return void(err("next deadline differs"));
+        // §5.4: no lost wake-up.
+        if (!model_.parked.empty() && model_.idle.size() > model_.reserved.size())
+            return void(err("free idle resource while a waiter is parked"));
+    }
+
+    void hand_out(int s, int id) {
+        if (held_by_.count(id)) return void(err("resource " + std::to_string(id) + " handed to two holders"));
+        if (destroyed_.count(id)) return void(err("handed out a destroyed resource"));
+        held_by_[id] = s;
+        held_.push_back(id);
+    }
+    void complete(int s) {
+        ++completions_[s];
+        if (completions_[s] > starts_[s]) err("acquire completed twice");
+        slot_state_[s] = slot::free;
+        waiters_[s] = waiter{};
+        model_.w[static_cast<std::size_t>(s)] = model::mw{};
+    }
+
+    // A taken resource goes through before_acquire when the pool has one.
+    void after_take(int s, int id, bool fresh_waiter) {
+        if (!cfg_.confirm_takes) {
+            hand_out(s, id);
+            return complete(s);
+        }
+        effects fx;
+        resource* r = resource_of(id);
+        const int roll = static_cast<int>(rng_() % 10);
+        if (roll == 0) {  // cancelled while the hook ran: back to idle
+            core_.give_back(r, fx);
+            model_.give_back(id);
+            settle(fx);
+            return complete(s);
+        }
+        if (roll <= 2) {  // rejected: destroy and retry in the waiter's place
+            core_.reject(r, fx);
+            model_.reject(id);
+            settle(fx);
+            if (fresh_waiter) return complete(s);  // try_acquire gives up after a rejection
+            auto t = core_.retry(waiters_[s], now_, fx);
+            auto mt = model_.retry(s, now_);
+            if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("retry differs"));
+            settle(fx);
+            if (t.r) return after_take(s, mt.second, false);
+            if (t.st != status::ok) return complete(s);
+            slot_state_[s] = slot::parked;
+            return;
+        }
+        status cs = core_.confirm_take(r, fx);
+        status ms = model_.confirm_take(id);
+        if (cs != ms) return void(err("confirm differs"));
+        settle(fx);
+        if (cs == status::ok) hand_out(s, id);
+        complete(s);
+    }
+
+    int free_slot() {
+        std::vector<int> f;
+        for (int s = 0; s < slots; ++s)
+            if (slot_state_[s] == slot::free) f.push_back(s);
+        return f.empty() ? -1 : f[rng_() % f.size()];
+    }
+
+    void op_acquire() {
+        int s = free_slot();
+        if (s < 0) return;
+        ++starts_[s];
+        auto t = core_.try_take();
+        auto mt = model_.try_take();
+        if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("try_take differs"));
+        check();
+        if (t.r) return after_take(s, mt.second, true);
+        if (t.st != status::ok) return complete(s);
+        std::optional<duration> to;
+        const int r = static_cast<int>(rng_() % 4);
+        if (r == 1) to = std::chrono::milliseconds(rng_() % 50);
+        if (r == 2) to = std::chrono::milliseconds(10);  // a shared default timeout: one lane
+        effects fx;
+        slot_state_[s] = slot::parked;
+        status ps = core_.park(waiters_[s], now_, to, fx);
+        status ms = model_.park(s, now_, to);
+        if (ps != ms) return void(err("park differs"));
+        settle(fx);
+        if (ps != status::ok) complete(s);
+    }
+
+    void op_try_acquire() {
+        int s = free_slot();
+        if (s < 0) return;
+        ++starts_[s];
+        auto t = core_.try_take();
+        auto mt = model_.try_take();
+        if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("try_take differs"));
+        if (t.r) return after_take(s, mt.second, true);
+        if (t.st != status::ok) return complete(s);
+        // synchronous factory: inline creation when a place is free for anyone
+        bool b = core_.begin_inline_creation();
+        if (b != model_.begin_inline()) return void(err("begin_inline_creation differs"));
+        check();
+        if (!b) return complete(s);
+        effects fx;
+        if (rng_() % 5 == 0) {
+            core_.inline_failed(fx);
+            model_.inline_failed();
+            settle(fx);
+            return complete(s);
+        }
+        int id = new_resource();
+        status cs = core_.inline_created(resource_of(id), fx);
+        if (cs != model_.inline_created(id)) return void(err("inline_created differs"));
+        settle(fx);
+        if (cs == status::ok) {
+            if (cfg_.confirm_takes) {
+                status c2 = core_.confirm_take(resource_of(id), fx);
+                if (c2 != model_.confirm_take(id)) return void(err("confirm differs"));
+                settle(fx);
+                if (c2 != status::ok) return complete(s);
+            }
+            hand_out(s, id);
+        }
+        complete(s);
+    }
+
+    void op_release() {
+        if (held_.empty()) return;
+        std::size_t i = rng_() % held_.size();
+        int id = held_[i];
+        held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(i));
+        held_by_.erase(id);
+        const int r = static_cast<int>(rng_() % 10);
+        auto kind = r == 0 ? pool_core::release_kind::broken
+                    : r == 1 ? pool_core::release_kind::poisoned
+                             : pool_core::release_kind::ok;
+        effects fx;
+        core_.release(resource_of(id), kind, fx);
+        model_.release(id, kind);
+        settle(fx);
+    }
+
+    void op_cancel() {
+        std::vector<int> c;
+        for (int s = 0; s < slots; ++s)
+            if (slot_state_[s] != slot::free) c.push_back(s);
+        if (c.empty()) return;
+        int s = c[rng_() % c.size()];
+        effects fx;
+        bool a = core_.cancel(waiters_[s], fx);
+        if (a != model_.cancel(s)) return void(err("cancel differs"));
+        settle(fx);
+    }
+
+    void op_advance() {
+        now_ += std::chrono::milliseconds(rng_() % 20);
+        effects fx;
+        core_.expire(now_, fx);
+        model_.expire(now_);
+        settle(fx, true);  // simultaneous timeouts carry no order
+    }
+
+    void op_run_wake() {
+        if (posted_.empty()) return;
+        int s = posted_.front();
+        posted_.pop_front();
+        auto t = core_.resume(waiters_[s]);
+        auto mt = model_.resume(s);
+        if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("resume differs"));
+        check();
+        if (t.r) return after_take(s, mt.second, false);
+        complete(s);
+    }
+
+    void op_finish_create() {
+        if (pending_creates_ == 0) return;
+        --pending_creates_;
+        effects fx;
+        if (rng_() % 6 == 0) {
+            waiter* w = core_.creation_failed(fx);
+            int ms = model_.creation_failed();
+            if ((w ? slot_of(w) : -1) != ms) return void(err("creation_failed chose a different waiter"));
+        } else {
+            int id = new_resource();
+            core_.creation_succeeded(resource_of(id), fx);
+            model_.creation_succeeded(id);
+        }
+        settle(fx);
+    }
+
+    void op_health() {
+        ++tick_;
+        for (;;) {
+            resource* r = core_.begin_check(tick_);
+            int m = model_.begin_check(tick_);
+            if (id_of(r) != m) return void(err("health check picked a different resource"));
+            if (!r) return;
+            check();
+            const bool healthy = rng_() % 4 != 0;
+            effects fx;
+            core_.end_check(r, healthy, fx);
+            model_.end_check(m, healthy);
+            settle(fx);
+            if (!error_.empty()) return;
+        }
+    }
+
+    void op_circuit() {
+        const circuit s = static_cast<circuit>(rng_() % 3);
+        effects fx;
+        core_.set_circuit(s, fx);
+        model_.set_circuit(s);
+        settle(fx);
+    }
+
+    void op_replenish() {
+        effects fx;
+        core_.replenish(fx);
+        model_.replenish();
+        settle(fx);
+    }
+
+    void op_close() {
+        effects fx;
+        bool a = core_.close(fx);
+        if (a != model_.close()) return void(err("close differs"));
+        settle(fx);
+    }
+
+    std::mt19937_64 rng_;
+    config cfg_;
+    pool_core core_;
+    model model_;
+    time_point now_ = time_point{} + 1s;
+    std::uint64_t tick_ = 0;
+    int op_ = 0;
+    std::vector<waiter> waiters_;
+    std::vector<slot> slot_state_;
+    std::vector<int> completions_, starts_;
+    std::deque<int> posted_;
+    int pending_creates_ = 0;
+    std::vector<std::unique_ptr<res>> made_;
+    std::map<int, int> destroyed_;
+    std::map<int, int> held_by_;
+    std::vector<int> held_;
+    std::string error_;
+};
+
+std::uint64_t env_u64(const char* name, std::uint64_t fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+}  // namespace
+
+TEST(model, random_operation_sequences_match_the_reference_model_and_keep_the_invariants) {
+    const std::uint64_t total_ops = env_u64("RESPOOL_MODEL_OPS", 1'000'000);
+    const std::uint64_t seed = env_u64("RESPOOL_MODEL_SEED", std::random_device{}());
+    std::mt19937_64 meta(seed);
+    std::uint64_t done = 0, runs = 0, acquires = 0;
+    while (done < total_ops) {
+        const std::uint64_t run_seed = meta();
+        std::mt19937_64 pick(run_seed);
+        config c;
+        c.max = 1 + static_cast<std::uint32_t>(pick() % 6);
+        c.min = static_cast<std::uint32_t>(pick() % (c.max + 1));
+        c.max_concurrent_creations = 1 + static_cast<std::uint32_t>(pick() % 3);
+        c.max_waiters = pick() % 3 == 0 ? 1 + static_cast<std::uint32_t>(pick() % 8) : 0;
+        c.lifo = pick() % 2 == 0;
+        c.confirm_takes = pick() % 2 == 0;
+        c.reports = pick() % 2 == 0;
+        run r(run_seed, c);
+        const int len = 200 + static_cast<int>(pick() % 3000);
+        std::string e;
+        for (int i = 0; i < len && e.empty(); ++i) e = r.step(i);
+        if (e.empty()) e = r.finish();
+        ASSERT_EQ(e, "") << "seed " << seed << " (RESPOOL_MODEL_SEED=" << seed << "), run " << runs
+                         << " (run seed " << run_seed << ", min " << c.min << " max " << c.max << " mcc "
+                         << c.max_concurrent_creations << " max_waiters " << c.max_waiters << " lifo "
+                         << c.lifo << " confirm " << c.confirm_takes << ")";
+        done += static_cast<std::uint64_t>(len);
+        acquires += r.acquires();
+        ++runs;
+    }
+    std::printf("model: %llu operations in %llu runs, %llu leases handed out, seed %llu\n",
+                static_cast<unsigned long long>(done), static_cast<unsigned long long>(runs),
+                static_cast<unsigned long long>(acquires), static_cast<unsigned long long>(seed));
+    EXPECT_GT(acquires, done / 50) << "the generator must actually exercise the pool";
+}
