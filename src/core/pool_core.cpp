@@ -105,8 +105,8 @@ void pool_core::destroy(resource* r, destroy_reason why, effects& fx) {
     fx.push({effect::kind::destroy, why, status::ok, nullptr, r});
 }
 
-void pool_core::report_failure(status st, effects& fx) {
-    if (cfg_.reports) fx.push({effect::kind::report_failure, destroy_reason::closed, st, nullptr, nullptr});
+void pool_core::report_failure(status st, effects& fx, destroy_reason why) {
+    if (cfg_.reports) fx.push({effect::kind::report_failure, why, st, nullptr, nullptr});
 }
 
 // Every idle resource beyond the reservations goes to the oldest parked waiter.
@@ -302,8 +302,9 @@ void pool_core::release(resource* r, release_kind kind, effects& fx) {
     if (kind != release_kind::ok) {
         if (kind == release_kind::poisoned) ++c_.poisoned;
         else ++c_.broken;
-        destroy(r, kind == release_kind::poisoned ? destroy_reason::poisoned : destroy_reason::broken, fx);
-        report_failure(status::ok, fx);
+        const auto why = kind == release_kind::poisoned ? destroy_reason::poisoned : destroy_reason::broken;
+        destroy(r, why, fx);
+        report_failure(status::ok, fx, why);
         maybe_create(fx);  // the freed capacity serves the oldest waiter
         return;
     }

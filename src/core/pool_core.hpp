@@ -42,11 +42,12 @@ struct config {
 
 struct effect {
     enum class kind : std::uint8_t { wake, create, destroy, report_success, report_failure, circuit_changed };
+    // No default member initializers: the inline buffer of `effects` stays uninitialized (fast path).
     kind what;
-    destroy_reason reason = destroy_reason::closed;
-    status st = status::ok;
-    waiter* w = nullptr;
-    resource* r = nullptr;
+    destroy_reason reason;  // destroy: why; report_failure after a release: broken or poisoned
+    status st;
+    waiter* w;
+    resource* r;
 };
 
 // Effects of one core call. Inline storage covers every fast-path call; close() and bulk failures spill.
@@ -198,7 +199,7 @@ private:
     void fail(waiter& w, status st, effects& fx);
     void fail_all(status st, effects& fx);
     void destroy(resource* r, destroy_reason why, effects& fx);
-    void report_failure(status st, effects& fx);
+    void report_failure(status st, effects& fx, destroy_reason why = destroy_reason::closed);
 
     static void list_push_back(list& l, waiter& w) noexcept;
     static void list_remove(list& l, waiter& w) noexcept;

@@ -57,6 +57,8 @@ TEST(ring, both_ends_behave_like_a_deque) {
             break;
         }
         ASSERT_EQ(r.size(), ref.size());
-        if (!ref.empty()) ASSERT_EQ(r.front(), ref.front());
+        if (!ref.empty()) {
+            ASSERT_EQ(r.front(), ref.front());
+        }
     }
 }

@@ -1,0 +1,159 @@
+// The Asio driver behind pool<T>: compiled once in src/asio/pool_impl.cpp, type-erased over T. It
+// turns sans-io core decisions into posted resumptions, timers and hook calls. The templates in
+// pool.hpp only allocate operation states and bind the user's hooks.
+#pragma once
+
+#include <respool/circuit_breaker.hpp>
+#include <respool/detail/core_nodes.hpp>
+#include <respool/error.hpp>
+#include <respool/observer.hpp>
+#include <respool/options.hpp>
+#include <respool/stats.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+
+namespace respool::core {
+class effects;
+}
+
+namespace respool::detail {
+
+namespace asio = boost::asio;
+
+// A resource as the pool owns it: the core's header plus the typed value (typed_node<T>).
+struct resource_node : core::resource {
+    std::chrono::steady_clock::time_point taken_at{};  // stamped only when an observer wants held_for
+};
+
+template <class T>
+struct typed_node final : resource_node {
+    template <class... Args>
+    explicit typed_node(Args&&... args) : value(std::forward<Args>(args)...) {}
+    T value;
+};
+
+enum class check_kind : std::uint8_t { healthcheck, before_acquire, before_release };
+enum class hook_mode : std::uint8_t { none, sync, async };
+
+using create_done = std::function<void(error_code, resource_node*)>;
+using check_done = std::function<void(bool)>;
+
+// The user's hooks behind one vtable. Synchronous calls never throw (exceptions become failures);
+// asynchronous ones run as coroutines on the pool's executor and call `done` exactly once.
+class hooks_base {
+public:
+    virtual ~hooks_base() = default;
+    virtual hook_mode factory_mode() const noexcept = 0;
+    virtual hook_mode mode(check_kind) const noexcept = 0;
+    virtual resource_node* create_sync(error_code& ec) noexcept = 0;
+    virtual void create_async(const asio::any_io_executor& ex, create_done done) = 0;
+    virtual bool check_sync(check_kind, resource_node&) noexcept = 0;
+    virtual void check_async(check_kind, resource_node&, const asio::any_io_executor& ex, check_done done) = 0;
+    // Runs the destructor hook, then frees the node. false when the destructor hook threw.
+    virtual bool destroy(resource_node*) noexcept = 0;
+};
+
+class pool_impl;
+
+// The part of an acquire operation the driver sees. The typed operation (pool.hpp) derives from it
+// and owns the handler; the waiter node is the base, so parking never allocates beyond the op itself.
+struct acquire_op_base : core::waiter {
+    std::shared_ptr<pool_impl> impl;
+    std::optional<core::duration> timeout;
+    error_code create_error;                         // the factory's error, when it failed this waiter
+    std::chrono::steady_clock::time_point started{};  // only with an observer
+    bool in_hook = false;           // before_acquire (coroutine) under way on a taken resource
+    bool cancel_requested = false;  // cancellation that arrived while not parked
+    // Completes the op exactly once and frees it; `post` when not already on the handler's executor.
+    void (*complete)(acquire_op_base*, error_code, resource_node*, bool post) = nullptr;
+    // Posts impl->resume(this) to the handler's executor.
+    void (*post_resume)(acquire_op_base*) = nullptr;
+};
+
+// One-shot completion of close/ready waiters: type-erased, posted to the waiter's own executor.
+using signal_handler = std::function<void(error_code)>;
+
+class pool_impl final : public std::enable_shared_from_this<pool_impl>, public circuit_breaker {
+public:
+    pool_impl(asio::any_io_executor ex, const pool_options& opts, std::unique_ptr<hooks_base> hooks);
+    ~pool_impl();
+    pool_impl(const pool_impl&) = delete;
+    pool_impl& operator=(const pool_impl&) = delete;
+
+    // Pre-warm and start the health timer. Called once, right after construction.
+    void start();
+
+    [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return ex_; }
+    [[nodiscard]] const pool_options& options() const noexcept { return opts_; }
+
+    // Synchronous acquire: a node ready for the caller, or nullptr with ec set.
+    resource_node* try_acquire(error_code& ec) noexcept;
+    // The immediate part of async_acquire: a node, an error, or (nullptr, no error) = must wait.
+    // Only when before_acquire is not a coroutine (can_acquire_inline()).
+    resource_node* acquire_now(error_code& ec) noexcept;
+    [[nodiscard]] bool can_acquire_inline() const noexcept { return before_acquire_ != hook_mode::async; }
+    // Slow path: steps 1-3 again, then park. Completion is posted.
+    void start_acquire(acquire_op_base* op) noexcept;
+    // A woken waiter, running on its handler's executor.
+    void resume(acquire_op_base* op) noexcept;
+    // Asio cancellation of a pending acquire.
+    void cancel(acquire_op_base* op) noexcept;
+
+    // A lease comes back (the lease may outlive the pool object).
+    void release(resource_node* n, bool poisoned) noexcept;
+
+    void close() noexcept;
+    // Completes when every resource is gone (leases returned, creations finished) or after `grace`
+    // (errc::timeout). Closes first.
+    void async_close(duration grace, signal_handler done);
+    // Completes when the pre-warm is done (first creation error otherwise).
+    void async_wait_ready(signal_handler done);
+    // The pool<T> object is gone: close, and keep this alive until the last lease returns.
+    void handle_dropped() noexcept;
+
+    [[nodiscard]] pool_stats stats() const noexcept;
+    void set_strategy(std::shared_ptr<circuit_strategy> s);
+    void set_observer(std::shared_ptr<observer> o);
+
+    // circuit_breaker
+    circuit_state state() const override;
+    void activate() override;
+    void deactivate() override;
+    void recover() override;
+
+    struct engine;  // core, lock, timers (src/asio/pool_impl.cpp)
+
+private:
+    void handle_taken(acquire_op_base* op, resource_node* n, bool post) noexcept;
+    void after_async_check(acquire_op_base* op, resource_node* n, bool ok) noexcept;
+    void finish_release(resource_node* n, bool poisoned, bool broken) noexcept;
+    void on_deadline_timer() noexcept;
+    void arm_health_timer() noexcept;
+    void health_tick() noexcept;
+    void health_step() noexcept;
+    void set_circuit(circuit_state s) noexcept;
+    void check_ready_locked() noexcept;
+    void after_change() noexcept;
+    void apply(core::effects& fx, const error_code& create_ec = {}) noexcept;
+    int process(core::effects& fx, const error_code& create_ec) noexcept;  // all but creates
+    void start_creations(int n) noexcept;
+    int settle_creation(const error_code& ec, resource_node* n) noexcept;  // returns creates to start
+    void destroy_node(resource_node* n, destroy_reason why) noexcept;
+
+    asio::any_io_executor ex_;
+    pool_options opts_;
+    std::unique_ptr<hooks_base> hooks_;
+    hook_mode factory_, before_acquire_, before_release_, healthcheck_;
+    std::unique_ptr<engine> s_;  // core, lock, timers: kept out of this header
+};
+
+// The lease's way back (keeps lease.hpp free of the driver).
+void release_node(pool_impl* impl, resource_node* n, bool poisoned) noexcept;
+
+}  // namespace respool::detail

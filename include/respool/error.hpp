@@ -1,0 +1,31 @@
+// respool's error codes and their category. Every asynchronous operation reports through these.
+#pragma once
+
+#include <boost/system/error_code.hpp>
+
+#include <type_traits>
+
+namespace respool {
+
+using error_code = boost::system::error_code;
+
+enum class errc {
+    closed = 1,     // the pool is closed (or closed while the acquire waited)
+    timeout,        // the acquire deadline passed before a place was free
+    cancelled,      // the caller cancelled the acquire (Asio per-operation cancellation)
+    unavailable,    // the circuit breaker is open
+    exhausted,      // try_acquire: nothing free now; or the waiter queue is full (max_waiters)
+    create_failed,  // the factory failed without an error_code of its own
+    broken,         // before_release said the resource is broken (reported to the circuit strategy)
+    poisoned,       // the holder poisoned the lease (reported to the circuit strategy)
+    not_supported,  // try_acquire on a pool whose before_acquire hook is a coroutine
+};
+
+const boost::system::error_category& category() noexcept;
+
+inline error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), category()}; }
+
+}  // namespace respool
+
+template <>
+struct boost::system::is_error_code_enum<respool::errc> : std::true_type {};

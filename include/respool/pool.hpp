@@ -1,0 +1,337 @@
+// respool::pool<T>: an asynchronous resource pool on Boost.Asio (SPEC.md §1).
+//
+//   respool::pool<conn> p(io.get_executor(), {.min = 2, .max = 16}, {.factory = [] { return conn{}; }});
+//   auto lease = co_await p.async_acquire(asio::use_awaitable);    // or a callback, use_future, deferred
+//   lease->query("...");                                           // returned when `lease` dies
+//
+// Every asynchronous operation documents: handler signature, the executor it completes on (never
+// inside the initiating call), cancellation, errors, thread-safety. See docs/03-operations.md.
+#pragma once
+
+#include <respool/circuit_breaker.hpp>
+#include <respool/detail/pool_impl.hpp>
+#include <respool/error.hpp>
+#include <respool/hooks.hpp>
+#include <respool/lease.hpp>
+#include <respool/observer.hpp>
+#include <respool/options.hpp>
+#include <respool/stats.hpp>
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
+#include <boost/asio/recycling_allocator.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <exception>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+
+namespace respool {
+
+namespace asio = boost::asio;
+
+namespace detail {
+
+inline error_code error_of(const std::exception_ptr& e) noexcept {
+    try {
+        std::rethrow_exception(e);
+    } catch (const boost::system::system_error& se) {
+        return se.code() ? se.code() : error_code(errc::create_failed);
+    } catch (...) {
+        return errc::create_failed;
+    }
+}
+
+// The user's hooks<T> behind hooks_base.
+template <class T>
+class typed_hooks final : public hooks_base {
+public:
+    explicit typed_hooks(hooks<T> h) : h_(std::move(h)) {}
+
+    hook_mode factory_mode() const noexcept override {
+        return h_.factory.async_ ? hook_mode::async : h_.factory.sync_ ? hook_mode::sync : hook_mode::none;
+    }
+    hook_mode mode(check_kind k) const noexcept override {
+        const check_hook<T>& c = pick(k);
+        return c.async_ ? hook_mode::async : c.sync_ ? hook_mode::sync : hook_mode::none;
+    }
+    resource_node* create_sync(error_code& ec) noexcept override {
+        try {
+            return new typed_node<T>(h_.factory.sync_());
+        } catch (...) {
+            ec = error_of(std::current_exception());
+            return nullptr;
+        }
+    }
+    void create_async(const asio::any_io_executor& ex, create_done done) override {
+        asio::co_spawn(
+            ex,
+            [f = h_.factory.async_]() -> asio::awaitable<resource_node*> {
+                co_return new typed_node<T>(co_await f());
+            },
+            [done = std::move(done)](std::exception_ptr e, resource_node* n) {
+                if (e) done(error_of(e), nullptr);
+                else done({}, n);
+            });
+    }
+    bool check_sync(check_kind k, resource_node& n) noexcept override {
+        try {
+            return pick(k).sync_(static_cast<typed_node<T>&>(n).value);
+        } catch (...) {
+            return false;  // hook errors other than the factory's become "no"
+        }
+    }
+    void check_async(check_kind k, resource_node& n, const asio::any_io_executor& ex, check_done done) override {
+        asio::co_spawn(ex, pick(k).async_(static_cast<typed_node<T>&>(n).value),
+                       [done = std::move(done)](std::exception_ptr e, bool ok) { done(!e && ok); });
+    }
+    bool destroy(resource_node* n) noexcept override {
+        auto* t = static_cast<typed_node<T>*>(n);
+        bool ok = true;
+        if (h_.destructor) {
+            try {
+                h_.destructor(t->value);
+            } catch (...) {
+                ok = false;
+            }
+        }
+        delete t;
+        return ok;
+    }
+
+private:
+    const check_hook<T>& pick(check_kind k) const noexcept {
+        return k == check_kind::healthcheck      ? h_.healthcheck
+               : k == check_kind::before_acquire ? h_.before_acquire
+                                                 : h_.before_release;
+    }
+    hooks<T> h_;
+};
+
+// The state of one parked async_acquire: the handler, a work guard on its executor, and (through
+// acquire_op_base) the intrusive waiter node. Allocated with the handler's allocator (Asio's
+// recycling allocator by default, so steady-state parking does not reach malloc).
+template <class T, class Handler>
+class acquire_op final : public acquire_op_base {
+public:
+    using executor_type = asio::associated_executor_t<Handler, asio::any_io_executor>;
+    using work_type = std::decay_t<decltype(asio::prefer(std::declval<const executor_type&>(),
+                                                         asio::execution::outstanding_work.tracked))>;
+    using alloc_type = typename std::allocator_traits<
+        asio::associated_allocator_t<Handler, asio::recycling_allocator<void>>>::template rebind_alloc<acquire_op>;
+
+    static acquire_op* create(Handler&& h, std::shared_ptr<pool_impl> owner, std::optional<duration> span) {
+        alloc_type a(asio::get_associated_allocator(h, asio::recycling_allocator<void>()));
+        acquire_op* p = std::allocator_traits<alloc_type>::allocate(a, 1);
+        try {
+            new (p) acquire_op(std::move(h), std::move(owner), span);
+        } catch (...) {
+            std::allocator_traits<alloc_type>::deallocate(a, p, 1);
+            throw;
+        }
+        return p;
+    }
+
+    void install_cancellation() {
+        auto slot = asio::get_associated_cancellation_slot(handler_);
+        if (slot.is_connected()) slot.template emplace<canceller>(this);
+    }
+
+private:
+    struct canceller {
+        acquire_op_base* op;
+        void operator()(asio::cancellation_type t) const {
+            if (!!(t & (asio::cancellation_type::terminal | asio::cancellation_type::partial |
+                        asio::cancellation_type::total)))
+                op->impl->cancel(op);
+        }
+    };
+
+    acquire_op(Handler&& h, std::shared_ptr<pool_impl> owner, std::optional<duration> span)
+        : handler_(std::move(h)),
+          work_(asio::prefer(asio::get_associated_executor(handler_, owner->executor()),
+                             asio::execution::outstanding_work.tracked)) {
+        this->impl = std::move(owner);
+        this->timeout = span;
+        this->complete = &do_complete;
+        this->post_resume = &do_post_resume;
+    }
+
+    static void do_complete(acquire_op_base* base, error_code ec, resource_node* n, bool post) {
+        auto* self = static_cast<acquire_op*>(base);
+        auto slot = asio::get_associated_cancellation_slot(self->handler_);
+        if (slot.is_connected()) slot.clear();
+        Handler h(std::move(self->handler_));
+        work_type work(std::move(self->work_));
+        std::shared_ptr<pool_impl> impl = std::move(self->impl);
+        alloc_type a(asio::get_associated_allocator(h, asio::recycling_allocator<void>()));
+        self->~acquire_op();
+        std::allocator_traits<alloc_type>::deallocate(a, self, 1);  // freed before the upcall
+        lease<T> l = n ? lease<T>::adopt(impl.get(), n) : lease<T>{};
+        if (post) asio::post(work, asio::append(std::move(h), ec, std::move(l)));
+        else std::move(h)(ec, std::move(l));  // already running on the handler's executor
+    }
+
+    static void do_post_resume(acquire_op_base* base) {
+        auto* self = static_cast<acquire_op*>(base);
+        asio::post(self->work_, [self] { self->impl->resume(self); });
+    }
+
+    Handler handler_;
+    work_type work_;
+};
+
+template <class T>
+struct initiate_acquire {
+    pool_impl* impl;
+    template <class Handler>
+    void operator()(Handler&& handler, std::optional<duration> timeout) const {
+        using H = std::decay_t<Handler>;
+        if (impl->can_acquire_inline()) {
+            error_code ec;
+            resource_node* n = impl->acquire_now(ec);
+            if (n || ec) {  // decided now; completes through the handler's executor, never inline
+                auto ex = asio::get_associated_executor(handler, impl->executor());
+                asio::post(ex, asio::append(std::forward<Handler>(handler), ec,
+                                            n ? lease<T>::adopt(impl, n) : lease<T>{}));
+                return;
+            }
+        }
+        auto* op = acquire_op<T, H>::create(H(std::forward<Handler>(handler)), impl->shared_from_this(), timeout);
+        op->install_cancellation();
+        impl->start_acquire(op);
+    }
+};
+
+struct initiate_signal {
+    pool_impl* impl;
+    template <class Handler>
+    void operator()(Handler&& handler, bool close, duration grace) const {
+        using H = std::decay_t<Handler>;
+        auto ex = asio::get_associated_executor(handler, impl->executor());
+        auto work = asio::prefer(ex, asio::execution::outstanding_work.tracked);
+        auto h = std::make_shared<H>(std::forward<Handler>(handler));
+        signal_handler done = [h, work](error_code ec) { asio::post(work, asio::append(std::move(*h), ec)); };
+        if (close) impl->async_close(grace, std::move(done));
+        else impl->async_wait_ready(std::move(done));
+    }
+};
+
+}  // namespace detail
+
+template <class T>
+class pool {
+public:
+    using value_type = T;
+    using executor_type = asio::any_io_executor;
+    using lease_type = lease<T>;
+
+    // Validates `opts` (std::invalid_argument naming the option) before anything is created, then
+    // pre-warms `min` resources: created before this returns with a synchronous factory, started
+    // with a coroutine factory (async_wait_ready tells when they are in).
+    pool(executor_type ex, pool_options opts, hooks<T> h)
+        : impl_(make(std::move(ex), opts, std::move(h))) {}
+
+    pool(pool&&) noexcept = default;
+    pool& operator=(pool&& o) noexcept {
+        if (this != &o) {
+            drop();
+            impl_ = std::move(o.impl_);
+        }
+        return *this;
+    }
+    pool(const pool&) = delete;
+    pool& operator=(const pool&) = delete;
+    // Closes the pool. Leases still out stay valid; their release destroys the resource.
+    ~pool() { drop(); }
+
+    [[nodiscard]] executor_type get_executor() const noexcept { return impl_->executor(); }
+    [[nodiscard]] const pool_options& options() const noexcept { return impl_->options(); }
+
+    // Acquire with the pool's default deadline (pool_options::acquire_timeout).
+    // Handler: void(error_code, lease<T>). See docs/03-operations.md.
+    template <class CompletionToken = asio::deferred_t>
+    auto async_acquire(CompletionToken&& token = {}) {
+        return asio::async_initiate<CompletionToken, void(error_code, lease<T>)>(
+            detail::initiate_acquire<T>{impl_.get()}, token, impl_->options().acquire_timeout);
+    }
+    // Acquire with this call's own deadline (overrides the default; zero fails at once when nothing is free).
+    template <class CompletionToken = asio::deferred_t>
+    auto async_acquire(duration timeout, CompletionToken&& token = {}) {
+        return asio::async_initiate<CompletionToken, void(error_code, lease<T>)>(
+            detail::initiate_acquire<T>{impl_.get()}, token, std::optional<duration>(timeout));
+    }
+
+    // Never waits. An empty lease when closed, circuit open, or nothing is free for the caller
+    // (reserved places belong to waiters). Creates inline with a synchronous factory and a free place.
+    lease<T> try_acquire() noexcept {
+        error_code ec;
+        return try_acquire(ec);
+    }
+    // As above; ec says why it is empty: closed, unavailable, exhausted, the factory's error, or
+    // not_supported when before_acquire is a coroutine.
+    lease<T> try_acquire(error_code& ec) noexcept {
+        ec = {};
+        detail::resource_node* n = impl_->try_acquire(ec);
+        return n ? lease<T>::adopt(impl_.get(), n) : lease<T>{};
+    }
+
+    // Idempotent: waiters fail with closed, idle resources are destroyed, leases die on release.
+    void close() noexcept { impl_->close(); }
+
+    // Closes, then completes once every lease is back and destroyed, or after `grace` with
+    // errc::timeout (leases still out die on release). Handler: void(error_code).
+    template <class CompletionToken = asio::deferred_t>
+    auto async_close(duration grace, CompletionToken&& token = {}) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(detail::initiate_signal{impl_.get()},
+                                                                       token, true, grace);
+    }
+
+    // Completes when the pre-warm of `min` resources is done, or with the first creation error.
+    template <class CompletionToken = asio::deferred_t>
+    auto async_wait_ready(CompletionToken&& token = {}) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(detail::initiate_signal{impl_.get()},
+                                                                       token, false, duration{});
+    }
+
+    // Circuit breaker, manual control (SPEC.md §1.7).
+    [[nodiscard]] circuit_state state() const { return impl_->state(); }
+    void activate() { impl_->activate(); }
+    void deactivate() { impl_->deactivate(); }
+    void recover() { impl_->recover(); }
+    // Called on every accepted release (success) and broken/poisoned release or failed creation.
+    void set_circuit_strategy(std::shared_ptr<circuit_strategy> s) { impl_->set_strategy(std::move(s)); }
+    // Install before use; no cost when none is installed.
+    void set_observer(std::shared_ptr<observer> o) { impl_->set_observer(std::move(o)); }
+
+    [[nodiscard]] pool_stats stats() const noexcept { return impl_->stats(); }
+
+private:
+    static std::shared_ptr<detail::pool_impl> make(executor_type ex, const pool_options& opts, hooks<T> h) {
+        validate(opts);
+        if (!h.factory.sync_ && !h.factory.async_) throw std::invalid_argument("respool: factory hook is required");
+        auto impl = std::make_shared<detail::pool_impl>(std::move(ex), opts,
+                                                        std::make_unique<detail::typed_hooks<T>>(std::move(h)));
+        impl->start();
+        return impl;
+    }
+    void drop() noexcept {
+        if (impl_) {
+            impl_->handle_dropped();
+            impl_.reset();
+        }
+    }
+
+    std::shared_ptr<detail::pool_impl> impl_;
+};
+
+}  // namespace respool
