@@ -19,7 +19,7 @@ struct pool_options {
     std::size_t min = 0;                          // created at construction; the floor kept after losses
     std::size_t max = 10;                         // cap on total resources, >= 1
     duration healthcheck_interval{};              // 0 = off; checks idle resources only
-    std::optional<duration> acquire_timeout;      // default deadline of async_acquire; none = forever
+    std::optional<duration> acquire_timeout{};    // default deadline of async_acquire; none = forever
     std::size_t max_waiters = 0;                  // 0 = unbounded; beyond it acquire fails with exhausted
     std::size_t max_concurrent_creations = 2;     // factory calls running at once, >= 1
     idle_order order = idle_order::fifo;

@@ -129,11 +129,11 @@ public:
     using alloc_type = typename std::allocator_traits<
         asio::associated_allocator_t<Handler, asio::recycling_allocator<void>>>::template rebind_alloc<acquire_op>;
 
-    static acquire_op* create(Handler&& h, std::shared_ptr<pool_impl> owner, std::optional<duration> span) {
+    static acquire_op* create(Handler&& h, std::shared_ptr<pool_impl> owner, std::optional<duration> limit) {
         alloc_type a(asio::get_associated_allocator(h, asio::recycling_allocator<void>()));
         acquire_op* p = std::allocator_traits<alloc_type>::allocate(a, 1);
         try {
-            new (p) acquire_op(std::move(h), std::move(owner), span);
+            new (p) acquire_op(std::move(h), std::move(owner), limit);
         } catch (...) {
             std::allocator_traits<alloc_type>::deallocate(a, p, 1);
             throw;
@@ -156,12 +156,12 @@ private:
         }
     };
 
-    acquire_op(Handler&& h, std::shared_ptr<pool_impl> owner, std::optional<duration> span)
+    acquire_op(Handler&& h, std::shared_ptr<pool_impl> owner, std::optional<duration> limit)
         : handler_(std::move(h)),
           work_(asio::prefer(asio::get_associated_executor(handler_, owner->executor()),
                              asio::execution::outstanding_work.tracked)) {
         this->impl = std::move(owner);
-        this->timeout = span;
+        this->timeout = limit;
         this->complete = &do_complete;
         this->post_resume = &do_post_resume;
     }

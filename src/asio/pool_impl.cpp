@@ -836,7 +836,10 @@ void pool_impl::async_close(duration grace, signal_handler done) {
         if (*once) return;
         *once = true;
         timer->cancel();
-        (*shared_done)(ec);
+        // Moved out so the handler (and its work guard) dies now, not when the drain happens.
+        signal_handler d = std::move(*shared_done);
+        *shared_done = nullptr;
+        d(ec);
     };
     bool drained;
     {

@@ -1,0 +1,50 @@
+// Shared helpers of the Asio-level tests: a resource that counts its lives, and a way to run an
+// io_context until a condition holds (waiting on state, never sleeping for a guessed time).
+#pragma once
+
+#include <respool/pool.hpp>
+
+#include <boost/asio/io_context.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+
+namespace test {
+
+namespace asio = boost::asio;
+
+struct tracker {
+    std::atomic<int> created{0};
+    std::atomic<int> destroyed{0};
+    int live() const { return created - destroyed; }
+};
+
+struct conn {
+    int id = 0;
+    bool healthy = true;
+};
+
+inline respool::hooks<conn> counting_hooks(const std::shared_ptr<tracker>& t) {
+    respool::hooks<conn> h;
+    h.factory = [t] { return conn{++t->created}; };
+    h.destructor = [t](conn&) { ++t->destroyed; };
+    return h;
+}
+
+// Runs handlers until `done()` holds; fails the test after `limit` (a hang guard, not a timing guess).
+inline bool run_until(asio::io_context& io, const std::function<bool()>& done,
+                      std::chrono::seconds limit = std::chrono::seconds(20)) {
+    const auto give_up = std::chrono::steady_clock::now() + limit;
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > give_up) return false;
+        io.restart();
+        io.run_one_for(std::chrono::milliseconds(5));
+    }
+    return true;
+}
+
+}  // namespace test
