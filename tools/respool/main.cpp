@@ -1,1 +1,251 @@
-int main() {}
+// respool — the command-line tool. `respool demo` drives a pool of simulated resources with many
+// concurrent clients so a user can explore pool sizing before wiring a real database.
+#include <respool/pool.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+using respool::errc;
+using respool::error_code;
+
+namespace {
+
+// "150us", "20ms", "2s", "1.5s", "0" -> duration; nullopt when malformed.
+std::optional<std::chrono::nanoseconds> parse_duration(const std::string& text) {
+    std::size_t pos = 0;
+    double value = 0;
+    try {
+        value = std::stod(text, &pos);
+    } catch (...) {
+        return std::nullopt;
+    }
+    if (value < 0) return std::nullopt;
+    const std::string unit = text.substr(pos);
+    double scale;
+    if (unit == "ns") scale = 1;
+    else if (unit == "us") scale = 1e3;
+    else if (unit == "ms") scale = 1e6;
+    else if (unit == "s") scale = 1e9;
+    else if (unit.empty() && value == 0) scale = 0;
+    else return std::nullopt;
+    return std::chrono::nanoseconds(static_cast<long long>(value * scale));
+}
+
+std::string show_ms(double ms) {
+    char buf[32];
+    if (ms < 1) std::snprintf(buf, sizeof buf, "%.0fus", ms * 1000);
+    else if (ms < 100) std::snprintf(buf, sizeof buf, "%.1fms", ms);
+    else std::snprintf(buf, sizeof buf, "%.0fms", ms);
+    return buf;
+}
+
+double percentile_ms(std::vector<double>& v, double q) {
+    if (v.empty()) return 0;
+    const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+    return v[k];
+}
+
+struct demo_config {
+    int clients = 64;
+    std::size_t min = 2;
+    std::size_t max = 16;
+    std::string create_latency = "20ms";
+    std::string hold = "5ms";
+    double failure_rate = 0.0;
+    std::string timeout = "250ms";
+    std::string duration = "10s";
+    bool quiet = false;
+};
+
+struct sim_resource {
+    int id = 0;
+};
+
+struct counters {
+    long ok = 0, timeouts = 0, create_failed = 0, exhausted = 0, unavailable = 0, closed = 0, other = 0;
+    long errors() const { return timeouts + create_failed + exhausted + unavailable + closed + other; }
+};
+
+int run_demo(const demo_config& cfg) {
+    const auto create_latency = *parse_duration(cfg.create_latency);
+    const auto hold = *parse_duration(cfg.hold);
+    const auto timeout = *parse_duration(cfg.timeout);
+    const auto run_for = *parse_duration(cfg.duration);
+
+    asio::io_context io(1);
+    std::mt19937 rng(42);
+    std::bernoulli_distribution fails(cfg.failure_rate);
+    int next_id = 0;
+
+    respool::hooks<sim_resource> hooks;
+    hooks.factory = [&]() -> asio::awaitable<sim_resource> {
+        asio::steady_timer connect(co_await asio::this_coro::executor, create_latency);
+        co_await connect.async_wait(asio::use_awaitable);  // the simulated connect
+        if (fails(rng)) throw boost::system::system_error(asio::error::connection_refused);
+        co_return sim_resource{++next_id};
+    };
+    respool::pool<sim_resource> pool(
+        io.get_executor(),
+        {.min = cfg.min, .max = cfg.max, .acquire_timeout = std::chrono::duration_cast<respool::duration>(timeout)},
+        std::move(hooks));
+
+    counters total, window;
+    std::vector<double> waits_all, waits_window;  // milliseconds
+    waits_all.reserve(1 << 20);
+    const auto start = clock_type::now();
+    const auto stop_at = start + run_for;
+    bool stopping = false;
+
+    auto client = [&](int n) -> asio::awaitable<void> {
+        std::mt19937 local(static_cast<unsigned>(n) + 1u);
+        std::uniform_real_distribution<double> jitter(0.5, 1.5);
+        auto ex = co_await asio::this_coro::executor;
+        asio::steady_timer t(ex);
+        while (!stopping) {
+            const auto t0 = clock_type::now();
+            auto [ec, lease] = co_await pool.async_acquire(asio::as_tuple(asio::use_awaitable));
+            const double waited = std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+            auto count = [&](counters& c) {
+                if (!ec) ++c.ok;
+                else if (ec == errc::timeout) ++c.timeouts;
+                else if (ec == asio::error::connection_refused || ec == errc::create_failed) ++c.create_failed;
+                else if (ec == errc::exhausted) ++c.exhausted;
+                else if (ec == errc::unavailable) ++c.unavailable;
+                else if (ec == errc::closed) ++c.closed;
+                else ++c.other;
+            };
+            count(total);
+            count(window);
+            if (ec) {
+                if (ec == errc::closed) break;
+                t.expires_after(1ms);  // back off a little before retrying
+                co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+                continue;
+            }
+            waits_all.push_back(waited);
+            waits_window.push_back(waited);
+            t.expires_after(std::chrono::duration_cast<clock_type::duration>(hold * jitter(local)));
+            co_await t.async_wait(asio::as_tuple(asio::use_awaitable));  // "the query"
+        }
+    };
+
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    auto reporter = [&]() -> asio::awaitable<void> {
+        asio::steady_timer t(co_await asio::this_coro::executor);
+        const auto period = tty ? 250ms : 1000ms;
+        auto last = clock_type::now();
+        while (clock_type::now() < stop_at) {
+            t.expires_after(period);
+            co_await t.async_wait(asio::use_awaitable);
+            const auto now = clock_type::now();
+            const double secs = std::chrono::duration<double>(now - last).count();
+            last = now;
+            const auto s = pool.stats();
+            if (!cfg.quiet) {
+                char line[256];
+                std::snprintf(line, sizeof line,
+                              "%5.1fs  %8.0f acq/s  wait p50 %-7s p99 %-7s  idle %3u active %3u waiting %4u  "
+                              "errors %ld",
+                              std::chrono::duration<double>(now - start).count(), static_cast<double>(window.ok) / secs,
+                              show_ms(percentile_ms(waits_window, 0.5)).c_str(),
+                              show_ms(percentile_ms(waits_window, 0.99)).c_str(), s.idle, s.active, s.waiting,
+                              total.errors());
+                if (tty) std::fprintf(stderr, "\r%s\033[K", line);
+                else std::fprintf(stderr, "%s\n", line);
+            }
+            window = counters{};
+            waits_window.clear();
+        }
+        stopping = true;
+        pool.close();
+    };
+
+    std::printf("respool demo: %d clients, pool min %zu max %zu, create %s (failure rate %.0f%%), hold %s, "
+                "timeout %s, for %s\n",
+                cfg.clients, cfg.min, cfg.max, cfg.create_latency.c_str(), cfg.failure_rate * 100,
+                cfg.hold.c_str(), cfg.timeout.c_str(), cfg.duration.c_str());
+    for (int n = 0; n < cfg.clients; ++n) asio::co_spawn(io, client(n), asio::detached);
+    asio::co_spawn(io, reporter(), asio::detached);
+    io.run();
+    if (tty && !cfg.quiet) std::fprintf(stderr, "\n");
+
+    const double elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
+    const auto s = pool.stats();
+    std::vector<double> w = waits_all;
+    std::printf("\n%-28s %s\n", "metric", "value");
+    std::printf("%-28s %s\n", "----------------------------", "------------");
+    auto row = [](const char* k, const std::string& v) { std::printf("%-28s %s\n", k, v.c_str()); };
+    row("leases handed out", std::to_string(total.ok));
+    row("throughput", std::to_string(static_cast<long>(static_cast<double>(total.ok) / elapsed)) + " acquires/s");
+    row("wait p50", show_ms(percentile_ms(w, 0.50)));
+    row("wait p90", show_ms(percentile_ms(w, 0.90)));
+    row("wait p99", show_ms(percentile_ms(w, 0.99)));
+    row("wait max", show_ms(w.empty() ? 0 : *std::max_element(w.begin(), w.end())));
+    row("acquires that waited", std::to_string(s.waits));
+    row("timeouts", std::to_string(total.timeouts));
+    row("creation failures seen", std::to_string(total.create_failed));
+    row("other errors", std::to_string(total.exhausted + total.unavailable + total.other));
+    row("resources created", std::to_string(s.creations));
+    row("resources destroyed", std::to_string(s.destructions));
+    row("pool size at end (max)", std::to_string(s.total) + " (" + std::to_string(s.max) + ")");
+    if (total.timeouts > total.ok / 20)
+        std::printf("\nhint: many timeouts; raise --max or --timeout, or lower --hold / --clients.\n");
+    else if (s.waits < static_cast<std::uint64_t>(total.ok / 100) && cfg.max > 1)
+        std::printf("\nhint: almost nobody waited; a smaller --max would likely do.\n");
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"respool: an asynchronous resource pool for C++/Asio"};
+    app.require_subcommand(1);
+    demo_config cfg;
+    auto* demo = app.add_subcommand(
+        "demo", "drive a pool of simulated resources with concurrent clients and report waits and throughput");
+    demo->add_option("-c,--clients", cfg.clients, "concurrent clients")->capture_default_str()->check(CLI::Range(1, 100000));
+    demo->add_option("--min", cfg.min, "pool min (pre-warmed)")->capture_default_str();
+    demo->add_option("--max", cfg.max, "pool max")->capture_default_str();
+    auto duration_check = CLI::Validator(
+        [](std::string& s) { return parse_duration(s) ? std::string() : "'" + s + "' is not a duration (use e.g. 500us, 20ms, 2s)"; },
+        "DURATION");
+    demo->add_option("--create-latency", cfg.create_latency, "time to create one resource")->capture_default_str()->check(duration_check);
+    demo->add_option("--hold", cfg.hold, "mean time a client holds a lease (+-50%)")->capture_default_str()->check(duration_check);
+    demo->add_option("--failure-rate", cfg.failure_rate, "probability that a creation fails")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+    demo->add_option("--timeout", cfg.timeout, "acquire timeout")->capture_default_str()->check(duration_check);
+    demo->add_option("-d,--duration", cfg.duration, "how long to run")->capture_default_str()->check(duration_check);
+    demo->add_flag("-q,--quiet", cfg.quiet, "no live progress line");
+    try {
+        app.parse(argc, argv);
+        respool::validate({.min = cfg.min, .max = cfg.max});
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::cerr << "respool: " << e.what() << "\n\n" << (demo->parsed() ? demo->help() : app.help());
+        return 2;
+    } catch (const std::invalid_argument& e) {
+        std::cerr << e.what() << "\n\n" << demo->help();
+        return 2;
+    }
+    return run_demo(cfg);
+}
