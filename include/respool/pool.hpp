@@ -117,6 +117,13 @@ private:
     hooks<T> h_;
 };
 
+// True when a handler completes on the pool's own executor (then the pool's ready queue serves it).
+template <class E>
+bool same_executor(const E& a, const asio::any_io_executor& b) noexcept {
+    if constexpr (std::is_same_v<E, asio::any_io_executor>) return a == b;
+    else return false;
+}
+
 // The state of one parked async_acquire: the handler, a work guard on its executor, and (through
 // acquire_op_base) the intrusive waiter node. Allocated with the handler's allocator (Asio's
 // recycling allocator by default, so steady-state parking does not reach malloc).
@@ -125,7 +132,8 @@ class acquire_op final : public acquire_op_base {
 public:
     using executor_type = asio::associated_executor_t<Handler, asio::any_io_executor>;
     using work_type = std::decay_t<decltype(asio::prefer(std::declval<const executor_type&>(),
-                                                         asio::execution::outstanding_work.tracked))>;
+                                                         asio::execution::outstanding_work.tracked,
+                                                         asio::execution::blocking.never))>;
     using alloc_type = typename std::allocator_traits<
         asio::associated_allocator_t<Handler, asio::recycling_allocator<void>>>::template rebind_alloc<acquire_op>;
 
@@ -159,7 +167,8 @@ private:
     acquire_op(Handler&& h, std::shared_ptr<pool_impl> owner, std::optional<duration> limit)
         : handler_(std::move(h)),
           work_(asio::prefer(asio::get_associated_executor(handler_, owner->executor()),
-                             asio::execution::outstanding_work.tracked)) {
+                             asio::execution::outstanding_work.tracked, asio::execution::blocking.never)) {
+        this->direct = same_executor(asio::get_associated_executor(handler_, owner->executor()), owner->executor());
         this->impl = std::move(owner);
         this->timeout = limit;
         this->complete = &do_complete;
@@ -183,7 +192,7 @@ private:
 
     static void do_post_resume(acquire_op_base* base) {
         auto* self = static_cast<acquire_op*>(base);
-        asio::post(self->work_, [self] { self->impl->resume(self); });
+        self->work_.execute([self] { self->impl->resume(self); });
     }
 
     Handler handler_;
@@ -201,8 +210,15 @@ struct initiate_acquire {
             resource_node* n = impl->acquire_now(ec);
             if (n || ec) {  // decided now; completes through the handler's executor, never inline
                 auto ex = asio::get_associated_executor(handler, impl->executor());
-                asio::post(ex, asio::append(std::forward<Handler>(handler), ec,
-                                            n ? lease<T>::adopt(impl, n) : lease<T>{}));
+                lease<T> l = n ? lease<T>::adopt(impl, n) : lease<T>{};
+                if (same_executor(ex, impl->executor())) {
+                    impl->post_executor().execute(
+                        [h = H(std::forward<Handler>(handler)), ec, l = std::move(l)]() mutable {
+                            std::move(h)(ec, std::move(l));
+                        });
+                } else {
+                    asio::post(ex, asio::append(std::forward<Handler>(handler), ec, std::move(l)));
+                }
                 return;
             }
         }

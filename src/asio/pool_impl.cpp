@@ -151,6 +151,11 @@ struct pool_impl::engine {
     std::shared_ptr<pool_impl> keep_alive;  // set while the pool object is gone but resources remain
     bool dropped = false;
 
+    // Woken direct waiters, FIFO, resumed by one posted drain (drain_posted) in bounded batches.
+    acquire_op_base* ready_head = nullptr;
+    acquire_op_base* ready_tail = nullptr;
+    bool drain_posted = false;
+
     std::vector<signal_handler> close_waiters;
     std::vector<signal_handler> ready_waiters;
     bool ready = false;
@@ -206,6 +211,7 @@ void pool_impl::engine::arm_deadline(const std::weak_ptr<pool_impl>& weak) {
 
 pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::unique_ptr<hooks_base> hooks)
     : ex_(std::move(ex)),
+      post_ex_(asio::prefer(ex_, asio::execution::blocking.never)),
       opts_(opts),
       hooks_(std::move(hooks)),
       factory_(hooks_->factory_mode()),
@@ -243,7 +249,8 @@ int pool_impl::process(core::effects& fx, const error_code& create_ec) noexcept 
         switch (e.what) {
         case core::effect::kind::wake: {
             auto* op = static_cast<acquire_op_base*>(e.w);
-            op->post_resume(op);
+            if (op->direct) make_ready(op);
+            else op->post_resume(op);
             break;
         }
         case core::effect::kind::create: ++creates; break;
@@ -298,6 +305,45 @@ void pool_impl::destroy_node(resource_node* n, destroy_reason why) noexcept {
         } catch (...) {
         }
     }
+}
+
+// ---- ready queue ----------------------------------------------------------------------------
+
+void pool_impl::make_ready(acquire_op_base* op) noexcept {
+    bool post;
+    {
+        guard g(*s_);
+        op->ready_next = nullptr;
+        if (s_->ready_tail) s_->ready_tail->ready_next = op;
+        else s_->ready_head = op;
+        s_->ready_tail = op;
+        post = !s_->drain_posted;
+        s_->drain_posted = true;
+    }
+    if (post) post_ex_.execute([self = shared_from_this()] { self->drain_ready(); });
+}
+
+// Resumes woken waiters in wake order. A hand-off made by a resumed handler (it released its lease)
+// joins the same drain: steady-state hand-offs cost no post at all. Bounded so other handlers on the
+// executor are not starved; the rest is re-posted.
+void pool_impl::drain_ready() noexcept {
+    constexpr int batch = 64;
+    for (int i = 0;; ++i) {
+        acquire_op_base* op;
+        {
+            guard g(*s_);
+            op = s_->ready_head;
+            if (!op) {
+                s_->drain_posted = false;
+                return;
+            }
+            if (i == batch) break;
+            s_->ready_head = op->ready_next;
+            if (!s_->ready_head) s_->ready_tail = nullptr;
+        }
+        resume(op);
+    }
+    post_ex_.execute([self = shared_from_this()] { self->drain_ready(); });
 }
 
 // ---- creation --------------------------------------------------------------------------------

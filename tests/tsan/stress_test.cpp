@@ -42,7 +42,7 @@ struct outcome_counts {
 
 TEST(thread_safe, four_threads_with_timeouts_and_cancellations_keep_every_invariant) {
     constexpr int threads = 4, clients = 48, max = 4;
-    const int rounds = std::getenv("RESPOOL_STRESS_ROUNDS") ? std::atoi(std::getenv("RESPOOL_STRESS_ROUNDS")) : 300;
+    const int rounds = std::getenv("RESPOOL_STRESS_ROUNDS") ? std::atoi(std::getenv("RESPOOL_STRESS_ROUNDS")) : 1000;
     asio::io_context io(threads);
     std::vector<std::atomic<int>> holders(1024);
     std::atomic<int> created{0}, destroyed{0};

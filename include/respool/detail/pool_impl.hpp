@@ -70,9 +70,13 @@ struct acquire_op_base : core::waiter {
     std::chrono::steady_clock::time_point started{};  // only with an observer
     bool in_hook = false;           // before_acquire (coroutine) under way on a taken resource
     bool cancel_requested = false;  // cancellation that arrived while not parked
+    // The handler runs on the pool's own executor: its resumption goes through the pool's ready
+    // queue (one posted drain for many hand-offs) instead of a post of its own.
+    bool direct = false;
+    acquire_op_base* ready_next = nullptr;
     // Completes the op exactly once and frees it; `post` when not already on the handler's executor.
     void (*complete)(acquire_op_base*, error_code, resource_node*, bool post) = nullptr;
-    // Posts impl->resume(this) to the handler's executor.
+    // Posts impl->resume(this) to the handler's executor (ops that are not `direct`).
     void (*post_resume)(acquire_op_base*) = nullptr;
 };
 
@@ -90,6 +94,8 @@ public:
     void start();
 
     [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return ex_; }
+    // ex_ with blocking.never already applied: posting through it skips per-call prefer() copies.
+    [[nodiscard]] const asio::any_io_executor& post_executor() const noexcept { return post_ex_; }
     [[nodiscard]] const pool_options& options() const noexcept { return opts_; }
 
     // Synchronous acquire: a node ready for the caller, or nullptr with ec set.
@@ -145,8 +151,11 @@ private:
     void start_creations(int n) noexcept;
     int settle_creation(const error_code& ec, resource_node* n) noexcept;  // returns creates to start
     void destroy_node(resource_node* n, destroy_reason why) noexcept;
+    void make_ready(acquire_op_base* op) noexcept;
+    void drain_ready() noexcept;
 
     asio::any_io_executor ex_;
+    asio::any_io_executor post_ex_;
     pool_options opts_;
     std::unique_ptr<hooks_base> hooks_;
     hook_mode factory_, before_acquire_, before_release_, healthcheck_;
