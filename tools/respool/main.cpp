@@ -184,6 +184,7 @@ int run_demo(const demo_config& cfg) {
                 "timeout %s, for %s\n",
                 cfg.clients, cfg.min, cfg.max, cfg.create_latency.c_str(), cfg.failure_rate * 100,
                 cfg.hold.c_str(), cfg.timeout.c_str(), cfg.duration.c_str());
+    std::fflush(stdout);  // before the live lines on stderr
     for (int n = 0; n < cfg.clients; ++n) asio::co_spawn(io, client(n), asio::detached);
     asio::co_spawn(io, reporter(), asio::detached);
     io.run();
@@ -201,7 +202,7 @@ int run_demo(const demo_config& cfg) {
     row("wait p90", show_ms(percentile_ms(w, 0.90)));
     row("wait p99", show_ms(percentile_ms(w, 0.99)));
     row("wait max", show_ms(w.empty() ? 0 : *std::max_element(w.begin(), w.end())));
-    row("acquires that waited", std::to_string(s.waits));
+    row("acquires that had to wait", std::to_string(s.waits));
     row("timeouts", std::to_string(total.timeouts));
     row("creation failures seen", std::to_string(total.create_failed));
     row("other errors", std::to_string(total.exhausted + total.unavailable + total.other));
