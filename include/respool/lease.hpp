@@ -56,6 +56,11 @@ private:
 public:
     // For the library's own operation states: wraps a resource the pool has just lent.
     static lease adopt(detail::pool_impl* impl, detail::resource_node* node) noexcept { return {impl, node}; }
+    // For the library's adapters (the C ABI): gives the node up without returning it to the pool.
+    detail::resource_node* detach_node() noexcept {
+        impl_ = nullptr;
+        return std::exchange(node_, nullptr);
+    }
 
 private:
     detail::pool_impl* impl_ = nullptr;

@@ -1,0 +1,446 @@
+// The C ABI (include/respool/respool.h) on top of the same driver as pool<T>: a thread_safe pool over
+// void* resources, the hooks called through plain function pointers (no std::function, no type
+// erasure beyond one vtable), a pool-owned thread running the pool's io_context (asynchronous
+// completions, health checks, timers). Every entry point catches everything: no exception crosses.
+#include <respool/pool.hpp>
+#include <respool/respool.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <condition_variable>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace asio = boost::asio;
+using respool::errc;
+using respool::error_code;
+using respool::detail::resource_node;
+using c_node = respool::detail::typed_node<void*>;
+
+struct respool_pool {
+    asio::io_context io{1};
+    asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+    std::thread thread;
+    std::thread::id thread_id;
+    respool_hooks hooks{};
+    std::shared_ptr<respool::detail::pool_impl> impl;
+
+    // Which resources are lent (release validation) and which exist (create must return new ones).
+    std::mutex mu;
+    std::unordered_map<void*, resource_node*> lent;
+    std::unordered_set<void*> live;
+    std::uint64_t inflight = 0;  // acquires under way (blocking or async)
+    bool freed = false;
+    bool finishing = false;
+};
+
+namespace {
+
+int status_of(const error_code& ec) noexcept {
+    if (!ec) return RESPOOL_OK;
+    if (ec.category() == respool::category()) {
+        switch (static_cast<errc>(ec.value())) {
+        case errc::closed: return RESPOOL_E_CLOSED;
+        case errc::timeout: return RESPOOL_E_TIMEOUT;
+        case errc::cancelled: return RESPOOL_E_CANCELLED;
+        case errc::unavailable: return RESPOOL_E_UNAVAILABLE;
+        case errc::exhausted: return RESPOOL_E_EXHAUSTED;
+        case errc::create_failed: return RESPOOL_E_CREATE;
+        case errc::broken:
+        case errc::poisoned: return RESPOOL_E_INVALID;  // never an acquire outcome
+        case errc::not_supported: return RESPOOL_E_INTERNAL;
+        }
+    }
+    return RESPOOL_E_INTERNAL;
+}
+
+// The hooks of a C pool: direct calls through the function pointers.
+class c_hooks final : public respool::detail::hooks_base {
+public:
+    explicit c_hooks(respool_pool* p) : p_(p) {}
+
+    respool::detail::hook_mode factory_mode() const noexcept override { return respool::detail::hook_mode::sync; }
+    respool::detail::hook_mode mode(respool::detail::check_kind k) const noexcept override {
+        return pick(k) ? respool::detail::hook_mode::sync : respool::detail::hook_mode::none;
+    }
+    resource_node* create_sync(error_code& ec) noexcept override {
+        void* r = nullptr;
+        int rc;
+        try {
+            rc = p_->hooks.create(p_->hooks.ctx, &r);
+        } catch (...) {
+            rc = -1;
+        }
+        if (rc != 0 || r == nullptr) {
+            ec = errc::create_failed;
+            return nullptr;
+        }
+        {
+            std::lock_guard<std::mutex> g(p_->mu);
+            // A pointer that is already live would make release ambiguous: refuse it (and do not
+            // call destroy on it: it belongs to the resource that is live).
+            if (!p_->live.insert(r).second) {
+                ec = errc::create_failed;
+                return nullptr;
+            }
+        }
+        try {
+            return new c_node(r);
+        } catch (...) {
+            std::lock_guard<std::mutex> g(p_->mu);
+            p_->live.erase(r);
+            ec = errc::create_failed;
+            return nullptr;
+        }
+    }
+    void create_async(const asio::any_io_executor&, respool::detail::create_done done) override {
+        done(errc::not_supported, nullptr);  // never called: the C factory is synchronous
+    }
+    bool check_sync(respool::detail::check_kind k, resource_node& n) noexcept override {
+        try {
+            return pick(k)(p_->hooks.ctx, static_cast<c_node&>(n).value);
+        } catch (...) {
+            return false;
+        }
+    }
+    void check_async(respool::detail::check_kind, resource_node&, const asio::any_io_executor&,
+                     respool::detail::check_done done) override {
+        done(false);  // never called: C checks are synchronous
+    }
+    bool destroy(resource_node* n) noexcept override {
+        auto* node = static_cast<c_node*>(n);
+        void* r = node->value;
+        bool ok = true;
+        if (p_->hooks.destroy) {
+            try {
+                p_->hooks.destroy(p_->hooks.ctx, r);
+            } catch (...) {
+                ok = false;
+            }
+        }
+        {
+            std::lock_guard<std::mutex> g(p_->mu);
+            p_->live.erase(r);
+        }
+        delete node;
+        return ok;
+    }
+
+private:
+    bool (*pick(respool::detail::check_kind k) const noexcept)(void*, void*) {
+        switch (k) {
+        case respool::detail::check_kind::healthcheck: return p_->hooks.healthcheck;
+        case respool::detail::check_kind::before_acquire: return p_->hooks.before_acquire;
+        case respool::detail::check_kind::before_release: return p_->hooks.before_release;
+        }
+        return nullptr;
+    }
+    respool_pool* p_;
+};
+
+class c_strategy final : public respool::circuit_strategy {
+public:
+    c_strategy(const respool_circuit_strategy& s, respool_pool* p) : s_(s), p_(p) {}
+    void report_success(respool::circuit_breaker&) override {
+        if (s_.report_success) s_.report_success(s_.ctx, p_);
+    }
+    void report_failure(respool::circuit_breaker&, const error_code& ec) override {
+        if (!s_.report_failure) return;
+        int st = status_of(ec);
+        if (ec == errc::broken || ec == errc::poisoned) st = RESPOOL_E_INVALID;
+        else if (st == RESPOOL_E_INTERNAL) st = RESPOOL_E_CREATE;  // a factory error of its own
+        s_.report_failure(s_.ctx, p_, st);
+    }
+
+private:
+    respool_circuit_strategy s_;
+    respool_pool* p_;
+};
+
+std::optional<respool::duration> timeout_of(int64_t ms) {
+    if (ms <= 0) return std::nullopt;
+    return std::chrono::milliseconds(ms);
+}
+
+void* lend(respool_pool* p, resource_node* n) {
+    void* r = static_cast<c_node*>(n)->value;
+    std::lock_guard<std::mutex> g(p->mu);
+    p->lent.emplace(r, n);
+    return r;
+}
+
+// Frees the pool once it is freed, nothing is lent and no acquire is under way. The pool thread
+// cannot join itself: from there a helper thread finishes the job.
+void finish(respool_pool* p) {
+    p->impl.reset();
+    p->work.reset();
+    if (std::this_thread::get_id() == p->thread_id) {
+        std::thread([p] {
+            p->thread.join();
+            delete p;
+        }).detach();
+    } else {
+        if (p->thread.joinable()) p->thread.join();
+        delete p;
+    }
+}
+
+void maybe_finish(respool_pool* p) {
+    {
+        std::lock_guard<std::mutex> g(p->mu);
+        if (!p->freed || p->finishing || !p->lent.empty() || p->inflight != 0) return;
+        p->finishing = true;
+    }
+    finish(p);
+}
+
+void begin_op(respool_pool* p) {
+    std::lock_guard<std::mutex> g(p->mu);
+    ++p->inflight;
+}
+
+void end_op(respool_pool* p) {
+    {
+        std::lock_guard<std::mutex> g(p->mu);
+        --p->inflight;
+    }
+    maybe_finish(p);
+}
+
+int release_impl(respool_pool* p, void* r, bool broken) noexcept {
+    if (!p || !r) return RESPOOL_E_INVALID;
+    resource_node* n;
+    {
+        std::lock_guard<std::mutex> g(p->mu);
+        auto it = p->lent.find(r);
+        if (it == p->lent.end()) return RESPOOL_E_INVALID;  // never lent, or released twice
+        n = it->second;
+        p->lent.erase(it);
+    }
+    p->impl->release(n, broken);
+    maybe_finish(p);
+    return RESPOOL_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* respool_status_string(int status) {
+    switch (status) {
+    case RESPOOL_OK: return "ok";
+    case RESPOOL_E_INVALID: return "invalid argument, or a resource this pool has not lent out";
+    case RESPOOL_E_CLOSED: return "pool is closed";
+    case RESPOOL_E_TIMEOUT: return "timed out waiting for a resource";
+    case RESPOOL_E_UNAVAILABLE: return "circuit breaker is open";
+    case RESPOOL_E_CREATE: return "the create callback failed";
+    case RESPOOL_E_EXHAUSTED: return "pool exhausted";
+    case RESPOOL_E_CANCELLED: return "acquire cancelled";
+    case RESPOOL_E_INTERNAL: return "internal error";
+    }
+    return "unknown respool status";
+}
+
+int respool_create(const respool_config* config, const respool_hooks* hooks, respool_pool** out_pool) {
+    if (!config || !hooks || !out_pool || !hooks->create) return RESPOOL_E_INVALID;
+    if (config->max == 0 || config->min > config->max) return RESPOOL_E_INVALID;
+    try {
+        auto p = std::make_unique<respool_pool>();
+        p->hooks = *hooks;
+        respool::pool_options o;
+        o.min = config->min;
+        o.max = config->max;
+        o.healthcheck_interval = std::chrono::milliseconds(config->healthcheck_interval_ms);
+        o.max_waiters = config->max_waiters;
+        o.thread_safe = true;
+        p->impl = std::make_shared<respool::detail::pool_impl>(p->io.get_executor(), o,
+                                                                std::make_unique<c_hooks>(p.get()));
+        p->impl->start();  // the synchronous pre-warm runs here, on the caller's thread
+        if (p->impl->stats().idle < config->min) {
+            p->impl->close();  // destroys what was created
+            p->impl.reset();
+            return RESPOOL_E_CREATE;
+        }
+        p->thread = std::thread([raw = p.get()] { raw->io.run(); });
+        p->thread_id = p->thread.get_id();
+        *out_pool = p.release();
+        return RESPOOL_OK;
+    } catch (const std::bad_alloc&) {
+        return RESPOOL_E_INTERNAL;
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
+    }
+}
+
+int respool_try_acquire(respool_pool* pool, void** out_resource) {
+    if (!pool || !out_resource) return RESPOOL_E_INVALID;
+    try {
+        error_code ec;
+        if (resource_node* n = pool->impl->try_acquire(ec)) {
+            *out_resource = lend(pool, n);
+            return RESPOOL_OK;
+        }
+        return status_of(ec);
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
+    }
+}
+
+int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms) {
+    if (!pool || !out_resource) return RESPOOL_E_INVALID;
+    if (std::this_thread::get_id() == pool->thread_id) return RESPOOL_E_INVALID;  // would deadlock
+    try {
+        error_code ec;
+        if (resource_node* n = pool->impl->acquire_now(ec)) {
+            *out_resource = lend(pool, n);
+            return RESPOOL_OK;
+        }
+        if (ec) return status_of(ec);
+        struct blocking_wait {
+            std::mutex m;
+            std::condition_variable cv;
+            bool done = false;
+            error_code ec;
+            resource_node* n = nullptr;
+        } w;
+        begin_op(pool);
+        respool::detail::initiate_acquire<void*>{pool->impl.get()}(
+            [&w](error_code e, respool::lease<void*> l) {
+                std::lock_guard<std::mutex> g(w.m);
+                w.ec = e;
+                w.n = l ? l.detach_node() : nullptr;
+                w.done = true;
+                w.cv.notify_one();  // under the lock: `w` lives on the waiting thread's stack
+            },
+            timeout_of(timeout_ms));
+        {
+            std::unique_lock<std::mutex> lk(w.m);
+            w.cv.wait(lk, [&] { return w.done; });
+        }
+        int st = status_of(w.ec);
+        if (w.n) *out_resource = lend(pool, w.n);
+        end_op(pool);
+        return st;
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
+    }
+}
+
+int respool_acquire_async(respool_pool* pool, int64_t timeout_ms, respool_acquire_cb cb, void* user) {
+    if (!pool || !cb) return RESPOOL_E_INVALID;
+    begin_op(pool);
+    try {
+        respool::detail::initiate_acquire<void*>{pool->impl.get()}(
+            [pool, cb, user](error_code e, respool::lease<void*> l) {
+                void* r = l ? lend(pool, l.detach_node()) : nullptr;
+                cb(user, status_of(e), r);
+                end_op(pool);
+            },
+            timeout_of(timeout_ms));
+        return RESPOOL_OK;
+    } catch (...) {
+        end_op(pool);
+        return RESPOOL_E_INTERNAL;
+    }
+}
+
+int respool_release(respool_pool* pool, void* resource) { return release_impl(pool, resource, false); }
+
+int respool_release_broken(respool_pool* pool, void* resource) { return release_impl(pool, resource, true); }
+
+int respool_close(respool_pool* pool) {
+    if (!pool) return RESPOOL_E_INVALID;
+    pool->impl->close();
+    return RESPOOL_OK;
+}
+
+void respool_free(respool_pool* pool) {
+    if (!pool) return;
+    {
+        std::lock_guard<std::mutex> g(pool->mu);
+        if (pool->freed) return;
+    }
+    pool->impl->close();
+    {
+        std::lock_guard<std::mutex> g(pool->mu);
+        pool->freed = true;
+    }
+    maybe_finish(pool);
+}
+
+int respool_get_stats(respool_pool* pool, respool_stats* out) {
+    if (!pool || !out) return RESPOOL_E_INVALID;
+    const respool::pool_stats s = pool->impl->stats();
+    out->idle = s.idle;
+    out->active = s.active;
+    out->total = s.total;
+    out->waiting = s.waiting;
+    out->max = s.max;
+    out->acquires = s.acquires;
+    out->waits = s.waits;
+    out->timeouts = s.timeouts;
+    out->cancellations = s.cancellations;
+    out->creations = s.creations;
+    out->create_failures = s.create_failures;
+    out->destructions = s.destructions;
+    out->poisoned = s.poisoned;
+    out->unavailable_rejections = s.unavailable_rejections;
+    return RESPOOL_OK;
+}
+
+int respool_get_circuit_state(respool_pool* pool, respool_circuit_state* out) {
+    if (!pool || !out) return RESPOOL_E_INVALID;
+    *out = static_cast<respool_circuit_state>(pool->impl->state());
+    return RESPOOL_OK;
+}
+
+int respool_set_circuit_state(respool_pool* pool, respool_circuit_state state) {
+    if (!pool) return RESPOOL_E_INVALID;
+    try {
+        switch (state) {
+        case RESPOOL_CIRCUIT_CLOSED: pool->impl->activate(); return RESPOOL_OK;
+        case RESPOOL_CIRCUIT_OPEN: pool->impl->deactivate(); return RESPOOL_OK;
+        case RESPOOL_CIRCUIT_HALF_OPEN: pool->impl->recover(); return RESPOOL_OK;
+        }
+        return RESPOOL_E_INVALID;
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
+    }
+}
+
+int respool_set_circuit_strategy(respool_pool* pool, const respool_circuit_strategy* strategy) {
+    if (!pool) return RESPOOL_E_INVALID;
+    try {
+        pool->impl->set_strategy(strategy ? std::make_shared<c_strategy>(*strategy, pool) : nullptr);
+        return RESPOOL_OK;
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
+    }
+}
+
+const respool_api* respool_get_api(void) {
+    static const respool_api api = {
+        RESPOOL_ABI_VERSION,
+        static_cast<uint32_t>(sizeof(respool_api)),
+        &respool_create,
+        &respool_acquire,
+        &respool_try_acquire,
+        &respool_release,
+        &respool_release_broken,
+        &respool_close,
+        &respool_free,
+        &respool_acquire_async,
+        &respool_get_stats,
+        &respool_get_circuit_state,
+        &respool_set_circuit_state,
+        &respool_set_circuit_strategy,
+        &respool_status_string,
+    };
+    return &api;
+}
+
+}  // extern "C"

@@ -1,0 +1,532 @@
+/* The C ABI exercised from C11 (-Wall -Wextra -pedantic -Werror), linked against the installed
+ * librespool found through pkg-config. Every entry point, every status code, the macros and the
+ * table, blocking acquires from several threads (FIFO, no barging, timeouts, close waking them),
+ * respool_acquire_async, and every bad input. Exits non-zero on the first failed check. */
+#define _POSIX_C_SOURCE 200809L
+#include <respool/respool.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int failures = 0;
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            ++failures;                                                               \
+        }                                                                             \
+    } while (0)
+#define CHECK_STATUS(expr, want)                                                                          \
+    do {                                                                                                  \
+        int got_ = (expr);                                                                                \
+        if (got_ != (want)) {                                                                             \
+            fprintf(stderr, "%s:%d: %s returned %d (%s), want %d\n", __FILE__, __LINE__, #expr, got_,    \
+                    respool_status_string(got_), (want));                                                 \
+            ++failures;                                                                                   \
+        }                                                                                                 \
+    } while (0)
+
+/* ---- a resource with a life counter ------------------------------------------------------- */
+
+typedef struct res {
+    int id;
+} res;
+
+typedef struct ctx {
+    atomic_int created, destroyed, next_id, fail_creates, reject_id, unhealthy_id, broken_id;
+} ctx;
+
+static int c_create(void* c, void** out) {
+    ctx* x = c;
+    if (atomic_load(&x->fail_creates)) return -1;
+    res* r = malloc(sizeof *r);
+    if (!r) return -1;
+    r->id = atomic_fetch_add(&x->next_id, 1) + 1;
+    atomic_fetch_add(&x->created, 1);
+    *out = r;
+    return 0;
+}
+static void c_destroy(void* c, void* r) {
+    atomic_fetch_add(&((ctx*)c)->destroyed, 1);
+    free(r);
+}
+static bool c_before_acquire(void* c, void* r) { return ((res*)r)->id != atomic_load(&((ctx*)c)->reject_id); }
+static bool c_healthcheck(void* c, void* r) { return ((res*)r)->id != atomic_load(&((ctx*)c)->unhealthy_id); }
+static bool c_before_release(void* c, void* r) { return ((res*)r)->id != atomic_load(&((ctx*)c)->broken_id); }
+
+static respool_hooks hooks_for(ctx* x) {
+    respool_hooks h;
+    memset(&h, 0, sizeof h);
+    h.ctx = x;
+    h.create = c_create;
+    h.destroy = c_destroy;
+    h.before_acquire = c_before_acquire;
+    h.healthcheck = c_healthcheck;
+    h.before_release = c_before_release;
+    return h;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+static respool_stats stats_of(respool_pool* p) {
+    respool_stats s;
+    memset(&s, 0, sizeof s);
+    CHECK_STATUS(respool_get_stats(p, &s), RESPOOL_OK);
+    return s;
+}
+
+/* Waits (bounded) until the pool reports `n` waiters: the deterministic step before a release. */
+static void wait_for_waiting(respool_pool* p, uint32_t n) {
+    for (int i = 0; i < 20000 && stats_of(p).waiting != n; ++i) sleep_ms(1);
+    CHECK(stats_of(p).waiting == n);
+}
+
+/* ---- tests -------------------------------------------------------------------------------- */
+
+static void test_status_strings(void) {
+    const int codes[] = {RESPOOL_OK,         RESPOOL_E_INVALID,   RESPOOL_E_CLOSED,
+                         RESPOOL_E_TIMEOUT,  RESPOOL_E_UNAVAILABLE, RESPOOL_E_CREATE,
+                         RESPOOL_E_EXHAUSTED, RESPOOL_E_CANCELLED, RESPOOL_E_INTERNAL,
+                         12345};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; ++i) {
+        const char* s = respool_status_string(codes[i]);
+        CHECK(s != NULL && s[0] != '\0');
+    }
+    CHECK(strcmp(respool_status_string(RESPOOL_E_CLOSED), respool_status_string(RESPOOL_E_TIMEOUT)) != 0);
+}
+
+static void test_bad_inputs(void) {
+    ctx x;
+    memset(&x, 0, sizeof x);
+    respool_hooks h = hooks_for(&x);
+    respool_config cfg = {1, 2, 0, 0};
+    respool_pool* p = NULL;
+    CHECK_STATUS(respool_create(NULL, &h, &p), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_create(&cfg, NULL, &p), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_create(&cfg, &h, NULL), RESPOOL_E_INVALID);
+    respool_config zero = {0, 0, 0, 0};
+    CHECK_STATUS(respool_create(&zero, &h, &p), RESPOOL_E_INVALID);
+    respool_config inverted = {3, 2, 0, 0};
+    CHECK_STATUS(respool_create(&inverted, &h, &p), RESPOOL_E_INVALID);
+    respool_hooks no_create = h;
+    no_create.create = NULL;
+    CHECK_STATUS(respool_create(&cfg, &no_create, &p), RESPOOL_E_INVALID);
+    CHECK(p == NULL);
+    CHECK(atomic_load(&x.created) == 0); /* nothing was created */
+
+    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    void* r = NULL;
+    CHECK_STATUS(respool_try_acquire(NULL, &r), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_try_acquire(p, NULL), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_acquire(NULL, &r, 10), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_acquire(p, NULL, 10), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_acquire_async(NULL, 0, NULL, NULL), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_acquire_async(p, 0, NULL, NULL), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_get_stats(p, NULL), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_get_stats(NULL, NULL), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_get_circuit_state(p, NULL), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_set_circuit_state(NULL, RESPOOL_CIRCUIT_OPEN), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_set_circuit_state(p, (respool_circuit_state)42), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_set_circuit_strategy(NULL, NULL), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_close(NULL), RESPOOL_E_INVALID);
+    respool_free(NULL); /* a no-op */
+
+    CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_OK);
+    respool_stats before = stats_of(p);
+    int stranger = 7;
+    CHECK_STATUS(respool_release(p, &stranger), RESPOOL_E_INVALID); /* never lent */
+    CHECK_STATUS(respool_release(p, NULL), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_release(NULL, r), RESPOOL_E_INVALID);
+    CHECK_STATUS(respool_release_broken(p, &stranger), RESPOOL_E_INVALID);
+    respool_stats after = stats_of(p);
+    CHECK(memcmp(&before, &after, sizeof before) == 0); /* the pool is exactly as it was */
+    CHECK_STATUS(respool_release(p, r), RESPOOL_OK);
+    CHECK_STATUS(respool_release(p, r), RESPOOL_E_INVALID); /* double release */
+    CHECK_STATUS(respool_release_broken(p, r), RESPOOL_E_INVALID);
+    after = stats_of(p);
+    CHECK(after.idle == 1 && after.total == 1 && after.acquires == 1);
+    respool_free(p);
+    CHECK(atomic_load(&x.created) == atomic_load(&x.destroyed));
+}
+
+static void test_basic_cycle_and_stats(void) {
+    ctx x;
+    memset(&x, 0, sizeof x);
+    respool_hooks h = hooks_for(&x);
+    respool_config cfg = {2, 3, 0, 0};
+    respool_pool* p = NULL;
+    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    CHECK(atomic_load(&x.created) == 2); /* min exists when create returns */
+    respool_stats s = stats_of(p);
+    CHECK(s.idle == 2 && s.total == 2 && s.max == 3 && s.creations == 2);
+
+    void *a, *b, *c, *d;
+    CHECK_STATUS(respool_try_acquire(p, &a), RESPOOL_OK);
+    CHECK_STATUS(respool_acquire(p, &b, 100), RESPOOL_OK);
+    CHECK_STATUS(respool_try_acquire(p, &c), RESPOOL_OK); /* created inline: a place was free */
+    CHECK(a != b && b != c && a != c);
+    CHECK_STATUS(respool_try_acquire(p, &d), RESPOOL_E_EXHAUSTED);
+    CHECK_STATUS(respool_acquire(p, &d, 20), RESPOOL_E_TIMEOUT);
+    s = stats_of(p);
+    CHECK(s.active == 3 && s.timeouts == 1 && s.waits == 1);
+    CHECK_STATUS(respool_release(p, a), RESPOOL_OK);
+    CHECK_STATUS(respool_release_broken(p, b), RESPOOL_OK);
+    CHECK(atomic_load(&x.destroyed) == 1);
+    atomic_store(&x.broken_id, ((res*)c)->id);
+    CHECK_STATUS(respool_release(p, c), RESPOOL_OK); /* before_release says broken */
+    CHECK(atomic_load(&x.destroyed) == 2);
+    s = stats_of(p);
+    CHECK(s.poisoned == 1 && s.destructions == 2 && s.total >= 1);
+    respool_free(p);
+    CHECK(atomic_load(&x.created) == atomic_load(&x.destroyed));
+}
+
+static void test_macros_and_table(void) {
+    const respool_api* api = respool_get_api();
+    CHECK(api != NULL);
+    CHECK(api->abi_version == 1u);
+    CHECK(api->size == sizeof(respool_api));
+    CHECK(api->create == respool_create && api->acquire == respool_acquire &&
+          api->try_acquire == respool_try_acquire && api->release == respool_release &&
+          api->release_broken == respool_release_broken && api->close == respool_close &&
+          api->free == respool_free && api->acquire_async == respool_acquire_async &&
+          api->get_stats == respool_get_stats && api->get_circuit_state == respool_get_circuit_state &&
+          api->set_circuit_state == respool_set_circuit_state &&
+          api->set_circuit_strategy == respool_set_circuit_strategy && api->status_string == respool_status_string);
+    ctx x;
+    memset(&x, 0, sizeof x);
+    respool_hooks h = hooks_for(&x);
+    respool_config cfg = {1, 1, 0, 0};
+    respool_pool* p = NULL;
+    CHECK_STATUS(RESPOOL_NEW_POOL(&cfg, &h, &p), RESPOOL_OK);
+    void* r = NULL;
+    CHECK_STATUS(RESPOOL_POOL_ACQUIRE(p, &r, 100), RESPOOL_OK);
+    void* r2 = NULL;
+    CHECK_STATUS(RESPOOL_POOL_TRY_ACQUIRE(p, &r2), RESPOOL_E_EXHAUSTED);
+    CHECK_STATUS(RESPOOL_POOL_RELEASE(p, r), RESPOOL_OK);
+    CHECK_STATUS(RESPOOL_POOL_CLOSE(p), RESPOOL_OK);
+    CHECK_STATUS(RESPOOL_POOL_CLOSE(p), RESPOOL_OK); /* idempotent */
+    CHECK_STATUS(RESPOOL_POOL_TRY_ACQUIRE(p, &r2), RESPOOL_E_CLOSED);
+    CHECK_STATUS(RESPOOL_POOL_ACQUIRE(p, &r2, 10), RESPOOL_E_CLOSED);
+    api->free(p);
+    CHECK(atomic_load(&x.created) == atomic_load(&x.destroyed));
+}
+
+/* FIFO among blocked threads, and the releaser cannot barge. */
+typedef struct fifo_state {
+    respool_pool* p;
+    pthread_mutex_t m;
+    char order[16];
+    int n;
+} fifo_state;
+
+typedef struct fifo_arg {
+    fifo_state* st;
+    char name;
+} fifo_arg;
+
+static void record(fifo_state* st, char c) {
+    pthread_mutex_lock(&st->m);
+    st->order[st->n++] = c;
+    pthread_mutex_unlock(&st->m);
+}
+
+static void* fifo_thread(void* a) {
+    fifo_arg* arg = a;
+    void* r = NULL;
+    int st = respool_acquire(arg->st->p, &r, 0);
+    CHECK_STATUS(st, RESPOOL_OK);
+    if (st == RESPOOL_OK) {
+        record(arg->st, arg->name);
+        CHECK_STATUS(respool_release(arg->st->p, r), RESPOOL_OK);
+    }
+    return NULL;
+}
+
+static void test_blocking_fifo_no_barging(void) {
+    ctx x;
+    memset(&x, 0, sizeof x);
+    respool_hooks h = hooks_for(&x);
+    respool_config cfg = {1, 1, 0, 0};
+    fifo_state st;
+    memset(&st, 0, sizeof st);
+    pthread_mutex_init(&st.m, NULL);
+    CHECK_STATUS(respool_create(&cfg, &h, &st.p), RESPOOL_OK);
+    void* held = NULL;
+    CHECK_STATUS(respool_acquire(st.p, &held, 100), RESPOOL_OK);
+    pthread_t t[3];
+    fifo_arg args[3] = {{&st, '1'}, {&st, '2'}, {&st, '3'}};
+    for (int i = 0; i < 3; ++i) {
+        pthread_create(&t[i], NULL, fifo_thread, &args[i]);
+        wait_for_waiting(st.p, (uint32_t)(i + 1)); /* arrival order is now fixed */
+    }
+    CHECK_STATUS(respool_release(st.p, held), RESPOOL_OK);
+    /* The releaser asks again at once: it must queue behind the three. */
+    CHECK_STATUS(respool_acquire(st.p, &held, 0), RESPOOL_OK);
+    record(&st, 'M');
+    for (int i = 0; i < 3; ++i) pthread_join(t[i], NULL);
+    st.order[st.n] = '\0';
+    if (strcmp(st.order, "123M") != 0) {
+        fprintf(stderr, "FIFO order was %s, want 123M\n", st.order);
+        ++failures;
+    }
+    CHECK_STATUS(respool_release(st.p, held), RESPOOL_OK);
+    respool_free(st.p);
+    pthread_mutex_destroy(&st.m);
+    CHECK(atomic_load(&x.created) == 1 && atomic_load(&x.destroyed) == 1);
+}
+
+/* A caller blocked in respool_acquire is woken by respool_close with RESPOOL_E_CLOSED; timeouts work
+ * from several threads at once. */
+typedef struct blocked_arg {
+    respool_pool* p;
+    int64_t timeout_ms;
+    int status;
+} blocked_arg;
+
+static void* blocked_thread(void* a) {
+    blocked_arg* arg = a;
+    void* r = NULL;
+    arg->status = respool_acquire(arg->p, &r, arg->timeout_ms);
+    return NULL;
+}
+
+static void test_close_wakes_blocked_and_timeouts(void) {
+    ctx x;
+    memset(&x, 0, sizeof x);
+    respool_hooks h = hooks_for(&x);
+    respool_config cfg = {1, 1, 0, 0};
+    respool_pool* p = NULL;
+    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    void* held = NULL;
+    CHECK_STATUS(respool_try_acquire(p, &held), RESPOOL_OK);
+
+    blocked_arg timed[3] = {{p, 15, 1}, {p, 25, 1}, {p, 5, 1}};
+    pthread_t tt[3];
+    for (int i = 0; i < 3; ++i) pthread_create(&tt[i], NULL, blocked_thread, &timed[i]);
+    for (int i = 0; i < 3; ++i) pthread_join(tt[i], NULL);
+    for (int i = 0; i < 3; ++i) CHECK_STATUS(timed[i].status, RESPOOL_E_TIMEOUT);
+
+    blocked_arg forever[2] = {{p, 0, 1}, {p, -1, 1}};
+    pthread_t tf[2];
+    for (int i = 0; i < 2; ++i) pthread_create(&tf[i], NULL, blocked_thread, &forever[i]);
+    wait_for_waiting(p, 2);
+    CHECK_STATUS(respool_close(p), RESPOOL_OK);
+    for (int i = 0; i < 2; ++i) pthread_join(tf[i], NULL);
+    for (int i = 0; i < 2; ++i) CHECK_STATUS(forever[i].status, RESPOOL_E_CLOSED);
+    CHECK(atomic_load(&x.destroyed) == 0); /* the lent one lives on */
+    CHECK_STATUS(respool_release(p, held), RESPOOL_OK);
+    CHECK(atomic_load(&x.destroyed) == 1); /* and dies on release after close */
+    respool_stats s = stats_of(p);
+    CHECK(s.total == 0 && s.waiting == 0 && s.timeouts == 3);
+    respool_free(p);
+}
+
+/* respool_acquire_async: the callback runs exactly once, on a pool-owned thread. */
+typedef struct async_state {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    int calls, status;
+    void* resource;
+    pthread_t thread;
+} async_state;
+
+static void async_cb(void* user, int status, void* resource) {
+    async_state* s = user;
+    pthread_mutex_lock(&s->m);
+    s->calls++;
+    s->status = status;
+    s->resource = resource;
+    s->thread = pthread_self();
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->m);
+}
+
+static void wait_calls(async_state* s, int n) {
+    pthread_mutex_lock(&s->m);
+    while (s->calls < n) pthread_cond_wait(&s->cv, &s->m);
+    pthread_mutex_unlock(&s->m);
+}
+
+static void test_acquire_async(void) {
+    ctx x;
+    memset(&x, 0, sizeof x);
+    respool_hooks h = hooks_for(&x);
+    respool_config cfg = {1, 1, 0, 0};
+    respool_pool* p = NULL;
+    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    async_state s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.m, NULL);
+    pthread_cond_init(&s.cv, NULL);
+
+    CHECK_STATUS(respool_acquire_async(p, 100, async_cb, &s), RESPOOL_OK);
+    wait_calls(&s, 1);
+    CHECK_STATUS(s.status, RESPOOL_OK);
+    CHECK(s.resource != NULL);
+    CHECK(!pthread_equal(s.thread, pthread_self())); /* a pool-owned thread */
+    void* first = s.resource;
+
+    CHECK_STATUS(respool_acquire_async(p, 10, async_cb, &s), RESPOOL_OK); /* exhausted: times out */
+    wait_calls(&s, 2);
+    CHECK_STATUS(s.status, RESPOOL_E_TIMEOUT);
+    CHECK(s.resource == NULL);
+
+    CHECK_STATUS(respool_acquire_async(p, 0, async_cb, &s), RESPOOL_OK); /* parks, served by release */
+    wait_for_waiting(p, 1);
+    CHECK_STATUS(respool_release(p, first), RESPOOL_OK);
+    wait_calls(&s, 3);
+    CHECK_STATUS(s.status, RESPOOL_OK);
+    CHECK(s.resource == first);
+    CHECK_STATUS(respool_release(p, s.resource), RESPOOL_OK);
+
+    CHECK_STATUS(respool_close(p), RESPOOL_OK);
+    CHECK_STATUS(respool_acquire_async(p, 0, async_cb, &s), RESPOOL_OK);
+    wait_calls(&s, 4);
+    CHECK_STATUS(s.status, RESPOOL_E_CLOSED);
+    CHECK(s.calls == 4); /* one call per acquire so far */
+    respool_free(p);
+    pthread_cond_destroy(&s.cv);
+    pthread_mutex_destroy(&s.m);
+    CHECK(atomic_load(&x.created) == atomic_load(&x.destroyed));
+}
+
+/* Circuit breaker: manual states and a strategy. */
+typedef struct strat_state {
+    atomic_int ok, bad, last_status;
+} strat_state;
+static void on_success(void* c, respool_pool* p) {
+    (void)p;
+    atomic_fetch_add(&((strat_state*)c)->ok, 1);
+}
+static void on_failure(void* c, respool_pool* p, int status) {
+    atomic_fetch_add(&((strat_state*)c)->bad, 1);
+    atomic_store(&((strat_state*)c)->last_status, status);
+    respool_set_circuit_state(p, RESPOOL_CIRCUIT_OPEN); /* trip on the first failure */
+}
+
+static void test_circuit(void) {
+    ctx x;
+    memset(&x, 0, sizeof x);
+    respool_hooks h = hooks_for(&x);
+    respool_config cfg = {1, 2, 0, 0};
+    respool_pool* p = NULL;
+    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    respool_circuit_state cs = RESPOOL_CIRCUIT_OPEN;
+    CHECK_STATUS(respool_get_circuit_state(p, &cs), RESPOOL_OK);
+    CHECK(cs == RESPOOL_CIRCUIT_CLOSED);
+    CHECK_STATUS(respool_set_circuit_state(p, RESPOOL_CIRCUIT_OPEN), RESPOOL_OK);
+    void* r = NULL;
+    CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_E_UNAVAILABLE);
+    CHECK_STATUS(respool_acquire(p, &r, 100), RESPOOL_E_UNAVAILABLE);
+    CHECK_STATUS(respool_set_circuit_state(p, RESPOOL_CIRCUIT_HALF_OPEN), RESPOOL_OK);
+    CHECK_STATUS(respool_get_circuit_state(p, &cs), RESPOOL_OK);
+    CHECK(cs == RESPOOL_CIRCUIT_HALF_OPEN);
+    CHECK_STATUS(respool_set_circuit_state(p, RESPOOL_CIRCUIT_CLOSED), RESPOOL_OK);
+    CHECK(stats_of(p).unavailable_rejections == 2);
+
+    strat_state ss;
+    memset(&ss, 0, sizeof ss);
+    respool_circuit_strategy strat = {&ss, on_success, on_failure};
+    CHECK_STATUS(respool_set_circuit_strategy(p, &strat), RESPOOL_OK);
+    CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_OK);
+    CHECK_STATUS(respool_release(p, r), RESPOOL_OK);
+    CHECK(atomic_load(&ss.ok) == 1);
+    CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_OK);
+    CHECK_STATUS(respool_release_broken(p, r), RESPOOL_OK);
+    CHECK(atomic_load(&ss.bad) == 1);
+    CHECK_STATUS(respool_get_circuit_state(p, &cs), RESPOOL_OK);
+    CHECK(cs == RESPOOL_CIRCUIT_OPEN); /* the strategy opened it */
+    CHECK_STATUS(respool_set_circuit_strategy(p, NULL), RESPOOL_OK); /* detach */
+    CHECK_STATUS(respool_set_circuit_state(p, RESPOOL_CIRCUIT_CLOSED), RESPOOL_OK);
+    CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_OK);
+    CHECK_STATUS(respool_release_broken(p, r), RESPOOL_OK);
+    CHECK(atomic_load(&ss.bad) == 1); /* detached: no more reports */
+    respool_free(p);
+}
+
+static void test_create_failures_and_hooks(void) {
+    ctx x;
+    memset(&x, 0, sizeof x);
+    respool_hooks h = hooks_for(&x);
+    atomic_store(&x.fail_creates, 1);
+    respool_config warm = {1, 2, 0, 0};
+    respool_pool* p = NULL;
+    CHECK_STATUS(respool_create(&warm, &h, &p), RESPOOL_E_CREATE); /* min could not be created */
+    CHECK(p == NULL);
+    respool_config lazy = {0, 2, 0, 0};
+    CHECK_STATUS(respool_create(&lazy, &h, &p), RESPOOL_OK);
+    void* r = NULL;
+    CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_E_CREATE);
+    CHECK_STATUS(respool_acquire(p, &r, 1000), RESPOOL_E_CREATE); /* reaches the waiter at once */
+    CHECK(stats_of(p).create_failures == 2);
+    atomic_store(&x.fail_creates, 0);
+    CHECK_STATUS(respool_acquire(p, &r, 1000), RESPOOL_OK);
+    CHECK_STATUS(respool_release(p, r), RESPOOL_OK);
+    /* before_acquire rejects the idle one: destroyed, a fresh one is lent */
+    atomic_store(&x.reject_id, ((res*)r)->id);
+    void* r2 = NULL;
+    CHECK_STATUS(respool_acquire(p, &r2, 1000), RESPOOL_OK);
+    CHECK(((res*)r2)->id != atomic_load(&x.reject_id));
+    CHECK_STATUS(respool_release(p, r2), RESPOOL_OK);
+    respool_free(p);
+    CHECK(atomic_load(&x.created) == atomic_load(&x.destroyed));
+}
+
+static void test_healthcheck_runs_on_the_background(void) {
+    ctx x;
+    memset(&x, 0, sizeof x);
+    respool_hooks h = hooks_for(&x);
+    atomic_store(&x.unhealthy_id, 1);
+    respool_config cfg = {2, 2, 5, 0};
+    respool_pool* p = NULL;
+    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    for (int i = 0; i < 20000 && atomic_load(&x.destroyed) < 1; ++i) sleep_ms(1); /* waits on a counter */
+    CHECK(atomic_load(&x.destroyed) >= 1);
+    for (int i = 0; i < 20000 && stats_of(p).total < 2; ++i) sleep_ms(1);
+    CHECK(stats_of(p).total == 2); /* replaced up to min */
+    respool_free(p);
+    CHECK(atomic_load(&x.created) == atomic_load(&x.destroyed));
+}
+
+static void test_free_with_resources_lent(void) {
+    ctx x;
+    memset(&x, 0, sizeof x);
+    respool_hooks h = hooks_for(&x);
+    respool_config cfg = {2, 2, 0, 0};
+    respool_pool* p = NULL;
+    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    void* r = NULL;
+    CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_OK);
+    respool_free(p); /* closes; the idle one dies now */
+    CHECK(atomic_load(&x.destroyed) == 1);
+    CHECK_STATUS(respool_release(p, r), RESPOOL_OK); /* the last release frees the handle */
+    CHECK(atomic_load(&x.destroyed) == 2);
+}
+
+int main(void) {
+    test_status_strings();
+    test_bad_inputs();
+    test_basic_cycle_and_stats();
+    test_macros_and_table();
+    test_blocking_fifo_no_barging();
+    test_close_wakes_blocked_and_timeouts();
+    test_acquire_async();
+    test_circuit();
+    test_create_failures_and_hooks();
+    test_healthcheck_runs_on_the_background();
+    test_free_with_resources_lent();
+    if (failures) {
+        fprintf(stderr, "c_api_test: %d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("c_api_test: all checks passed\n");
+    return 0;
+}
