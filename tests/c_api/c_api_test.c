@@ -289,12 +289,13 @@ typedef struct blocked_arg {
     respool_pool* p;
     int64_t timeout_ms;
     int status;
+    void* resource;
 } blocked_arg;
 
 static void* blocked_thread(void* a) {
     blocked_arg* arg = a;
-    void* r = NULL;
-    arg->status = respool_acquire(arg->p, &r, arg->timeout_ms);
+    arg->resource = NULL;
+    arg->status = respool_acquire(arg->p, &arg->resource, arg->timeout_ms);
     return NULL;
 }
 
@@ -308,13 +309,13 @@ static void test_close_wakes_blocked_and_timeouts(void) {
     void* held = NULL;
     CHECK_STATUS(respool_try_acquire(p, &held), RESPOOL_OK);
 
-    blocked_arg timed[3] = {{p, 15, 1}, {p, 25, 1}, {p, 5, 1}};
+    blocked_arg timed[3] = {{p, 15, 1, NULL}, {p, 25, 1, NULL}, {p, 5, 1, NULL}};
     pthread_t tt[3];
     for (int i = 0; i < 3; ++i) pthread_create(&tt[i], NULL, blocked_thread, &timed[i]);
     for (int i = 0; i < 3; ++i) pthread_join(tt[i], NULL);
     for (int i = 0; i < 3; ++i) CHECK_STATUS(timed[i].status, RESPOOL_E_TIMEOUT);
 
-    blocked_arg forever[2] = {{p, 0, 1}, {p, -1, 1}};
+    blocked_arg forever[2] = {{p, 0, 1, NULL}, {p, -1, 1, NULL}};
     pthread_t tf[2];
     for (int i = 0; i < 2; ++i) pthread_create(&tf[i], NULL, blocked_thread, &forever[i]);
     wait_for_waiting(p, 2);
@@ -496,6 +497,35 @@ static void test_healthcheck_runs_on_the_background(void) {
     CHECK(atomic_load(&x.created) == atomic_load(&x.destroyed));
 }
 
+/* max_waiters sheds load: beyond it a blocking acquire fails at once with RESPOOL_E_EXHAUSTED. */
+static void test_max_waiters(void) {
+    ctx x;
+    memset(&x, 0, sizeof x);
+    respool_hooks h = hooks_for(&x);
+    respool_config cfg = {1, 1, 0, 1};
+    respool_pool* p = NULL;
+    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    void* held = NULL;
+    CHECK_STATUS(respool_try_acquire(p, &held), RESPOOL_OK);
+    blocked_arg queued = {p, 0, 1, NULL};
+    pthread_t t;
+    pthread_create(&t, NULL, blocked_thread, &queued);
+    wait_for_waiting(p, 1);
+    void* r = NULL;
+    CHECK_STATUS(respool_acquire(p, &r, 0), RESPOOL_E_EXHAUSTED);
+    CHECK_STATUS(respool_release(p, held), RESPOOL_OK); /* serves the queued thread */
+    pthread_join(t, NULL);
+    CHECK_STATUS(queued.status, RESPOOL_OK);
+    respool_free(p); /* the queued thread's resource is still lent: freed on its release */
+    CHECK(atomic_load(&x.destroyed) == 0);
+    respool_stats s;
+    CHECK_STATUS(respool_get_stats(p, &s), RESPOOL_OK); /* the handle stays usable while lent */
+    CHECK(s.active == 1 && s.total == 1);
+    CHECK(queued.resource == held); /* the released resource went to the queued thread */
+    CHECK_STATUS(respool_release(p, queued.resource), RESPOOL_OK); /* the last release frees the pool */
+    CHECK(atomic_load(&x.created) == 1 && atomic_load(&x.destroyed) == 1);
+}
+
 static void test_free_with_resources_lent(void) {
     ctx x;
     memset(&x, 0, sizeof x);
@@ -522,6 +552,7 @@ int main(void) {
     test_circuit();
     test_create_failures_and_hooks();
     test_healthcheck_runs_on_the_background();
+    test_max_waiters();
     test_free_with_resources_lent();
     if (failures) {
         fprintf(stderr, "c_api_test: %d check(s) failed\n", failures);
