@@ -122,6 +122,22 @@ core::config to_config(const pool_options& o, hook_mode before_acquire) {
     return c;
 }
 
+// Calls the observer, if any; an observer that throws is ignored (events never change outcomes).
+template <class F>
+void notify(const std::shared_ptr<observer>& obs, F&& f) noexcept {
+    if (observer* o = obs.get()) {
+        try {
+            f(*o);
+        } catch (...) {
+        }
+    }
+}
+
+// Wait time of an acquire for the observer (zero when it never parked).
+std::chrono::nanoseconds waited(const acquire_op_base* op, clock::time_point now) noexcept {
+    return op->started == clock::time_point{} ? std::chrono::nanoseconds(0) : std::chrono::nanoseconds(now - op->started);
+}
+
 // Posts a one-shot handler with an error code; the handler decides its own executor.
 void fire(std::vector<signal_handler>& hs, const error_code& ec) {
     for (auto& h : hs) h(ec);
@@ -278,12 +294,7 @@ int pool_impl::process(core::effects& fx, const error_code& create_ec) noexcept 
             }
             break;
         case core::effect::kind::circuit_changed:
-            if (auto* o = s_->obs.get()) {
-                try {
-                    o->on_circuit_changed(state());
-                } catch (...) {
-                }
-            }
+            notify(s_->obs, [&](observer& o) { o.on_circuit_changed(state()); });
             break;
         }
     }
@@ -298,13 +309,10 @@ void pool_impl::apply(core::effects& fx, const error_code& create_ec) noexcept {
 
 void pool_impl::destroy_node(resource_node* n, destroy_reason why) noexcept {
     hooks_->destroy(n);
-    if (auto* o = s_->obs.get()) {
-        try {
-            if (why == destroy_reason::poisoned) o->on_poisoned();
-            o->on_destroyed(why);
-        } catch (...) {
-        }
-    }
+    notify(s_->obs, [&](observer& o) {
+        if (why == destroy_reason::poisoned) o.on_poisoned();
+        o.on_destroyed(why);
+    });
 }
 
 // ---- ready queue ----------------------------------------------------------------------------
@@ -391,13 +399,10 @@ int pool_impl::settle_creation(const error_code& ec, resource_node* n) noexcept 
         check_ready_locked();
         if (s_->ready) ready.swap(s_->ready_waiters);
     }
-    if (auto* o = s_->obs.get()) {
-        try {
-            if (n) o->on_created();
-            else o->on_create_failed(ec);
-        } catch (...) {
-        }
-    }
+    notify(s_->obs, [&](observer& o) {
+        if (n) o.on_created();
+        else o.on_create_failed(ec);
+    });
     fire(ready, s_->ready_ec);
     return process(fx, ec);
 }
@@ -447,13 +452,10 @@ resource_node* pool_impl::try_acquire(error_code& ec) noexcept {
                 st = core::status::create_failed;
             }
         }
-        if (auto* o = s_->obs.get()) {
-            try {
-                if (fresh) o->on_created();
-                else o->on_create_failed(cec);
-            } catch (...) {
-            }
-        }
+        notify(s_->obs, [&](observer& o) {
+            if (fresh) o.on_created();
+            else o.on_create_failed(cec);
+        });
         apply(fx, cec);
         if (!fresh) {
             ec = cec ? cec : error_code(errc::create_failed);
@@ -473,12 +475,9 @@ resource_node* pool_impl::try_acquire(error_code& ec) noexcept {
             ec = to_error(st);
             return nullptr;
         }
-        if (auto* o = s_->obs.get()) {
+        if (s_->obs) {
             fresh->taken_at = clock::now();
-            try {
-                o->on_taken(std::chrono::nanoseconds(0));
-            } catch (...) {
-            }
+            notify(s_->obs, [](observer& o) { o.on_taken(std::chrono::nanoseconds(0)); });
         }
         return fresh;
     }
@@ -515,12 +514,9 @@ resource_node* pool_impl::acquire_now(error_code& ec) noexcept {
                 return nullptr;
             }
         }
-        if (auto* o = s_->obs.get()) {
+        if (s_->obs) {
             n->taken_at = clock::now();
-            try {
-                o->on_taken(std::chrono::nanoseconds(0));
-            } catch (...) {
-            }
+            notify(s_->obs, [](observer& o) { o.on_taken(std::chrono::nanoseconds(0)); });
         }
         return n;
     }
@@ -537,15 +533,17 @@ void pool_impl::start_acquire(acquire_op_base* op) noexcept {
         } else {
             t = s_->core.try_take();
             if (t.st == core::status::ok && !t.r) {
-                const auto now = op->timeout ? clock::now() : clock::time_point{};
+                const bool timed = op->timeout || s_->obs;
+                const auto now = timed ? clock::now() : clock::time_point{};
+                op->started = now;  // before park: once parked, another thread may complete the op
                 st = s_->core.park(*op, now, op->timeout, fx);
                 if (st == core::status::ok && op->timeout) s_->arm_deadline(weak_from_this());
             }
         }
     }
+    // From here on a parked op belongs to the pool: only `fx` and locals are touched.
     if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), true);
     if (t.st != core::status::ok) return op->complete(op, to_error(t.st), nullptr, true);
-    if (s_->obs && st == core::status::ok) op->started = clock::now();
     apply(fx);
     if (st != core::status::ok) op->complete(op, to_error(st), nullptr, true);
 }
@@ -561,12 +559,7 @@ void pool_impl::resume(acquire_op_base* op) noexcept {
     error_code ec = to_error(t.st);
     if (t.st == core::status::create_failed && op->create_error) ec = op->create_error;
     if (t.st == core::status::timeout) {
-        if (auto* o = s_->obs.get()) {
-            try {
-                o->on_exhausted(stats());
-            } catch (...) {
-            }
-        }
+        notify(s_->obs, [&](observer& o) { o.on_exhausted(stats()); });
     }
     op->complete(op, ec, nullptr, false);
 }
@@ -615,14 +608,9 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post) n
                 return op->complete(op, to_error(st), nullptr, post);
             }
         }
-        if (auto* o = s_->obs.get()) {
-            const auto now = clock::now();
-            n->taken_at = now;
-            try {
-                o->on_taken(op->started == clock::time_point{} ? std::chrono::nanoseconds(0)
-                                                               : std::chrono::nanoseconds(now - op->started));
-            } catch (...) {
-            }
+        if (s_->obs) {
+            n->taken_at = clock::now();
+            notify(s_->obs, [&](observer& o) { o.on_taken(waited(op, n->taken_at)); });
         }
         return op->complete(op, {}, n, post);
     }
@@ -659,12 +647,9 @@ void pool_impl::after_async_check(acquire_op_base* op, resource_node* n, bool ok
             after_change();
             return op->complete(op, to_error(st), nullptr, true);
         }
-        if (auto* o = s_->obs.get()) {
+        if (s_->obs) {
             n->taken_at = clock::now();
-            try {
-                o->on_taken(std::chrono::nanoseconds(n->taken_at - op->started));
-            } catch (...) {
-            }
+            notify(s_->obs, [&](observer& o) { o.on_taken(waited(op, n->taken_at)); });
         }
         return op->complete(op, {}, n, true);
     }
@@ -717,13 +702,10 @@ void pool_impl::release(resource_node* n, bool poisoned) noexcept {
 }
 
 void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken) noexcept {
-    if (auto* o = s_->obs.get()) {
-        try {
-            const auto held = n->taken_at == clock::time_point{} ? clock::duration::zero() : clock::now() - n->taken_at;
-            o->on_released(std::chrono::nanoseconds(held));
-        } catch (...) {
-        }
-    }
+    notify(s_->obs, [n](observer& o) {
+        const auto held = n->taken_at == clock::time_point{} ? clock::duration::zero() : clock::now() - n->taken_at;
+        o.on_released(std::chrono::nanoseconds(held));
+    });
     core::effects fx;
     bool closed;
     {
