@@ -550,11 +550,13 @@ void pool_impl::start_acquire(acquire_op_base* op) noexcept {
 
 void pool_impl::resume(acquire_op_base* op) noexcept {
     core::pool_core::take_result t;
+    core::effects fx;
     {
         guard g(*s_);
-        t = s_->core.resume(*op);
+        t = s_->core.resume(*op, fx);
         if (s_->armed) s_->arm_deadline(weak_from_this());
     }
+    if (!fx.empty()) apply(fx);
     if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), false);
     error_code ec = to_error(t.st);
     if (t.st == core::status::create_failed && op->create_error) ec = op->create_error;

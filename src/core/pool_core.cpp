@@ -5,6 +5,12 @@
 
 namespace respool::core {
 
+namespace {
+void emit(effects& fx, effect::kind k, destroy_reason why, status st, waiter* w, resource* r, duration d = {}) {
+    fx.push(effect{k, why, st, w, r, d});
+}
+}  // namespace
+
 const char* to_string(destroy_reason r) noexcept {
     switch (r) {
     case destroy_reason::closed: return "closed";
@@ -12,6 +18,8 @@ const char* to_string(destroy_reason r) noexcept {
     case destroy_reason::poisoned: return "poisoned";
     case destroy_reason::rejected: return "rejected";
     case destroy_reason::unhealthy: return "unhealthy";
+    case destroy_reason::idle_timeout: return "idle_timeout";
+    case destroy_reason::lifetime: return "lifetime";
     }
     return "unknown";
 }
@@ -102,11 +110,11 @@ resource* pool_core::pop_idle() noexcept { return cfg_.lifo ? idle_.pop_back() :
 
 void pool_core::destroy(resource* r, destroy_reason why, effects& fx) {
     ++c_.destructions;
-    fx.push({effect::kind::destroy, why, status::ok, nullptr, r});
+    emit(fx, effect::kind::destroy, why, status::ok, nullptr, r);
 }
 
 void pool_core::report_failure(status st, effects& fx, destroy_reason why) {
-    if (cfg_.reports) fx.push({effect::kind::report_failure, why, st, nullptr, nullptr});
+    if (cfg_.reports) emit(fx, effect::kind::report_failure, why, st, nullptr, nullptr);
 }
 
 // Every idle resource beyond the reservations goes to the oldest parked waiter.
@@ -118,18 +126,18 @@ void pool_core::reserve_for_parked(effects& fx) {
         list_push_back(reserved_list_, w);
         ++reserved_;
         w.state = waiter_state::reserved;
-        fx.push({effect::kind::wake, destroy_reason::closed, status::ok, &w, nullptr});
+        emit(fx, effect::kind::wake, destroy_reason::closed, status::ok, &w, nullptr);
     }
 }
 
 // Creation on behalf of the queue (and of the min floor), counted before the factory runs.
 void pool_core::maybe_create(effects& fx) {
-    if (closed_ || circuit_ == circuit::open) return;
+    if (closed_ || circuit_ == circuit::open || backoff_active_) return;
     while (total() < cfg_.max && creating_ < cfg_.max_concurrent_creations &&
            (creating_ < parked_ || (!floor_blocked_ && total() < cfg_.min))) {
         ++creating_;
         ++active_;
-        fx.push({effect::kind::create, destroy_reason::closed, status::ok, nullptr, nullptr});
+        emit(fx, effect::kind::create, destroy_reason::closed, status::ok, nullptr, nullptr);
     }
 }
 
@@ -140,7 +148,7 @@ void pool_core::fail(waiter& w, status st, effects& fx) {
         list_remove(fifo_, w);
         --parked_;
         w.state = waiter_state::failed;
-        fx.push({effect::kind::wake, destroy_reason::closed, st, &w, nullptr});
+        emit(fx, effect::kind::wake, destroy_reason::closed, st, &w, nullptr);
     } else {
         assert(w.state == waiter_state::reserved);
         list_remove(reserved_list_, w);
@@ -162,18 +170,41 @@ void pool_core::fail_all(status st, effects& fx) {
 
 // ---- acquire ---------------------------------------------------------------------------------
 
+// A resource leaves idle for a caller: counted active, linked into the leased list (leak detection).
+pool_core::take_result pool_core::lend(resource* r) noexcept {
+    ++active_;
+    if (!cfg_.confirm_takes) ++c_.acquires;
+    if (circuit_ == circuit::half_open) {
+        ++probes_admitted_;
+        ++c_.probes;
+    }
+    r->leased = true;
+    r->leak_reported = false;
+    r->leased_at = now_;
+    r->lprev = nullptr;
+    r->lnext = leased_head_;
+    if (leased_head_) leased_head_->lprev = r;
+    leased_head_ = r;
+    const bool validate = cfg_.validate_on_borrow && now_ - r->idle_since > cfg_.validate_after;
+    return {status::ok, r, validate};
+}
+
+void pool_core::unlend(resource* r) noexcept {
+    if (!r->leased) return;
+    r->leased = false;
+    if (r->lprev) r->lprev->lnext = r->lnext;
+    else leased_head_ = r->lnext;
+    if (r->lnext) r->lnext->lprev = r->lprev;
+    r->lprev = r->lnext = nullptr;
+}
+
 pool_core::take_result pool_core::try_take() noexcept {
     if (closed_) return {status::closed, nullptr};
-    if (circuit_ == circuit::open) {
+    if (circuit_ == circuit::open || probes_exhausted()) {
         ++c_.unavailable_rejections;
         return {status::unavailable, nullptr};
     }
-    if (idle_.size() > reserved_) {
-        resource* r = pop_idle();
-        ++active_;
-        if (!cfg_.confirm_takes) ++c_.acquires;
-        return {status::ok, r};
-    }
+    if (idle_.size() > reserved_) return lend(pop_idle());
     return {};
 }
 
@@ -206,7 +237,7 @@ status pool_core::park(waiter& w, time_point now, std::optional<duration> timeou
     return status::ok;
 }
 
-pool_core::take_result pool_core::resume(waiter& w) noexcept {
+pool_core::take_result pool_core::resume(waiter& w, effects& fx) {
     if (w.state == waiter_state::failed) {
         w.state = waiter_state::none;
         return {w.result, nullptr};
@@ -217,10 +248,12 @@ pool_core::take_result pool_core::resume(waiter& w) noexcept {
     list_remove(reserved_list_, w);
     --reserved_;
     w.state = waiter_state::none;
-    resource* r = pop_idle();
-    ++active_;
-    if (!cfg_.confirm_takes) ++c_.acquires;
-    return {status::ok, r};
+    if (probes_exhausted()) {
+        ++c_.unavailable_rejections;
+        reserve_for_parked(fx);  // its place moves on (to the same verdict, unless the state changes)
+        return {status::unavailable, nullptr};
+    }
+    return lend(pop_idle());
 }
 
 pool_core::take_result pool_core::retry(waiter& w, time_point now, effects& fx) {
@@ -269,6 +302,7 @@ std::optional<time_point> pool_core::next_deadline() const noexcept {
 
 status pool_core::confirm_take(resource* r, effects& fx) {
     if (closed_) {
+        unlend(r);
         --active_;
         destroy(r, destroy_reason::closed, fx);
         return status::closed;
@@ -278,13 +312,16 @@ status pool_core::confirm_take(resource* r, effects& fx) {
 }
 
 void pool_core::reject(resource* r, effects& fx) {
+    unlend(r);
     --active_;
     ++c_.rejected;
     destroy(r, destroy_reason::rejected, fx);
+    report_failure(status::ok, fx, destroy_reason::rejected);  // a failed validation
     maybe_create(fx);
 }
 
 void pool_core::give_back(resource* r, effects& fx) {
+    unlend(r);
     --active_;
     if (closed_) {
         destroy(r, destroy_reason::closed, fx);
@@ -299,6 +336,10 @@ void pool_core::give_back(resource* r, effects& fx) {
 void pool_core::release(resource* r, release_kind kind, effects& fx) {
     assert(active_ > 0);
     --active_;
+    if (r->leased) {
+        unlend(r);
+        if (r->leak_reported) emit(fx, effect::kind::leak_returned, destroy_reason::closed, status::ok, nullptr, r);
+    }
     if (kind != release_kind::ok) {
         if (kind == release_kind::poisoned) ++c_.poisoned;
         else ++c_.broken;
@@ -308,11 +349,18 @@ void pool_core::release(resource* r, release_kind kind, effects& fx) {
         maybe_create(fx);  // the freed capacity serves the oldest waiter
         return;
     }
-    if (cfg_.reports) fx.push({effect::kind::report_success, destroy_reason::closed, status::ok, nullptr, nullptr});
+    if (cfg_.reports) emit(fx, effect::kind::report_success, destroy_reason::closed, status::ok, nullptr, nullptr);
     if (closed_) {
         destroy(r, destroy_reason::closed, fx);
         return;
     }
+    if (r->expires_at != time_point{} && r->expires_at <= now_) {  // retired on release, never while lent
+        ++c_.retired;
+        destroy(r, destroy_reason::lifetime, fx);
+        maybe_create(fx);
+        return;
+    }
+    r->idle_since = now_;
     idle_.push_back(r);
     if (fifo_.head) reserve_for_parked(fx);
 }
@@ -329,27 +377,49 @@ void pool_core::creation_succeeded(resource* r, effects& fx) {
         return;
     }
     floor_blocked_ = false;
+    failures_in_row_ = 0;
+    r->idle_since = now_;
     idle_.push_back(r);
     reserve_for_parked(fx);
     maybe_create(fx);
+}
+
+// Counts a failed factory call and, with a retry delay configured, holds creations back.
+void pool_core::creation_failure(status st, effects& fx) {
+    ++c_.create_failures;
+    ++failures_in_row_;
+    report_failure(st, fx);
+    if (closed_ || cfg_.retry_initial <= duration::zero()) return;
+    duration d = cfg_.retry_initial;
+    for (std::uint32_t i = 1; i < failures_in_row_ && d < cfg_.retry_max; ++i) d *= 2;
+    if (cfg_.retry_max > duration::zero() && d > cfg_.retry_max) d = cfg_.retry_max;
+    if (!backoff_active_) {
+        backoff_active_ = true;
+        ++c_.creation_retries;
+        emit(fx, effect::kind::retry_after, destroy_reason::closed, status::ok, nullptr, nullptr, d);
+    }
 }
 
 waiter* pool_core::creation_failed(effects& fx) {
     assert(creating_ > 0 && active_ > 0);
     --creating_;
     --active_;
-    ++c_.create_failures;
-    report_failure(status::create_failed, fx);
+    creation_failure(status::create_failed, fx);
     if (closed_) return nullptr;
     waiter* w = fifo_.head;
     if (w) fail(*w, status::create_failed, fx);  // errors surface at once, not as timeouts
-    else floor_blocked_ = true;
+    else if (!backoff_active_) floor_blocked_ = true;
     maybe_create(fx);
     return w;
 }
 
+void pool_core::backoff_elapsed(effects& fx) {
+    backoff_active_ = false;
+    maybe_create(fx);
+}
+
 bool pool_core::begin_inline_creation() noexcept {
-    if (closed_ || circuit_ == circuit::open || parked_ != 0) return false;
+    if (closed_ || circuit_ == circuit::open || probes_exhausted() || backoff_active_ || parked_ != 0) return false;
     if (total() >= cfg_.max || creating_ >= cfg_.max_concurrent_creations) return false;
     ++creating_;
     ++active_;
@@ -359,20 +429,21 @@ bool pool_core::begin_inline_creation() noexcept {
 status pool_core::inline_created(resource* r, effects& fx) {
     --creating_;
     ++c_.creations;
+    failures_in_row_ = 0;
     if (closed_) {
         --active_;
         destroy(r, destroy_reason::closed, fx);
         return status::closed;
     }
-    if (!cfg_.confirm_takes) ++c_.acquires;
+    --active_;  // lend() counts it again, with the rest of a take
+    lend(r);
     return status::ok;
 }
 
 void pool_core::inline_failed(effects& fx) {
     --creating_;
     --active_;
-    ++c_.create_failures;
-    report_failure(status::create_failed, fx);
+    creation_failure(status::create_failed, fx);
     maybe_create(fx);  // someone may have parked meanwhile; this place is free again
 }
 
@@ -409,12 +480,50 @@ void pool_core::replenish(effects& fx) {
     maybe_create(fx);
 }
 
+void pool_core::housekeep(time_point now, effects& fx) {
+    set_now(now);
+    if (closed_) return;
+    // Idle resources in idle order; survivors keep their order. Reserved places are never taken.
+    const std::size_t n = idle_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        resource* r = idle_.pop_front();
+        const bool spare = idle_.size() >= reserved_;  // removing r leaves every reservation backed
+        if (spare && r->expires_at != time_point{} && r->expires_at <= now_) {
+            ++c_.retired;
+            destroy(r, destroy_reason::lifetime, fx);
+        } else if (spare && cfg_.idle_ttl > duration::zero() && r->idle_since + cfg_.idle_ttl <= now_ &&
+                   total() >= cfg_.min) {
+            ++c_.evicted;
+            destroy(r, destroy_reason::idle_timeout, fx);
+        } else {
+            idle_.push_back(r);
+        }
+    }
+    if (cfg_.acquire_ttl > duration::zero()) {
+        for (resource* r = leased_head_; r; r = r->lnext) {
+            if (!r->leak_reported && r->leased_at + cfg_.acquire_ttl <= now_) {
+                r->leak_reported = true;
+                ++c_.leaks;
+                emit(fx, effect::kind::leak_suspected, destroy_reason::closed, status::ok, nullptr, r);
+            }
+        }
+    }
+    replenish(fx);  // re-warm to min (a running back-off still holds creations back)
+}
+
 // ---- circuit and close -----------------------------------------------------------------------
 
-void pool_core::set_circuit(circuit s, effects& fx) {
+void pool_core::set_circuit(circuit s, effects& fx, std::uint32_t probes) {
+    if (s == circuit::half_open) {  // (re)entering half-open starts a fresh probe budget
+        probe_limit_ = probes;
+        probes_admitted_ = 0;
+    }
     if (s == circuit_) return;
     circuit_ = s;
-    fx.push({effect::kind::circuit_changed, destroy_reason::closed, status::ok, nullptr, nullptr});
+    if (s == circuit::open) ++c_.circuit_opened;
+    else if (s == circuit::half_open) ++c_.circuit_half_opened;
+    else ++c_.circuit_closed;
+    emit(fx, effect::kind::circuit_changed, destroy_reason::closed, status::ok, nullptr, nullptr);
     if (s == circuit::open) fail_all(status::unavailable, fx);
     else maybe_create(fx);
 }
@@ -449,7 +558,7 @@ std::string pool_core::audit() const {
     if (creating_ > active_) e << "creating " << creating_ << " > active " << active_ << "; ";
     if (creating_ > cfg_.max_concurrent_creations) e << "creating above max_concurrent_creations; ";
     if (parked_ > 0 && idle_.size() > reserved_) e << "lost wake-up: free idle while a waiter is parked; ";
-    if (parked_ > 0 && !closed_ && circuit_ != circuit::open && creating_ < parked_ &&
+    if (parked_ > 0 && !closed_ && circuit_ != circuit::open && !backoff_active_ && creating_ < parked_ &&
         creating_ < cfg_.max_concurrent_creations && total() < cfg_.max)
         e << "parked waiters with free capacity and no creation under way; ";
     if (closed_ && (parked_ || reserved_ || !idle_.empty())) e << "closed pool still holds waiters or idle; ";

@@ -25,8 +25,10 @@ enum class destroy_reason : std::uint8_t {
     closed,     // the pool is closed (idle at close, or released/created after it)
     broken,     // before_release said no
     poisoned,   // the holder poisoned the lease
-    rejected,   // before_acquire said no
+    rejected,   // before_acquire (or validation on borrow) said no
     unhealthy,  // the background health check said no
+    idle_timeout,  // idle longer than idle_ttl (evicted)
+    lifetime,      // older than max_lifetime (retired)
 };
 const char* to_string(destroy_reason) noexcept;
 
@@ -38,16 +40,35 @@ struct config {
     bool lifo = false;
     bool confirm_takes = false;  // a before_acquire hook exists: count an acquire on confirm_take()
     bool reports = false;        // emit report_success / report_failure effects
+    // Lifecycle (SPEC §2), all measured on the core's clock and applied by housekeep(now):
+    duration idle_ttl{};              // 0 = off: idle longer is evicted, never below min
+    duration acquire_ttl{};           // 0 = off: a lease held longer is reported once (leak_suspected)
+    bool validate_on_borrow = false;  // take_result::validate for resources idle >= validate_after
+    duration validate_after{};
+    // Creation retry after a failure: initial * 2^(n-1), capped (the driver adds jitter). 0 = no delay.
+    duration retry_initial{};
+    duration retry_max{};
 };
 
 struct effect {
-    enum class kind : std::uint8_t { wake, create, destroy, report_success, report_failure, circuit_changed };
+    enum class kind : std::uint8_t {
+        wake,
+        create,
+        destroy,
+        report_success,
+        report_failure,
+        circuit_changed,
+        retry_after,     // creations are held back for `d` after a failure: call backoff_elapsed() then
+        leak_suspected,  // r has been lent longer than acquire_ttl (once per lease)
+        leak_returned,   // r, reported as leaked, came back
+    };
     // No default member initializers: the inline buffer of `effects` stays uninitialized (fast path).
     kind what;
     destroy_reason reason;  // destroy: why; report_failure after a release: broken or poisoned
     status st;
     waiter* w;
     resource* r;
+    duration d;
 };
 
 // Effects of one core call. Inline storage covers every fast-path call; close() and bulk failures spill.
@@ -89,6 +110,14 @@ struct counters {
     std::uint64_t rejected = 0;              // before_acquire said no
     std::uint64_t broken = 0;                // before_release said no
     std::uint64_t unhealthy = 0;             // health check said no
+    std::uint64_t evicted = 0;               // idle_ttl
+    std::uint64_t retired = 0;               // max_lifetime
+    std::uint64_t leaks = 0;                 // leases reported as suspected leaks
+    std::uint64_t creation_retries = 0;      // creation back-offs started after a failure
+    std::uint64_t circuit_opened = 0;        // transitions to open
+    std::uint64_t circuit_half_opened = 0;   // transitions to half_open
+    std::uint64_t circuit_closed = 0;        // transitions back to closed
+    std::uint64_t probes = 0;                // acquires admitted while half_open
 };
 
 struct snapshot {
@@ -108,6 +137,7 @@ public:
     struct take_result {
         status st = status::ok;
         resource* r = nullptr;  // ok + nullptr: nothing free (park, or create inline)
+        bool validate = false;  // idle past validate_after: check it before handing it out
     };
 
     // Steps 1-3 of SPEC §1.2 for a newcomer. Never takes a reserved place.
@@ -117,8 +147,9 @@ public:
     // acquire at once (exhausted: queue full; timeout: a zero timeout). May emit create effects.
     status park(waiter& w, time_point now, std::optional<duration> timeout, effects& fx);
 
-    // The resumption of a woken waiter: its error, or the idle resource reserved for it.
-    take_result resume(waiter& w) noexcept;
+    // The resumption of a woken waiter: its error, or the idle resource reserved for it. A half-open
+    // circuit whose probes are used up fails it with unavailable (its reservation moves on).
+    take_result resume(waiter& w, effects& fx);
 
     // After a before_acquire rejection: steps 1-3 again; re-parks in arrival order when nothing is free.
     take_result retry(waiter& w, time_point now, effects& fx);
@@ -158,8 +189,21 @@ public:
     // Create up to min again (after a failure blocked the floor, e.g. from a timer tick).
     void replenish(effects& fx);
 
+    // The core's clock moves only when told. Stamps (idle_since, leased_at) use the last value.
+    void set_now(time_point now) noexcept {
+        if (now > now_) now_ = now;
+    }
+    [[nodiscard]] time_point now() const noexcept { return now_; }
+    // Periodic lifecycle work at `now`: evict idle resources past idle_ttl (never below min, never a
+    // reserved place), retire idle ones past their expires_at, report leases held past acquire_ttl,
+    // re-warm to min.
+    void housekeep(time_point now, effects& fx);
+    // The delay of a retry_after effect has passed: creations may start again.
+    void backoff_elapsed(effects& fx);
+
     [[nodiscard]] circuit circuit_state() const noexcept { return circuit_; }
-    void set_circuit(circuit s, effects& fx);
+    // half_open with probes > 0 admits at most that many acquires until the state changes again.
+    void set_circuit(circuit s, effects& fx, std::uint32_t probes = 0);
     void set_reports(bool on) noexcept { cfg_.reports = on; }
 
     // Idempotent; returns false when already closed.
@@ -200,6 +244,12 @@ private:
     void fail_all(status st, effects& fx);
     void destroy(resource* r, destroy_reason why, effects& fx);
     void report_failure(status st, effects& fx, destroy_reason why = destroy_reason::closed);
+    take_result lend(resource* r) noexcept;  // idle -> active, leased list, validation flag, probes
+    void unlend(resource* r) noexcept;
+    bool probes_exhausted() const noexcept {
+        return circuit_ == circuit::half_open && probe_limit_ != 0 && probes_admitted_ >= probe_limit_;
+    }
+    void creation_failure(status st, effects& fx);
 
     static void list_push_back(list& l, waiter& w) noexcept;
     static void list_remove(list& l, waiter& w) noexcept;
@@ -219,7 +269,13 @@ private:
     std::uint64_t next_seq_ = 1;
     circuit circuit_ = circuit::closed;
     bool closed_ = false;
-    bool floor_blocked_ = false;  // a floor creation failed with nobody waiting: wait for replenish()
+    bool floor_blocked_ = false;  // a floor creation failed with nobody waiting (no back-off configured)
+    bool backoff_active_ = false;  // a retry_after is pending: no creation starts
+    std::uint32_t failures_in_row_ = 0;
+    std::uint32_t probe_limit_ = 0;
+    std::uint32_t probes_admitted_ = 0;
+    time_point now_{};
+    resource* leased_head_ = nullptr;
     counters c_;
 };
 

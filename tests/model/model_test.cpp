@@ -33,9 +33,10 @@ struct m_effect {
     int res = -1;     // resource id
     destroy_reason reason = destroy_reason::closed;
     status st = status::ok;
+    long long d = 0;  // retry_after delay, ns
     bool operator==(const m_effect&) const = default;
     bool operator<(const m_effect& o) const {
-        return std::tie(what, waiter, res, reason, st) < std::tie(o.what, o.waiter, o.res, o.reason, o.st);
+        return std::tie(what, waiter, res, reason, st, d) < std::tie(o.what, o.waiter, o.res, o.reason, o.st, o.d);
     }
 };
 
@@ -50,9 +51,18 @@ struct model {
         bool counted = false;
     };
 
+    struct mres {
+        time_point idle_since{}, leased_at{}, expires_at{};
+        bool leased = false, leak_reported = false;
+    };
+
     config cfg;
     std::deque<int> idle;
     std::map<int, std::uint64_t> checked;  // resource -> tick
+    std::map<int, mres> res;
+    time_point clock_now{};
+    std::uint32_t failures_in_row = 0, probe_limit = 0, probes_admitted = 0;
+    bool backoff_active = false;
     std::vector<int> parked;    // waiter slots in arrival order
     std::vector<int> reserved;  // waiter slots in reservation order
     std::vector<mw> w;
@@ -87,6 +97,42 @@ struct model {
     void report_failure(status st) {
         if (cfg.reports) fx.push_back({effect::kind::report_failure, -1, -1, destroy_reason::closed, st});
     }
+    bool probes_exhausted() const {
+        return circ == circuit::half_open && probe_limit != 0 && probes_admitted >= probe_limit;
+    }
+    std::pair<status, int> lend(int r, bool* validate = nullptr) {
+        ++active;
+        if (!cfg.confirm_takes) ++c.acquires;
+        if (circ == circuit::half_open) {
+            ++probes_admitted;
+            ++c.probes;
+        }
+        res[r].leased = true;
+        res[r].leak_reported = false;
+        res[r].leased_at = clock_now;
+        if (validate) *validate = cfg.validate_on_borrow && clock_now - res[r].idle_since > cfg.validate_after;
+        return {status::ok, r};
+    }
+    void unlend(int r) {
+        if (!res[r].leased) return;
+        res[r].leased = false;
+    }
+    void creation_failure() {
+        ++c.create_failures;
+        ++failures_in_row;
+        report_failure(status::create_failed);
+        if (closed || cfg.retry_initial <= duration::zero()) return;
+        duration d = cfg.retry_initial;
+        for (std::uint32_t i = 1; i < failures_in_row && d < cfg.retry_max; ++i) d *= 2;
+        if (cfg.retry_max > duration::zero() && d > cfg.retry_max) d = cfg.retry_max;
+        if (!backoff_active) {
+            backoff_active = true;
+            ++c.creation_retries;
+            m_effect e{effect::kind::retry_after};
+            e.d = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+            fx.push_back(e);
+        }
+    }
     void reserve_for_parked() {
         while (!parked.empty() && idle.size() > reserved.size()) {
             int s = parked.front();
@@ -97,7 +143,7 @@ struct model {
         }
     }
     void maybe_create() {
-        if (closed || circ == circuit::open) return;
+        if (closed || circ == circuit::open || backoff_active) return;
         while (total() < cfg.max && creating < cfg.max_concurrent_creations &&
                (creating < parked.size() || (!floor_blocked && total() < cfg.min))) {
             ++creating;
@@ -126,21 +172,16 @@ struct model {
             fail(reserved.front(), st);
         }
     }
-    std::pair<status, int> try_take() {
+    std::pair<status, int> try_take(bool* validate = nullptr) {
         if (closed) return {status::closed, -1};
-        if (circ == circuit::open) {
+        if (circ == circuit::open || probes_exhausted()) {
             ++c.unavailable_rejections;
             return {status::unavailable, -1};
         }
-        if (idle.size() > reserved.size()) {
-            int r = pop_idle();
-            ++active;
-            if (!cfg.confirm_takes) ++c.acquires;
-            return {status::ok, r};
-        }
+        if (idle.size() > reserved.size()) return lend(pop_idle(), validate);
         return {status::ok, -1};
     }
-    status park(int s, time_point now, std::optional<duration> t) {
+    status park(int s, time_point t_now, std::optional<duration> t) {
         if (cfg.max_waiters && waiting() >= cfg.max_waiters) {
             ++c.exhausted_rejections;
             return status::exhausted;
@@ -158,26 +199,28 @@ struct model {
         }
         parked.push_back(s);
         w[s].has_deadline = t.has_value();
-        if (t) w[s].deadline = now + *t;
+        if (t) w[s].deadline = t_now + *t;
         maybe_create();
         return status::ok;
     }
-    std::pair<status, int> resume(int s) {
+    std::pair<status, int> resume(int s, bool* validate = nullptr) {
         if (w[s].state == ws::failed) {
             w[s].state = ws::none;
             return {w[s].result, -1};
         }
         reserved.erase(std::find(reserved.begin(), reserved.end(), s));
         w[s].state = ws::none;
-        int r = pop_idle();
-        ++active;
-        if (!cfg.confirm_takes) ++c.acquires;
-        return {status::ok, r};
+        if (probes_exhausted()) {
+            ++c.unavailable_rejections;
+            reserve_for_parked();
+            return {status::unavailable, -1};
+        }
+        return lend(pop_idle(), validate);
     }
-    std::pair<status, int> retry(int s, time_point now) {
+    std::pair<status, int> retry(int s, time_point t_now) {
         auto t = try_take();
         if (t.first != status::ok || t.second >= 0) return t;
-        if (w[s].has_deadline && w[s].deadline <= now) {
+        if (w[s].has_deadline && w[s].deadline <= t_now) {
             ++c.timeouts;
             return {status::timeout, -1};
         }
@@ -195,13 +238,13 @@ struct model {
         if (had) reserve_for_parked();
         return true;
     }
-    void expire(time_point now) {
+    void expire(time_point t_now) {
         bool handed = false;
         std::vector<int> due;
         for (int s : parked)
-            if (w[s].has_deadline && w[s].deadline <= now) due.push_back(s);
+            if (w[s].has_deadline && w[s].deadline <= t_now) due.push_back(s);
         for (int s : reserved)
-            if (w[s].has_deadline && w[s].deadline <= now) due.push_back(s);
+            if (w[s].has_deadline && w[s].deadline <= t_now) due.push_back(s);
         for (int s : due) {
             handed |= w[s].state == ws::reserved;
             ++c.timeouts;
@@ -218,6 +261,7 @@ struct model {
     }
     status confirm_take(int r) {
         if (closed) {
+            unlend(r);
             --active;
             destroy(r, destroy_reason::closed);
             return status::closed;
@@ -226,12 +270,15 @@ struct model {
         return status::ok;
     }
     void reject(int r) {
+        unlend(r);
         --active;
         ++c.rejected;
         destroy(r, destroy_reason::rejected);
+        report_failure(status::ok);
         maybe_create();
     }
     void give_back(int r) {
+        unlend(r);
         --active;
         if (closed) return destroy(r, destroy_reason::closed);
         idle.push_front(r);
@@ -239,6 +286,10 @@ struct model {
     }
     void release(int r, pool_core::release_kind k) {
         --active;
+        if (res[r].leased) {
+            unlend(r);
+            if (res[r].leak_reported) fx.push_back({effect::kind::leak_returned, -1, r});
+        }
         if (k != pool_core::release_kind::ok) {
             if (k == pool_core::release_kind::poisoned) ++c.poisoned;
             else ++c.broken;
@@ -249,6 +300,13 @@ struct model {
         }
         if (cfg.reports) fx.push_back({effect::kind::report_success});
         if (closed) return destroy(r, destroy_reason::closed);
+        if (res[r].expires_at != time_point{} && res[r].expires_at <= clock_now) {
+            ++c.retired;
+            destroy(r, destroy_reason::lifetime);
+            maybe_create();
+            return;
+        }
+        res[r].idle_since = clock_now;
         idle.push_back(r);
         reserve_for_parked();
     }
@@ -258,6 +316,8 @@ struct model {
         ++c.creations;
         if (closed) return destroy(r, destroy_reason::closed);
         floor_blocked = false;
+        failures_in_row = 0;
+        res[r].idle_since = clock_now;
         idle.push_back(r);
         reserve_for_parked();
         maybe_create();
@@ -265,17 +325,55 @@ struct model {
     int creation_failed() {
         --creating;
         --active;
-        ++c.create_failures;
-        report_failure(status::create_failed);
+        creation_failure();
         if (closed) return -1;
         int s = parked.empty() ? -1 : parked.front();
         if (s >= 0) fail(s, status::create_failed);
-        else floor_blocked = true;
+        else if (!backoff_active) floor_blocked = true;
         maybe_create();
         return s;
     }
+    void backoff_elapsed() {
+        backoff_active = false;
+        maybe_create();
+    }
+    void housekeep(time_point t) {
+        if (t > clock_now) clock_now = t;
+        if (closed) return;
+        const std::size_t n = idle.size();
+        std::deque<int> kept;
+        for (std::size_t i = 0; i < n; ++i) {
+            int r = idle.front();
+            idle.pop_front();
+            const std::size_t remaining = idle.size() + kept.size();
+            const bool spare = remaining >= reserved.size();
+            const std::uint32_t tot = static_cast<std::uint32_t>(remaining) + active;
+            if (spare && res[r].expires_at != time_point{} && res[r].expires_at <= clock_now) {
+                ++c.retired;
+                destroy(r, destroy_reason::lifetime);
+            } else if (spare && cfg.idle_ttl > duration::zero() && res[r].idle_since + cfg.idle_ttl <= clock_now &&
+                       tot >= cfg.min) {
+                ++c.evicted;
+                destroy(r, destroy_reason::idle_timeout);
+            } else {
+                kept.push_back(r);
+            }
+        }
+        idle = kept;
+        if (cfg.acquire_ttl > duration::zero()) {
+            std::vector<int> leased_now;
+            for (auto& [id, m] : res)
+                if (m.leased && !m.leak_reported && m.leased_at + cfg.acquire_ttl <= clock_now) leased_now.push_back(id);
+            for (int id : leased_now) {
+                res[id].leak_reported = true;
+                ++c.leaks;
+                fx.push_back({effect::kind::leak_suspected, -1, id});
+            }
+        }
+        replenish();
+    }
     bool begin_inline() {
-        if (closed || circ == circuit::open || !parked.empty()) return false;
+        if (closed || circ == circuit::open || probes_exhausted() || backoff_active || !parked.empty()) return false;
         if (total() >= cfg.max || creating >= cfg.max_concurrent_creations) return false;
         ++creating;
         ++active;
@@ -284,19 +382,20 @@ struct model {
     status inline_created(int r) {
         --creating;
         ++c.creations;
+        failures_in_row = 0;
         if (closed) {
             --active;
             destroy(r, destroy_reason::closed);
             return status::closed;
         }
-        if (!cfg.confirm_takes) ++c.acquires;
+        --active;
+        lend(r);
         return status::ok;
     }
     void inline_failed() {
         --creating;
         --active;
-        ++c.create_failures;
-        report_failure(status::create_failed);
+        creation_failure();
         maybe_create();
     }
     int begin_check(std::uint64_t tick) {
@@ -324,9 +423,16 @@ struct model {
         floor_blocked = false;
         maybe_create();
     }
-    void set_circuit(circuit s) {
+    void set_circuit(circuit s, std::uint32_t probes) {
+        if (s == circuit::half_open) {
+            probe_limit = probes;
+            probes_admitted = 0;
+        }
         if (s == circ) return;
         circ = s;
+        if (s == circuit::open) ++c.circuit_opened;
+        else if (s == circuit::half_open) ++c.circuit_half_opened;
+        else ++c.circuit_closed;
         fx.push_back({effect::kind::circuit_changed});
         if (s == circuit::open) fail_all(status::unavailable);
         else maybe_create();
@@ -356,14 +462,19 @@ bool same_counters(const counters& a, const counters& b) {
            a.create_failures == b.create_failures && a.destructions == b.destructions &&
            a.poisoned == b.poisoned && a.unavailable_rejections == b.unavailable_rejections &&
            a.exhausted_rejections == b.exhausted_rejections && a.rejected == b.rejected &&
-           a.broken == b.broken && a.unhealthy == b.unhealthy;
+           a.broken == b.broken && a.unhealthy == b.unhealthy && a.evicted == b.evicted && a.retired == b.retired &&
+           a.leaks == b.leaks && a.creation_retries == b.creation_retries && a.circuit_opened == b.circuit_opened &&
+           a.circuit_half_opened == b.circuit_half_opened && a.circuit_closed == b.circuit_closed &&
+           a.probes == b.probes;
 }
 
 class run {
 public:
     static constexpr int slots = 24;
 
-    run(std::uint64_t seed, config cfg) : rng_(seed), cfg_(cfg), core_(cfg), model_(cfg, slots) {
+    run(std::uint64_t seed, config cfg, bool lifetimes)
+        : rng_(seed), cfg_(cfg), core_(cfg), model_(cfg, slots) {
+        lifetimes_ = lifetimes;
         waiters_.resize(slots);
         slot_state_.assign(slots, slot::free);
         completions_.assign(slots, 0);
@@ -380,10 +491,14 @@ public:
         else if (pick < 570) op_cancel();
         else if (pick < 650) op_advance();
         else if (pick < 830) op_run_wake();
-        else if (pick < 960) op_finish_create();
+        else if (pick < 935) op_finish_create();
+        else if (pick < 947) op_housekeep();
+        else if (pick < 967) op_backoff_elapsed();
         else if (pick < 980) op_health();
         else if (pick < 985) op_circuit();
-        else if (pick < 995) op_replenish();
+        else if (pick < 990) op_replenish();
+        else if (pick < 993) op_housekeep();
+        else if (pick < 995) op_backoff_elapsed();
         else if (pick < 996 && rng_() % 4 == 0) op_close();
         return error_;
     }
@@ -394,6 +509,7 @@ public:
         for (int guard = 0; guard < 100000 && error_.empty(); ++guard) {
             if (!posted_.empty()) op_run_wake();
             else if (pending_creates_ > 0) op_finish_create();
+            else if (retry_pending_) op_backoff_elapsed();
             else if (!held_.empty()) op_release();
             else break;
         }
@@ -422,6 +538,10 @@ private:
     int new_resource() {
         made_.push_back(std::make_unique<res>());
         made_.back()->id = static_cast<int>(made_.size());
+        if (lifetimes_) {  // the driver sets expires_at (with jitter) before handing it to the core
+            made_.back()->expires_at = now_ + std::chrono::milliseconds(5 + rng_() % 100);
+            model_.res[made_.back()->id].expires_at = made_.back()->expires_at;
+        }
         return made_.back()->id;
     }
     res* resource_of(int id) { return made_[static_cast<std::size_t>(id - 1)].get(); }
@@ -443,6 +563,9 @@ private:
                 m.reason = e.reason;
             }
             if (e.what == effect::kind::report_failure) m.st = e.st;
+            if (e.what == effect::kind::retry_after)
+                m.d = std::chrono::duration_cast<std::chrono::nanoseconds>(e.d).count();
+            if (e.what == effect::kind::leak_suspected || e.what == effect::kind::leak_returned) m.res = id_of(e.r);
             got.push_back(m);
         }
         fx.clear();
@@ -470,6 +593,13 @@ private:
                 posted_.push_back(e.waiter);
                 break;
             case effect::kind::create: ++pending_creates_; break;
+            case effect::kind::retry_after:
+                if (retry_pending_) err("a second retry_after while one is pending");
+                retry_pending_ = true;
+                break;
+            case effect::kind::leak_suspected:
+                if (!held_by_.count(e.res)) err("leak reported for a resource nobody holds");
+                break;
             case effect::kind::destroy:
                 if (held_by_.count(e.res)) err("destroyed a resource that is leased");
                 ++destroyed_[e.res];
@@ -571,8 +701,10 @@ private:
         if (s < 0) return;
         ++starts_[s];
         auto t = core_.try_take();
-        auto mt = model_.try_take();
+        bool mv = false;
+        auto mt = model_.try_take(&mv);
         if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("try_take differs"));
+        if (t.r && t.validate != mv) return void(err("validate flag differs"));
         check();
         if (t.r) return after_take(s, mt.second, true);
         if (t.st != status::ok) return complete(s);
@@ -666,10 +798,13 @@ private:
         if (posted_.empty()) return;
         int s = posted_.front();
         posted_.pop_front();
-        auto t = core_.resume(waiters_[s]);
-        auto mt = model_.resume(s);
+        effects fx;
+        auto t = core_.resume(waiters_[s], fx);
+        bool mv = false;
+        auto mt = model_.resume(s, &mv);
         if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("resume differs"));
-        check();
+        if (t.r && t.validate != mv) return void(err("validate flag differs"));
+        settle(fx);
         if (t.r) return after_take(s, mt.second, false);
         complete(s);
     }
@@ -709,9 +844,27 @@ private:
 
     void op_circuit() {
         const circuit s = static_cast<circuit>(rng_() % 3);
+        const auto probes = static_cast<std::uint32_t>(rng_() % 3);
         effects fx;
-        core_.set_circuit(s, fx);
-        model_.set_circuit(s);
+        core_.set_circuit(s, fx, probes);
+        model_.set_circuit(s, probes);
+        settle(fx);
+    }
+
+    void op_housekeep() {
+        now_ += std::chrono::milliseconds(rng_() % 30);
+        effects fx;
+        core_.housekeep(now_, fx);
+        model_.housekeep(now_);
+        settle(fx, true);  // evictions and leak reports of one pass carry no order
+    }
+
+    void op_backoff_elapsed() {
+        if (!retry_pending_) return;
+        retry_pending_ = false;
+        effects fx;
+        core_.backoff_elapsed(fx);
+        model_.backoff_elapsed();
         settle(fx);
     }
 
@@ -741,6 +894,8 @@ private:
     std::vector<int> completions_, starts_;
     std::deque<int> posted_;
     int pending_creates_ = 0;
+    bool retry_pending_ = false;
+    bool lifetimes_ = false;
     std::vector<std::unique_ptr<res>> made_;
     std::map<int, int> destroyed_;
     std::map<int, int> held_by_;
@@ -771,7 +926,18 @@ TEST(model, random_operation_sequences_match_the_reference_model_and_keep_the_in
         c.lifo = pick() % 2 == 0;
         c.confirm_takes = pick() % 2 == 0;
         c.reports = pick() % 2 == 0;
-        run r(run_seed, c);
+        if (pick() % 2) c.idle_ttl = std::chrono::milliseconds(10 + pick() % 40);
+        if (pick() % 2) c.acquire_ttl = std::chrono::milliseconds(10 + pick() % 40);
+        if (pick() % 3 == 0) {
+            c.validate_on_borrow = true;
+            c.validate_after = std::chrono::milliseconds(pick() % 20);
+        }
+        if (pick() % 2) {
+            c.retry_initial = std::chrono::milliseconds(1 + pick() % 5);
+            c.retry_max = c.retry_initial * 8;
+        }
+        const bool lifetimes = pick() % 2 == 0;
+        run r(run_seed, c, lifetimes);
         const int len = 200 + static_cast<int>(pick() % 3000);
         std::string e;
         for (int i = 0; i < len && e.empty(); ++i) e = r.step(i);

@@ -30,6 +30,8 @@ struct harness {
     std::vector<int> destroyed_ids;
     std::vector<destroy_reason> destroy_reasons;
     int successes = 0, failures = 0, circuit_changes = 0;
+    std::vector<duration> retry_delays;
+    std::vector<int> leaks, leaks_returned;
 
     res* make() {
         made.push_back(std::make_unique<res>());
@@ -52,6 +54,9 @@ struct harness {
             case effect::kind::report_success: ++successes; break;
             case effect::kind::report_failure: ++failures; break;
             case effect::kind::circuit_changed: ++circuit_changes; break;
+            case effect::kind::retry_after: retry_delays.push_back(e.d); break;
+            case effect::kind::leak_suspected: leaks.push_back(static_cast<res*>(e.r)->id); break;
+            case effect::kind::leak_returned: leaks_returned.push_back(static_cast<res*>(e.r)->id); break;
             }
         }
         fx.clear();
@@ -105,8 +110,9 @@ struct harness {
         EXPECT_FALSE(posted.empty());
         waiter* w = posted.front();
         posted.pop_front();
-        auto t = core.resume(*w);
-        audit();
+        effects fx;
+        auto t = core.resume(*w, fx);
+        apply(fx);
         return t;
     }
     void release(resource* r, pool_core::release_kind k = pool_core::release_kind::ok) {

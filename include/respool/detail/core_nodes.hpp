@@ -24,10 +24,17 @@ enum class status : std::uint8_t {
 };
 
 // Header of every resource the pool owns. The layer above embeds it first in its typed node.
+// Times are the core's clock (the last `now` it was given): coarse, and free on the fast path.
 struct resource {
+    resource* lprev = nullptr;  // leased list: lent out (or in before_acquire), for leak detection
+    resource* lnext = nullptr;
     std::uint64_t checked_tick = 0;  // health-check generation that last looked at it
     time_point created_at{};
-    time_point idle_since{};  // stamped by the driver when it needs it (lifecycle features)
+    time_point idle_since{};  // last return to idle
+    time_point leased_at{};   // when it was lent
+    time_point expires_at{};  // max_lifetime deadline with jitter (set by the driver); {} = never
+    bool leased = false;
+    bool leak_reported = false;
 };
 
 enum class waiter_state : std::uint8_t {
