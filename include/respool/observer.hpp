@@ -7,6 +7,10 @@
 #include <respool/stats.hpp>
 
 #include <chrono>
+#include <iosfwd>
+#include <memory>
+#include <source_location>
+#include <string>
 #include <string_view>
 
 namespace respool {
@@ -15,8 +19,10 @@ enum class destroy_reason {
     closed,     // idle at close, or returned / created after it
     broken,     // before_release said no
     poisoned,   // the holder poisoned the lease
-    rejected,   // before_acquire said no
-    unhealthy,  // the background health check said no
+    rejected,      // before_acquire (or the validation on borrow) said no
+    unhealthy,     // the background health check said no
+    idle_timeout,  // evicted: idle longer than idle_ttl
+    lifetime,      // retired: older than max_lifetime
 };
 const char* to_string(destroy_reason) noexcept;
 
@@ -32,6 +38,27 @@ public:
     // Fired before an acquire fails with timeout, with the pool as it was at that moment.
     virtual void on_exhausted(const pool_stats&) {}
     virtual void on_circuit_changed(circuit_state) {}
+    // A lease held longer than acquire_ttl (once per lease), and its eventual return.
+    virtual void on_leak_suspected(std::chrono::nanoseconds /*held_for*/, const std::source_location& /*acquired_at*/) {}
+    virtual void on_leak_returned(std::chrono::nanoseconds /*held_for*/, const std::source_location& /*acquired_at*/) {}
+    // A failed creation holds creations back for `delay` before the next attempt.
+    virtual void on_creation_retry(const error_code& /*cause*/, std::chrono::nanoseconds /*delay*/) {}
 };
+
+// Logging sink (SPEC.md §1.9). The default pool has none and formats nothing. Messages never contain
+// resource data or credentials.
+enum class log_level { debug = 0, info = 1, warning = 2, error = 3 };
+const char* to_string(log_level) noexcept;
+
+class log_sink {
+public:
+    virtual ~log_sink() = default;
+    virtual bool enabled(log_level) const noexcept { return true; }
+    virtual void log(log_level level, std::string_view message) = 0;
+};
+
+// Human-readable lines ("<name> warning: leak suspected: ...") to a stream, from any thread.
+std::shared_ptr<log_sink> make_ostream_log_sink(std::ostream& os, log_level min = log_level::info,
+                                                std::string name = "respool");
 
 }  // namespace respool

@@ -24,6 +24,19 @@ struct pool_options {
     std::size_t max_concurrent_creations = 2;     // factory calls running at once, >= 1
     idle_order order = idle_order::fifo;
     bool thread_safe = false;                     // allow acquire/release from any thread
+
+    // Lifecycle (SPEC.md §2). Off in the generic pool; the database layer turns them on (300 s, 30 s).
+    // `min` is the warm baseline (min_idle): re-created in the background after losses.
+    duration idle_ttl{};               // evict resources idle longer, never below min; checked every idle_ttl/4
+    duration max_lifetime{};           // retire older resources (minus up to 2.5 % jitter): when idle or on release
+    duration acquire_ttl{};            // a lease held longer is reported once (leak_suspected) and again on return
+    bool health_check_on_borrow = false;  // run the healthcheck hook on a resource idle longer than validate_after
+    duration validate_after = std::chrono::seconds(1);
+    // A failed creation holds further creations back for initial * 2^(n-1) (capped, +-20 % jitter) while
+    // demand remains; the failure itself reaches the oldest waiter at once. 0 = retry at once.
+    duration create_retry_initial = std::chrono::milliseconds(10);
+    duration create_retry_max = std::chrono::seconds(10);
+    bool record_hold_times = false;    // hold-time histogram (two clock reads per lease)
 };
 
 // Throws std::invalid_argument, e.g. "min (12) must not exceed max (10)".

@@ -33,6 +33,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <stdexcept>
 
 namespace respool {
@@ -203,11 +204,11 @@ template <class T>
 struct initiate_acquire {
     pool_impl* impl;
     template <class Handler>
-    void operator()(Handler&& handler, std::optional<duration> timeout) const {
+    void operator()(Handler&& handler, std::optional<duration> timeout, std::source_location where = {}) const {
         using H = std::decay_t<Handler>;
         if (impl->can_acquire_inline()) {
             error_code ec;
-            resource_node* n = impl->acquire_now(ec);
+            resource_node* n = impl->acquire_now(ec, where);
             if (n || ec) {  // decided now; completes through the handler's executor, never inline
                 auto ex = asio::get_associated_executor(handler, impl->executor());
                 lease<T> l = n ? lease<T>::adopt(impl, n) : lease<T>{};
@@ -223,6 +224,7 @@ struct initiate_acquire {
             }
         }
         auto* op = acquire_op<T, H>::create(H(std::forward<Handler>(handler)), impl->shared_from_this(), timeout);
+        op->where = where;
         op->install_cancellation();
         impl->start_acquire(op);
     }
@@ -274,30 +276,33 @@ public:
     [[nodiscard]] const pool_options& options() const noexcept { return impl_->options(); }
 
     // Acquire with the pool's default deadline (pool_options::acquire_timeout).
-    // Handler: void(error_code, lease<T>). See docs/03-operations.md.
+    // Handler: void(error_code, lease<T>). See docs/02-operations.md. `where` (the call site, captured
+    // by default) names the acquirer in leak reports.
     template <class CompletionToken = asio::deferred_t>
-    auto async_acquire(CompletionToken&& token = {}) {
+        requires(!std::is_convertible_v<CompletionToken, duration>)
+    auto async_acquire(CompletionToken&& token = {}, std::source_location where = std::source_location::current()) {
         return asio::async_initiate<CompletionToken, void(error_code, lease<T>)>(
-            detail::initiate_acquire<T>{impl_.get()}, token, impl_->options().acquire_timeout);
+            detail::initiate_acquire<T>{impl_.get()}, token, impl_->options().acquire_timeout, where);
     }
     // Acquire with this call's own deadline (overrides the default; zero fails at once when nothing is free).
     template <class CompletionToken = asio::deferred_t>
-    auto async_acquire(duration timeout, CompletionToken&& token = {}) {
+    auto async_acquire(duration timeout, CompletionToken&& token = {},
+                       std::source_location where = std::source_location::current()) {
         return asio::async_initiate<CompletionToken, void(error_code, lease<T>)>(
-            detail::initiate_acquire<T>{impl_.get()}, token, std::optional<duration>(timeout));
+            detail::initiate_acquire<T>{impl_.get()}, token, std::optional<duration>(timeout), where);
     }
 
     // Never waits. An empty lease when closed, circuit open, or nothing is free for the caller
     // (reserved places belong to waiters). Creates inline with a synchronous factory and a free place.
-    lease<T> try_acquire() noexcept {
+    lease<T> try_acquire(std::source_location where = std::source_location::current()) noexcept {
         error_code ec;
-        return try_acquire(ec);
+        return try_acquire(ec, where);
     }
     // As above; ec says why it is empty: closed, unavailable, exhausted, the factory's error, or
-    // not_supported when before_acquire is a coroutine.
-    lease<T> try_acquire(error_code& ec) noexcept {
+    // not_supported when a check on the way out (before_acquire, validation on borrow) is a coroutine.
+    lease<T> try_acquire(error_code& ec, std::source_location where = std::source_location::current()) noexcept {
         ec = {};
-        detail::resource_node* n = impl_->try_acquire(ec);
+        detail::resource_node* n = impl_->try_acquire(ec, where);
         return n ? lease<T>::adopt(impl_.get(), n) : lease<T>{};
     }
 
@@ -324,10 +329,15 @@ public:
     void activate() { impl_->activate(); }
     void deactivate() { impl_->deactivate(); }
     void recover() { impl_->recover(); }
+    void recover(std::uint32_t max_probes) { impl_->recover(max_probes); }
     // Called on every accepted release (success) and broken/poisoned release or failed creation.
     void set_circuit_strategy(std::shared_ptr<circuit_strategy> s) { impl_->set_strategy(std::move(s)); }
     // Install before use; no cost when none is installed.
     void set_observer(std::shared_ptr<observer> o) { impl_->set_observer(std::move(o)); }
+    // Logging (default: none). make_ostream_log_sink(std::cerr) writes human-readable lines.
+    void set_log_sink(std::shared_ptr<log_sink> s) { impl_->set_log_sink(std::move(s)); }
+    // The pool's circuit breaker, for strategies and tools.
+    circuit_breaker& breaker() noexcept { return *impl_; }
 
     [[nodiscard]] pool_stats stats() const noexcept { return impl_->stats(); }
 

@@ -2,11 +2,45 @@
 // safe to expose on a /metrics endpoint.
 #pragma once
 
+#include <array>
+#include <chrono>
 #include <cstdint>
 
 namespace respool {
 
 enum class circuit_state { closed = 0, open = 1, half_open = 2 };
+
+// Fixed log-scale histogram of durations: bucket 0 counts < 1 us, bucket k (1..24) counts
+// [2^(k-1), 2^k) us, bucket 25 counts >= 2^24 us (~16.8 s). Recording is one shift and one increment.
+struct histogram {
+    static constexpr std::size_t size = 26;
+    std::array<std::uint64_t, size> counts{};
+
+    static std::size_t bucket(std::chrono::nanoseconds d) noexcept {
+        const auto us = static_cast<std::uint64_t>(d.count() < 0 ? 0 : d.count() / 1000);
+        if (us == 0) return 0;
+        const auto k = static_cast<std::size_t>(64 - __builtin_clzll(us));
+        return k < size - 1 ? k : size - 1;
+    }
+    // Exclusive upper bound of bucket k in microseconds (the last bucket is open).
+    static std::uint64_t upper_us(std::size_t k) noexcept { return k == 0 ? 1 : std::uint64_t{1} << k; }
+    void record(std::chrono::nanoseconds d) noexcept { ++counts[bucket(d)]; }
+    [[nodiscard]] std::uint64_t total() const noexcept {
+        std::uint64_t n = 0;
+        for (auto c : counts) n += c;
+        return n;
+    }
+    // Upper bound (us) of the bucket holding quantile q (0..1); 0 when empty.
+    [[nodiscard]] std::uint64_t quantile_upper_us(double q) const noexcept {
+        const std::uint64_t n = total();
+        if (n == 0) return 0;
+        const auto rank = static_cast<std::uint64_t>(q * static_cast<double>(n - 1)) + 1;
+        std::uint64_t seen = 0;
+        for (std::size_t k = 0; k < size; ++k)
+            if ((seen += counts[k]) >= rank) return upper_us(k);
+        return upper_us(size - 1);
+    }
+};
 
 struct pool_stats {
     std::uint32_t idle = 0;      // created, ready to lend
@@ -29,7 +63,17 @@ struct pool_stats {
     std::uint64_t exhausted_rejections = 0;  // max_waiters shedding
     std::uint64_t rejected = 0;              // before_acquire said no
     std::uint64_t broken = 0;                // before_release said no
-    std::uint64_t unhealthy = 0;             // health check said no
+    std::uint64_t unhealthy = 0;             // health check (or validation on borrow) said no
+    std::uint64_t evicted = 0;               // idle longer than idle_ttl
+    std::uint64_t retired = 0;               // older than max_lifetime
+    std::uint64_t leaks = 0;                 // leases reported held longer than acquire_ttl
+    std::uint64_t creation_retries = 0;      // back-offs after failed creations
+    std::uint64_t circuit_opened = 0;        // circuit state changes, by target state
+    std::uint64_t circuit_half_opened = 0;
+    std::uint64_t circuit_closed = 0;
+    std::uint64_t probes = 0;                // acquires admitted while half-open
+    histogram wait_time;                     // acquire -> lease (immediate ones count in bucket 0)
+    histogram hold_time;                     // lease -> release (with pool_options::record_hold_times)
     circuit_state circuit = circuit_state::closed;
     bool closed = false;
 };

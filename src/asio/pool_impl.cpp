@@ -17,6 +17,9 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <mutex>
+#include <ostream>
+#include <random>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -29,7 +32,9 @@ const char* to_string(destroy_reason r) noexcept { return core::to_string(static
 namespace {
 
 std::string show(duration d) {
-    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + "ms";
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+    if (ms >= 10000 || ms <= -10000) return std::to_string(ms / 1000) + "." + std::to_string(std::abs(ms % 1000) / 100) + "s";
+    return std::to_string(ms) + "ms";
 }
 
 }  // namespace
@@ -48,6 +53,92 @@ void validate(const pool_options& o) {
         fail("healthcheck_interval (" + show(o.healthcheck_interval) + ") must not be negative");
     if (o.acquire_timeout && *o.acquire_timeout < duration::zero())
         fail("acquire_timeout (" + show(*o.acquire_timeout) + ") must not be negative");
+    auto non_negative = [&](const char* name, duration d) {
+        if (d < duration::zero()) fail(std::string(name) + " (" + show(d) + ") must not be negative");
+    };
+    non_negative("idle_ttl", o.idle_ttl);
+    non_negative("max_lifetime", o.max_lifetime);
+    non_negative("acquire_ttl", o.acquire_ttl);
+    non_negative("validate_after", o.validate_after);
+    non_negative("create_retry_initial", o.create_retry_initial);
+    non_negative("create_retry_max", o.create_retry_max);
+    if (o.create_retry_max < o.create_retry_initial)
+        fail("create_retry_max (" + show(o.create_retry_max) + ") must not be below create_retry_initial (" +
+             show(o.create_retry_initial) + ")");
+}
+
+namespace {
+class ostream_sink final : public log_sink {
+public:
+    ostream_sink(std::ostream& os, log_level min, std::string name) : os_(os), min_(min), name_(std::move(name)) {}
+    bool enabled(log_level l) const noexcept override { return l >= min_; }
+    void log(log_level l, std::string_view message) override {
+        std::lock_guard<std::mutex> g(m_);  // one line at a time from any thread
+        os_ << name_ << ' ' << to_string(l) << ": " << message << '\n';
+        os_.flush();
+    }
+
+private:
+    std::ostream& os_;
+    log_level min_;
+    std::string name_;
+    std::mutex m_;
+};
+}  // namespace
+
+std::shared_ptr<log_sink> make_ostream_log_sink(std::ostream& os, log_level min, std::string name) {
+    return std::make_shared<ostream_sink>(os, min, std::move(name));
+}
+
+const char* to_string(log_level l) noexcept {
+    switch (l) {
+    case log_level::debug: return "debug";
+    case log_level::info: return "info";
+    case log_level::warning: return "warning";
+    case log_level::error: return "error";
+    }
+    return "?";
+}
+
+failure_threshold_strategy::failure_threshold_strategy(breaker_options o) : o_(o) {
+    auto fail = [](const std::string& m) { throw std::invalid_argument("respool: " + m); };
+    if (o_.failures_to_open == 0) fail("failures_to_open (0) must be at least 1");
+    if (o_.probes == 0) fail("probes (0) must be at least 1");
+    if (o_.successes_to_close == 0) fail("successes_to_close (0) must be at least 1");
+    if (o_.cool_down < duration::zero()) fail("cool_down (" + show(o_.cool_down) + ") must not be negative");
+}
+
+void failure_threshold_strategy::trip(circuit_breaker& cb) {
+    failures_ = 0;
+    successes_ = 0;
+    cb.deactivate();
+    cb.recover_after(o_.cool_down, o_.probes);
+}
+
+void failure_threshold_strategy::report_failure(circuit_breaker& cb, const error_code&) {
+    std::lock_guard<std::mutex> g(m_);
+    switch (cb.state()) {
+    case circuit_state::closed:
+        if (++failures_ >= o_.failures_to_open) trip(cb);
+        break;
+    case circuit_state::half_open: trip(cb); break;  // a probe failed: open again
+    case circuit_state::open: break;                   // late reports of work started before opening
+    }
+}
+
+void failure_threshold_strategy::report_success(circuit_breaker& cb) {
+    std::lock_guard<std::mutex> g(m_);
+    switch (cb.state()) {
+    case circuit_state::closed: failures_ = 0; break;
+    case circuit_state::half_open:
+        if (++successes_ >= o_.successes_to_close) {
+            successes_ = 0;
+            failures_ = 0;
+            cb.activate();
+        }
+        break;
+    case circuit_state::open: break;
+    }
 }
 
 }  // namespace respool
@@ -106,19 +197,33 @@ pool_stats to_stats(const core::snapshot& s) noexcept {
     p.rejected = s.c.rejected;
     p.broken = s.c.broken;
     p.unhealthy = s.c.unhealthy;
+    p.evicted = s.c.evicted;
+    p.retired = s.c.retired;
+    p.leaks = s.c.leaks;
+    p.creation_retries = s.c.creation_retries;
+    p.circuit_opened = s.c.circuit_opened;
+    p.circuit_half_opened = s.c.circuit_half_opened;
+    p.circuit_closed = s.c.circuit_closed;
+    p.probes = s.c.probes;
     p.circuit = static_cast<circuit_state>(s.circuit_state);
     p.closed = s.closed;
     return p;
 }
 
-core::config to_config(const pool_options& o, hook_mode before_acquire) {
+core::config to_config(const pool_options& o, hook_mode before_acquire, hook_mode healthcheck) {
     core::config c;
     c.min = static_cast<std::uint32_t>(o.min);
     c.max = static_cast<std::uint32_t>(o.max);
     c.max_waiters = static_cast<std::uint32_t>(o.max_waiters);
     c.max_concurrent_creations = static_cast<std::uint32_t>(o.max_concurrent_creations);
     c.lifo = o.order == idle_order::lifo;
-    c.confirm_takes = before_acquire != hook_mode::none;
+    c.confirm_takes = before_acquire != hook_mode::none || (o.health_check_on_borrow && healthcheck != hook_mode::none);
+    c.idle_ttl = o.idle_ttl;
+    c.acquire_ttl = o.acquire_ttl;
+    c.validate_on_borrow = o.health_check_on_borrow && healthcheck != hook_mode::none;
+    c.validate_after = o.validate_after;
+    c.retry_initial = o.create_retry_initial;
+    c.retry_max = o.create_retry_max;
     return c;
 }
 
@@ -131,11 +236,6 @@ void notify(const std::shared_ptr<observer>& obs, F&& f) noexcept {
         } catch (...) {
         }
     }
-}
-
-// Wait time of an acquire for the observer (zero when it never parked).
-std::chrono::nanoseconds waited(const acquire_op_base* op, clock::time_point now) noexcept {
-    return op->started == clock::time_point{} ? std::chrono::nanoseconds(0) : std::chrono::nanoseconds(now - op->started);
 }
 
 // Posts a one-shot handler with an error code; the handler decides its own executor.
@@ -160,9 +260,17 @@ struct pool_impl::engine {
 
     std::unique_ptr<asio::steady_timer> health_timer;  // on the background context
     std::uint64_t tick = 0;
+    std::unique_ptr<asio::steady_timer> housekeeping_timer;  // background: lifecycle ticks
+    std::unique_ptr<asio::steady_timer> retry_timer;         // background: creation back-off
+    std::unique_ptr<asio::steady_timer> recover_timer;       // background: circuit cool-down
+    std::uint64_t recover_generation = 0;
+    std::minstd_rand rng{std::random_device{}()};
+    error_code last_create_error;
 
     std::shared_ptr<circuit_strategy> strategy;
     std::shared_ptr<observer> obs;
+    std::shared_ptr<log_sink> sink;
+    histogram wait_time, hold_time;
 
     std::shared_ptr<pool_impl> keep_alive;  // set while the pool object is gone but resources remain
     bool dropped = false;
@@ -236,7 +344,18 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
       healthcheck_(hooks_->mode(check_kind::healthcheck)) {
     validate(opts_);
     if (factory_ == hook_mode::none) throw std::invalid_argument("respool: factory hook is required");
-    s_ = std::make_unique<engine>(ex_, to_config(opts_, before_acquire_), opts_.thread_safe);
+    s_ = std::make_unique<engine>(ex_, to_config(opts_, before_acquire_, healthcheck_), opts_.thread_safe);
+    const bool validate = opts_.health_check_on_borrow && healthcheck_ != hook_mode::none;
+    inline_ok_ = before_acquire_ != hook_mode::async && !(validate && healthcheck_ == hook_mode::async);
+    // Housekeeping runs at a quarter of the shortest lifecycle period (at least every 10 ms): that is
+    // the precision of idle_ttl, max_lifetime, acquire_ttl and validate_after.
+    duration period{};
+    for (duration d : {opts_.idle_ttl, opts_.max_lifetime, opts_.acquire_ttl,
+                       validate ? opts_.validate_after : duration{}})
+        if (d > duration::zero() && (period == duration::zero() || d / 4 < period)) period = d / 4;
+    if (validate && opts_.validate_after == duration::zero()) period = std::chrono::milliseconds(10);
+    if (period > duration::zero() && period < std::chrono::milliseconds(10)) period = std::chrono::milliseconds(10);
+    housekeeping_period_ = period;
 }
 
 pool_impl::~pool_impl() = default;
@@ -248,12 +367,88 @@ void pool_impl::start() {
         s_->core.replenish(fx);
         check_ready_locked();
     }
+    s_->retry_timer = std::make_unique<asio::steady_timer>(background_context());
+    s_->recover_timer = std::make_unique<asio::steady_timer>(background_context());
     if (opts_.healthcheck_interval > duration::zero() && healthcheck_ != hook_mode::none) {
         s_->health_timer = std::make_unique<asio::steady_timer>(background_context());
         guard g(*s_);
         arm_health_timer();
     }
+    if (housekeeping_period_ > duration::zero()) {
+        s_->housekeeping_timer = std::make_unique<asio::steady_timer>(background_context());
+        guard g(*s_);
+        s_->core.set_now(clock::now());
+        arm_housekeeping();
+    }
+    if (opts_.min > 0) log(log_level::info, "warming up " + std::to_string(opts_.min) + " resources");
     apply(fx);
+}
+
+// ---- lifecycle timers (background thread; the work itself runs on the pool's executor) ---------
+
+namespace {
+// Arms `t` (a background timer) to post `f` to the pool's executor after `d`, if the pool still exists.
+template <class F>
+void after(asio::steady_timer& t, duration d, std::weak_ptr<pool_impl> weak, const asio::any_io_executor& ex, F f) {
+    t.expires_after(d);
+    t.async_wait([weak = std::move(weak), ex, f = std::move(f)](const error_code& ec) mutable {
+        if (ec) return;
+        if (auto self = weak.lock()) asio::post(ex, [self = std::move(self), f = std::move(f)]() mutable { f(*self); });
+    });
+}
+}  // namespace
+
+void pool_impl::arm_housekeeping() noexcept {
+    if (!s_->housekeeping_timer || s_->core.closed()) return;
+    after(*s_->housekeeping_timer, housekeeping_period_, weak_from_this(), ex_,
+          [](pool_impl& self) { self.housekeep_tick(); });
+}
+
+void pool_impl::housekeep_tick() noexcept {
+    core::effects fx;
+    {
+        guard g(*s_);
+        s_->core.housekeep(clock::now(), fx);
+        arm_housekeeping();
+    }
+    apply(fx);
+    after_change();
+}
+
+void pool_impl::arm_retry(duration d) noexcept {
+    // +-20 % jitter: pools restarted together do not retry in lock-step.
+    std::uniform_real_distribution<double> jitter(0.8, 1.2);
+    guard g(*s_);
+    if (s_->core.closed()) return;
+    const auto delay = std::chrono::duration_cast<duration>(d * jitter(s_->rng));
+    after(*s_->retry_timer, delay, weak_from_this(), ex_, [](pool_impl& self) {
+        core::effects fx;
+        {
+            guard g2(*self.s_);
+            self.s_->core.backoff_elapsed(fx);
+        }
+        self.apply(fx);
+    });
+}
+
+void pool_impl::stamp_new(resource_node* n) noexcept {
+    n->created_at = clock::now();
+    if (opts_.max_lifetime > duration::zero()) {
+        std::uniform_real_distribution<double> jitter(0.0, 0.025);  // up to 2.5 % earlier
+        guard g(*s_);
+        const auto life = opts_.max_lifetime - std::chrono::duration_cast<duration>(opts_.max_lifetime * jitter(s_->rng));
+        n->expires_at = n->created_at + life;
+    }
+}
+
+bool pool_impl::logging(log_level level) const noexcept { return s_->sink && s_->sink->enabled(level); }
+
+void pool_impl::log(log_level level, const std::string& message) noexcept {
+    if (!logging(level)) return;
+    try {
+        s_->sink->log(level, message);
+    } catch (...) {
+    }
 }
 
 // ---- effects ---------------------------------------------------------------------------------
@@ -293,9 +488,42 @@ int pool_impl::process(core::effects& fx, const error_code& create_ec) noexcept 
                 }
             }
             break;
-        case core::effect::kind::circuit_changed:
-            notify(s_->obs, [&](observer& o) { o.on_circuit_changed(state()); });
+        case core::effect::kind::circuit_changed: {
+            const circuit_state cs = state();
+            notify(s_->obs, [&](observer& o) { o.on_circuit_changed(cs); });
+            log(cs == circuit_state::open ? log_level::warning : log_level::info,
+                std::string("circuit ") + (cs == circuit_state::open ? "open: acquires fail fast"
+                                           : cs == circuit_state::half_open ? "half-open: probing"
+                                                                            : "closed: normal operation"));
             break;
+        }
+        case core::effect::kind::retry_after: {
+            const error_code cause = create_ec ? create_ec : error_code(errc::create_failed);
+            notify(s_->obs, [&](observer& o) { o.on_creation_retry(cause, e.d); });
+            if (logging(log_level::warning))
+                log(log_level::warning, "creation failed (" + cause.message() + "); next attempt in about " +
+                                            show(e.d));
+            arm_retry(e.d);
+            break;
+        }
+        case core::effect::kind::leak_suspected:
+        case core::effect::kind::leak_returned: {
+            auto* n = static_cast<resource_node*>(e.r);
+            const auto held = std::chrono::nanoseconds(clock::now() - n->leased_at);
+            const bool back = e.what == core::effect::kind::leak_returned;
+            notify(s_->obs, [&](observer& o) {
+                if (back) o.on_leak_returned(held, n->acquired_at);
+                else o.on_leak_suspected(held, n->acquired_at);
+            });
+            if (logging(back ? log_level::info : log_level::warning)) {
+                std::ostringstream m;
+                m << (back ? "leaked lease returned after " : "leak suspected: lease held for ") << show(held)
+                  << ", acquired at " << (n->acquired_at.file_name()[0] ? n->acquired_at.file_name() : "?") << ':'
+                  << n->acquired_at.line() << " (" << n->acquired_at.function_name() << ')';
+                log(back ? log_level::info : log_level::warning, m.str());
+            }
+            break;
+        }
         }
     }
     fx.clear();
@@ -308,7 +536,9 @@ void pool_impl::apply(core::effects& fx, const error_code& create_ec) noexcept {
 }
 
 void pool_impl::destroy_node(resource_node* n, destroy_reason why) noexcept {
-    hooks_->destroy(n);
+    if (!hooks_->destroy(n)) log(log_level::warning, std::string("destructor hook failed (") + to_string(why) + ")");
+    else if (why == destroy_reason::idle_timeout || why == destroy_reason::lifetime)
+        log(log_level::debug, std::string("destroyed an idle resource: ") + to_string(why));
     notify(s_->obs, [&](observer& o) {
         if (why == destroy_reason::poisoned) o.on_poisoned();
         o.on_destroyed(why);
@@ -384,9 +614,9 @@ int pool_impl::settle_creation(const error_code& ec, resource_node* n) noexcept 
     core::effects fx;
     std::vector<signal_handler> ready;
     {
+        if (n) stamp_new(n);
         guard g(*s_);
         if (n) {
-            n->created_at = clock::now();
             s_->core.creation_succeeded(n, fx);
         } else {
             core::waiter* w = s_->core.creation_failed(fx);
@@ -424,13 +654,40 @@ void pool_impl::async_wait_ready(signal_handler done) {
 
 // ---- acquire ---------------------------------------------------------------------------------
 
-resource_node* pool_impl::try_acquire(error_code& ec) noexcept {
-    if (before_acquire_ == hook_mode::async) {
+// The synchronous verdict of one check stage on a taken resource (true = lend it).
+bool pool_impl::check_inline(stage at, resource_node* n) noexcept {
+    if (at == stage::validate) return hooks_->check_sync(check_kind::healthcheck, *n);
+    return hooks_->check_sync(check_kind::before_acquire, *n);
+}
+
+// A resource leaves the pool for a caller: stamps for leak reports, hold times, the observer.
+void pool_impl::hand_out(resource_node* n, const std::source_location& where, const acquire_op_base* op) noexcept {
+    n->acquired_at = where;
+    if (opts_.record_hold_times || s_->obs) n->taken_at = clock::now();
+    if (op && op->started != clock::time_point{}) {
+        const auto waited_for = std::chrono::nanoseconds((n->taken_at != clock::time_point{} ? n->taken_at : clock::now()) -
+                                                         op->started);
+        {
+            guard g(*s_);
+            s_->wait_time.record(waited_for);
+        }
+        notify(s_->obs, [&](observer& o) { o.on_taken(waited_for); });
+    } else {
+        {
+            guard g(*s_);
+            ++s_->wait_time.counts[0];
+        }
+        notify(s_->obs, [](observer& o) { o.on_taken(std::chrono::nanoseconds(0)); });
+    }
+}
+
+resource_node* pool_impl::try_acquire(error_code& ec, const std::source_location& where) noexcept {
+    if (!inline_ok_) {
         ec = errc::not_supported;
         return nullptr;
     }
     for (;;) {
-        resource_node* n = acquire_now(ec);
+        resource_node* n = acquire_now(ec, where);
         if (n || ec) return n;
         if (factory_ != hook_mode::sync) break;
         // Inline creation: only a place nobody waits for.
@@ -440,13 +697,14 @@ resource_node* pool_impl::try_acquire(error_code& ec) noexcept {
         }
         error_code cec;
         resource_node* fresh = hooks_->create_sync(cec);
+        if (fresh) stamp_new(fresh);
         core::effects fx;
         core::status st;
         {
             guard g(*s_);
             if (fresh) {
-                fresh->created_at = clock::now();
                 st = s_->core.inline_created(fresh, fx);
+                if (st == core::status::ok && s_->core.cfg().confirm_takes) st = s_->core.confirm_take(fresh, fx);
             } else {
                 s_->core.inline_failed(fx);
                 st = core::status::create_failed;
@@ -461,31 +719,19 @@ resource_node* pool_impl::try_acquire(error_code& ec) noexcept {
             ec = cec ? cec : error_code(errc::create_failed);
             return nullptr;
         }
-        if (st != core::status::ok) {
+        if (st != core::status::ok) {  // closed meanwhile: destroyed
             after_change();
             ec = to_error(st);
             return nullptr;
         }
-        if (before_acquire_ == hook_mode::sync) {  // a fresh resource skips before_acquire
-            guard g(*s_);
-            st = s_->core.confirm_take(fresh, fx);
-        }
-        apply(fx);
-        if (st != core::status::ok) {
-            ec = to_error(st);
-            return nullptr;
-        }
-        if (s_->obs) {
-            fresh->taken_at = clock::now();
-            notify(s_->obs, [](observer& o) { o.on_taken(std::chrono::nanoseconds(0)); });
-        }
+        hand_out(fresh, where, nullptr);  // a fresh resource skips the checks
         return fresh;
     }
     ec = errc::exhausted;
     return nullptr;
 }
 
-resource_node* pool_impl::acquire_now(error_code& ec) noexcept {
+resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location& where) noexcept {
     for (;;) {
         core::pool_core::take_result t;
         {
@@ -498,8 +744,9 @@ resource_node* pool_impl::acquire_now(error_code& ec) noexcept {
         }
         if (!t.r) return nullptr;
         auto* n = static_cast<resource_node*>(t.r);
-        if (before_acquire_ == hook_mode::sync) {
-            const bool ok = hooks_->check_sync(check_kind::before_acquire, *n);
+        if (s_->core.cfg().confirm_takes) {  // synchronous checks only here (inline_ok_)
+            const bool ok = (!t.validate || check_inline(stage::validate, n)) &&
+                            (before_acquire_ == hook_mode::none || check_inline(stage::before_acquire, n));
             core::effects fx;
             core::status st = core::status::ok;
             {
@@ -514,10 +761,7 @@ resource_node* pool_impl::acquire_now(error_code& ec) noexcept {
                 return nullptr;
             }
         }
-        if (s_->obs) {
-            n->taken_at = clock::now();
-            notify(s_->obs, [](observer& o) { o.on_taken(std::chrono::nanoseconds(0)); });
-        }
+        hand_out(n, where, nullptr);
         return n;
     }
 }
@@ -533,16 +777,16 @@ void pool_impl::start_acquire(acquire_op_base* op) noexcept {
         } else {
             t = s_->core.try_take();
             if (t.st == core::status::ok && !t.r) {
-                const bool timed = op->timeout || s_->obs;
-                const auto now = timed ? clock::now() : clock::time_point{};
+                const auto now = clock::now();
                 op->started = now;  // before park: once parked, another thread may complete the op
+                s_->core.set_now(now);
                 st = s_->core.park(*op, now, op->timeout, fx);
                 if (st == core::status::ok && op->timeout) s_->arm_deadline(weak_from_this());
             }
         }
     }
     // From here on a parked op belongs to the pool: only `fx` and locals are touched.
-    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), true);
+    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), true, t.validate ? stage::validate : stage::before_acquire);
     if (t.st != core::status::ok) return op->complete(op, to_error(t.st), nullptr, true);
     apply(fx);
     if (st != core::status::ok) op->complete(op, to_error(st), nullptr, true);
@@ -557,105 +801,114 @@ void pool_impl::resume(acquire_op_base* op) noexcept {
         if (s_->armed) s_->arm_deadline(weak_from_this());
     }
     if (!fx.empty()) apply(fx);
-    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), false);
+    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), false, t.validate ? stage::validate : stage::before_acquire);
     error_code ec = to_error(t.st);
     if (t.st == core::status::create_failed && op->create_error) ec = op->create_error;
-    if (t.st == core::status::timeout) {
-        notify(s_->obs, [&](observer& o) { o.on_exhausted(stats()); });
-    }
+    if (t.st == core::status::timeout) notify(s_->obs, [&](observer& o) { o.on_exhausted(stats()); });
     op->complete(op, ec, nullptr, false);
 }
 
-void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post) noexcept {
+// A check said no: destroy the resource and run steps 1-3 again for the waiter (it re-parks in its
+// arrival position when nothing is free). Called with the lock held.
+static core::pool_core::take_result reject_and_retry_locked(pool_impl::engine& s, acquire_op_base* op,
+                                                            resource_node* n, core::effects& fx,
+                                                            const std::weak_ptr<pool_impl>& weak) {
+    s.core.reject(n, fx);
+    const auto now = clock::now();
+    s.core.set_now(now);
+    auto t = s.core.retry(*op, now, fx);
+    if (t.st == core::status::ok && !t.r && op->timeout) s.arm_deadline(weak);
+    return t;
+}
+
+// A resource taken for a waiter passes the checks from `from` on (validation on borrow, then
+// before_acquire), inline when synchronous, through a coroutine otherwise; a "no" destroys it and the
+// waiter retries in its arrival position.
+void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, stage from) noexcept {
     for (;;) {
-        if (before_acquire_ == hook_mode::async) {
-            {
-                guard g(*s_);
-                op->in_hook = true;
-            }
-            try {
-                hooks_->check_async(check_kind::before_acquire, *n, ex_,
-                                    [self = op->impl, op, n](bool ok) { self->after_async_check(op, n, ok); });
-            } catch (...) {
-                after_async_check(op, n, false);
-            }
-            return;
-        }
-        if (before_acquire_ == hook_mode::sync) {
-            const bool ok = hooks_->check_sync(check_kind::before_acquire, *n);
-            core::effects fx;
-            core::pool_core::take_result t;
-            core::status st = core::status::ok;
-            {
-                guard g(*s_);
-                if (ok) {
-                    st = s_->core.confirm_take(n, fx);
-                } else {
-                    s_->core.reject(n, fx);
-                    t = s_->core.retry(*op, op->timeout ? clock::now() : clock::time_point{}, fx);
-                    if (t.st == core::status::ok && !t.r && op->timeout) s_->arm_deadline(weak_from_this());
+        stage at = from;
+        if (at == stage::before_acquire && before_acquire_ == hook_mode::none) at = stage::done;
+        bool ok = true;
+        while (at != stage::done) {
+            const hook_mode mode = at == stage::validate ? healthcheck_ : before_acquire_;
+            if (mode == hook_mode::async) {
+                {
+                    guard g(*s_);
+                    op->in_hook = true;
                 }
-            }
-            apply(fx);
-            if (!ok) {
-                if (t.r) {
-                    n = static_cast<resource_node*>(t.r);
-                    continue;
+                try {
+                    hooks_->check_async(at == stage::validate ? check_kind::healthcheck : check_kind::before_acquire, *n,
+                                        ex_, [self = op->impl, op, n, at](bool pass) { self->after_async_check(op, n, pass, at); });
+                } catch (...) {
+                    after_async_check(op, n, false, at);
                 }
-                if (t.st != core::status::ok) op->complete(op, to_error(t.st), nullptr, post);
-                return;  // re-parked in its arrival position
+                return;
             }
-            if (st != core::status::ok) {
-                after_change();
-                return op->complete(op, to_error(st), nullptr, post);
+            ok = check_inline(at, n);
+            if (!ok) break;
+            at = at == stage::validate && before_acquire_ != hook_mode::none ? stage::before_acquire : stage::done;
+        }
+        core::effects fx;
+        core::pool_core::take_result t;
+        core::status st = core::status::ok;
+        {
+            guard g(*s_);
+            if (ok) {
+                if (s_->core.cfg().confirm_takes) st = s_->core.confirm_take(n, fx);
+            } else {
+                t = reject_and_retry_locked(*s_, op, n, fx, weak_from_this());
             }
         }
-        if (s_->obs) {
-            n->taken_at = clock::now();
-            notify(s_->obs, [&](observer& o) { o.on_taken(waited(op, n->taken_at)); });
+        apply(fx);
+        if (!ok) {
+            if (t.r) {
+                n = static_cast<resource_node*>(t.r);
+                from = t.validate ? stage::validate : stage::before_acquire;
+                continue;
+            }
+            if (t.st != core::status::ok) op->complete(op, to_error(t.st), nullptr, post);
+            return;  // re-parked in its arrival position
         }
+        if (st != core::status::ok) {
+            after_change();
+            return op->complete(op, to_error(st), nullptr, post);
+        }
+        hand_out(n, op->where, op);
         return op->complete(op, {}, n, post);
     }
 }
 
-// A coroutine before_acquire finished (on the pool's executor): deliver, or hand back, or retry.
-void pool_impl::after_async_check(acquire_op_base* op, resource_node* n, bool ok) noexcept {
-    core::effects fx;
-    core::pool_core::take_result t;
-    core::status st = core::status::ok;
+// A coroutine check finished (on the pool's executor): go on with the next stage, hand back, or retry.
+void pool_impl::after_async_check(acquire_op_base* op, resource_node* n, bool ok, stage at) noexcept {
     bool cancelled;
     {
         guard g(*s_);
         op->in_hook = false;
         cancelled = op->cancel_requested;
-        if (cancelled) {
+    }
+    if (cancelled) {
+        core::effects fx;
+        {
+            guard g(*s_);
             if (ok) s_->core.give_back(n, fx);
             else s_->core.reject(n, fx);
-        } else if (ok) {
-            st = s_->core.confirm_take(n, fx);
-        } else {
-            s_->core.reject(n, fx);
-            t = s_->core.retry(*op, op->timeout ? clock::now() : clock::time_point{}, fx);
-            if (t.st == core::status::ok && !t.r && op->timeout) s_->arm_deadline(weak_from_this());
         }
-    }
-    apply(fx);
-    if (cancelled) {
+        apply(fx);
         after_change();
         return op->complete(op, errc::cancelled, nullptr, true);
     }
-    if (ok) {
-        if (st != core::status::ok) {
-            after_change();
-            return op->complete(op, to_error(st), nullptr, true);
-        }
-        if (s_->obs) {
-            n->taken_at = clock::now();
-            notify(s_->obs, [&](observer& o) { o.on_taken(waited(op, n->taken_at)); });
-        }
-        return op->complete(op, {}, n, true);
+    if (ok && at == stage::validate && before_acquire_ != hook_mode::none)
+        return handle_taken(op, n, true, stage::before_acquire);
+    if (ok) return handle_taken(op, n, true, stage::done);
+    // Rejected: handle_taken's inline path does the reject-and-retry bookkeeping.
+    core::effects fx;
+    core::pool_core::take_result t;
+    {
+        guard g(*s_);
+        t = reject_and_retry_locked(*s_, op, n, fx, weak_from_this());
     }
-    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), true);
+    apply(fx);
+    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), true, t.validate ? stage::validate : stage::before_acquire);
     if (t.st != core::status::ok) op->complete(op, to_error(t.st), nullptr, true);
 }
 
@@ -677,7 +930,9 @@ void pool_impl::on_deadline_timer() noexcept {
     {
         guard g(*s_);
         s_->armed = false;
-        s_->core.expire(clock::now(), fx);
+        const auto now = clock::now();
+        s_->core.set_now(now);
+        s_->core.expire(now, fx);
         s_->arm_deadline(weak_from_this());
     }
     apply(fx);
@@ -704,14 +959,14 @@ void pool_impl::release(resource_node* n, bool poisoned) noexcept {
 }
 
 void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken) noexcept {
-    notify(s_->obs, [n](observer& o) {
-        const auto held = n->taken_at == clock::time_point{} ? clock::duration::zero() : clock::now() - n->taken_at;
-        o.on_released(std::chrono::nanoseconds(held));
-    });
+    std::chrono::nanoseconds held{};
+    if (n->taken_at != clock::time_point{}) held = clock::now() - n->taken_at;
+    notify(s_->obs, [held](observer& o) { o.on_released(held); });
     core::effects fx;
     bool closed;
     {
         guard g(*s_);
+        if (opts_.record_hold_times) s_->hold_time.record(held);
         s_->core.release(n,
                          poisoned ? core::pool_core::release_kind::poisoned
                          : broken ? core::pool_core::release_kind::broken
@@ -741,6 +996,7 @@ void pool_impl::health_tick() noexcept {
     {
         guard g(*s_);
         ++s_->tick;
+        s_->core.set_now(clock::now());
     }
     health_step();
 }
@@ -804,18 +1060,39 @@ circuit_state pool_impl::state() const {
     return static_cast<circuit_state>(s_->core.circuit_state());
 }
 
-void pool_impl::set_circuit(circuit_state s) noexcept {
+void pool_impl::set_circuit(circuit_state s, std::uint32_t probes) noexcept {
     core::effects fx;
     {
         guard g(*s_);
-        s_->core.set_circuit(static_cast<core::circuit>(s), fx);
+        ++s_->recover_generation;  // any explicit change supersedes a scheduled recovery
+        s_->core.set_circuit(static_cast<core::circuit>(s), fx, probes);
     }
     apply(fx);
 }
 
-void pool_impl::activate() { set_circuit(circuit_state::closed); }
-void pool_impl::deactivate() { set_circuit(circuit_state::open); }
-void pool_impl::recover() { set_circuit(circuit_state::half_open); }
+void pool_impl::activate() { set_circuit(circuit_state::closed, 0); }
+void pool_impl::deactivate() { set_circuit(circuit_state::open, 0); }
+void pool_impl::recover() { set_circuit(circuit_state::half_open, 0); }
+void pool_impl::recover(std::uint32_t max_probes) { set_circuit(circuit_state::half_open, max_probes); }
+
+void pool_impl::recover_after(duration delay, std::uint32_t max_probes) {
+    guard g(*s_);
+    if (s_->core.closed() || !s_->recover_timer) return;
+    const std::uint64_t generation = ++s_->recover_generation;
+    after(*s_->recover_timer, delay, weak_from_this(), ex_, [generation, max_probes](pool_impl& self) {
+        {
+            guard g2(*self.s_);
+            if (self.s_->recover_generation != generation || self.s_->core.circuit_state() != core::circuit::open)
+                return;  // someone changed the state meanwhile
+        }
+        self.set_circuit(circuit_state::half_open, max_probes);
+    });
+}
+
+void pool_impl::set_log_sink(std::shared_ptr<log_sink> l) {
+    guard g(*s_);
+    s_->sink = std::move(l);
+}
 
 void pool_impl::set_strategy(std::shared_ptr<circuit_strategy> s) {
     guard g(*s_);
@@ -830,7 +1107,10 @@ void pool_impl::set_observer(std::shared_ptr<observer> o) {
 
 pool_stats pool_impl::stats() const noexcept {
     guard g(*s_);
-    return to_stats(s_->core.snap());
+    pool_stats p = to_stats(s_->core.snap());
+    p.wait_time = s_->wait_time;
+    p.hold_time = s_->hold_time;
+    return p;
 }
 
 // ---- close and lifetime ----------------------------------------------------------------------
@@ -845,7 +1125,9 @@ void pool_impl::close() noexcept {
             s_->armed = false;
             s_->deadline_timer.cancel();
         }
-        if (s_->health_timer) s_->health_timer->cancel();
+        for (auto* t : {s_->health_timer.get(), s_->housekeeping_timer.get(), s_->retry_timer.get(),
+                        s_->recover_timer.get()})
+            if (t) t->cancel();
         if (!s_->ready) {
             s_->ready = true;
             s_->ready_ec = errc::closed;

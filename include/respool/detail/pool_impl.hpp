@@ -17,6 +17,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <source_location>
+#include <string>
 
 namespace respool::core {
 class effects;
@@ -28,7 +30,8 @@ namespace asio = boost::asio;
 
 // A resource as the pool owns it: the core's header plus the typed value (typed_node<T>).
 struct resource_node : core::resource {
-    std::chrono::steady_clock::time_point taken_at{};  // stamped only when an observer wants held_for
+    std::chrono::steady_clock::time_point taken_at{};  // precise; stamped only when hold times are wanted
+    std::source_location acquired_at{};                // the acquire call that holds it (leak reports)
 };
 
 template <class T>
@@ -74,6 +77,7 @@ struct acquire_op_base : core::waiter {
     // queue (one posted drain for many hand-offs) instead of a post of its own.
     bool direct = false;
     acquire_op_base* ready_next = nullptr;
+    std::source_location where{};  // the async_acquire call site
     // Completes the op exactly once and frees it; `post` when not already on the handler's executor.
     void (*complete)(acquire_op_base*, error_code, resource_node*, bool post) = nullptr;
     // Posts impl->resume(this) to the handler's executor (ops that are not `direct`).
@@ -99,11 +103,11 @@ public:
     [[nodiscard]] const pool_options& options() const noexcept { return opts_; }
 
     // Synchronous acquire: a node ready for the caller, or nullptr with ec set.
-    resource_node* try_acquire(error_code& ec) noexcept;
+    resource_node* try_acquire(error_code& ec, const std::source_location& where = {}) noexcept;
     // The immediate part of async_acquire: a node, an error, or (nullptr, no error) = must wait.
-    // Only when before_acquire is not a coroutine (can_acquire_inline()).
-    resource_node* acquire_now(error_code& ec) noexcept;
-    [[nodiscard]] bool can_acquire_inline() const noexcept { return before_acquire_ != hook_mode::async; }
+    // Only when no check on the way out is a coroutine (can_acquire_inline()).
+    resource_node* acquire_now(error_code& ec, const std::source_location& where = {}) noexcept;
+    [[nodiscard]] bool can_acquire_inline() const noexcept { return inline_ok_; }
     // Slow path: steps 1-3 again, then park. Completion is posted.
     void start_acquire(acquire_op_base* op) noexcept;
     // A woken waiter, running on its handler's executor.
@@ -126,24 +130,36 @@ public:
     [[nodiscard]] pool_stats stats() const noexcept;
     void set_strategy(std::shared_ptr<circuit_strategy> s);
     void set_observer(std::shared_ptr<observer> o);
+    void set_log_sink(std::shared_ptr<log_sink> l);
 
     // circuit_breaker
     circuit_state state() const override;
     void activate() override;
     void deactivate() override;
     void recover() override;
+    void recover(std::uint32_t max_probes) override;
+    void recover_after(duration delay, std::uint32_t max_probes) override;
 
     struct engine;  // core, lock, timers (src/asio/pool_impl.cpp)
 
 private:
-    void handle_taken(acquire_op_base* op, resource_node* n, bool post) noexcept;
-    void after_async_check(acquire_op_base* op, resource_node* n, bool ok) noexcept;
+    enum class stage : std::uint8_t { validate, before_acquire, done };
+    void handle_taken(acquire_op_base* op, resource_node* n, bool post, stage from) noexcept;
+    void after_async_check(acquire_op_base* op, resource_node* n, bool ok, stage at) noexcept;
+    bool check_inline(stage at, resource_node* n) noexcept;  // sync verdict of a stage (true = pass)
+    void hand_out(resource_node* n, const std::source_location& where, const acquire_op_base* op) noexcept;
+    void housekeep_tick() noexcept;
+    void arm_housekeeping() noexcept;
+    void arm_retry(duration d) noexcept;
+    void log(log_level level, const std::string& message) noexcept;
+    [[nodiscard]] bool logging(log_level level) const noexcept;
+    void stamp_new(resource_node* n) noexcept;
     void finish_release(resource_node* n, bool poisoned, bool broken) noexcept;
     void on_deadline_timer() noexcept;
     void arm_health_timer() noexcept;
     void health_tick() noexcept;
     void health_step() noexcept;
-    void set_circuit(circuit_state s) noexcept;
+    void set_circuit(circuit_state s, std::uint32_t probes) noexcept;
     void check_ready_locked() noexcept;
     void after_change() noexcept;
     void apply(core::effects& fx, const error_code& create_ec = {}) noexcept;
@@ -159,6 +175,8 @@ private:
     pool_options opts_;
     std::unique_ptr<hooks_base> hooks_;
     hook_mode factory_, before_acquire_, before_release_, healthcheck_;
+    bool inline_ok_ = true;       // no coroutine check between taking a resource and lending it
+    duration housekeeping_period_{};
     std::unique_ptr<engine> s_;  // core, lock, timers: kept out of this header
 };
 
