@@ -246,6 +246,15 @@ void fire(std::vector<signal_handler>& hs, const error_code& ec) {
 
 }  // namespace
 
+// An acquire whose resource is inside a coroutine check (validation on borrow, before_acquire). Its
+// deadline, a cancellation or close complete the acquire at once; the check finishing later then only
+// decides the resource's fate (back to idle, or destroyed). `op` is cleared when either side wins.
+struct hook_ticket {
+    acquire_op_base* op = nullptr;
+    resource_node* n = nullptr;
+    std::unique_ptr<asio::steady_timer> timer;  // the op's deadline, on the pool's executor
+};
+
 struct pool_impl::engine {
     engine(const asio::any_io_executor& ex, const core::config& c, bool ts)
         : core(c), thread_safe(ts), deadline_timer(ex) {}
@@ -279,6 +288,8 @@ struct pool_impl::engine {
     acquire_op_base* ready_head = nullptr;
     acquire_op_base* ready_tail = nullptr;
     bool drain_posted = false;
+
+    std::vector<std::shared_ptr<hook_ticket>> in_hook;  // tickets whose op is still waiting
 
     std::vector<signal_handler> close_waiters;
     std::vector<signal_handler> ready_waiters;
@@ -745,8 +756,8 @@ resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location
         if (!t.r) return nullptr;
         auto* n = static_cast<resource_node*>(t.r);
         if (s_->core.cfg().confirm_takes) {  // synchronous checks only here (inline_ok_)
-            const bool ok = (!t.validate || check_inline(stage::validate, n)) &&
-                            (before_acquire_ == hook_mode::none || check_inline(stage::before_acquire, n));
+            const bool ok = t.fresh || ((!t.validate || check_inline(stage::validate, n)) &&
+                                        (before_acquire_ == hook_mode::none || check_inline(stage::before_acquire, n)));
             core::effects fx;
             core::status st = core::status::ok;
             {
@@ -766,6 +777,11 @@ resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location
     }
 }
 
+// Where the checks on the way out start: none for a fresh resource, validation when it idled too long.
+static pool_impl::stage first_stage(const core::pool_core::take_result& t) noexcept {
+    return t.fresh ? pool_impl::stage::done : t.validate ? pool_impl::stage::validate : pool_impl::stage::before_acquire;
+}
+
 void pool_impl::start_acquire(acquire_op_base* op) noexcept {
     core::effects fx;
     core::pool_core::take_result t;
@@ -775,18 +791,18 @@ void pool_impl::start_acquire(acquire_op_base* op) noexcept {
         if (op->cancel_requested) {
             t.st = core::status::cancelled;
         } else {
+            const auto now = clock::now();
+            op->started = now;  // before park: once parked, another thread may complete the op
+            s_->core.set_now(now);
             t = s_->core.try_take();
             if (t.st == core::status::ok && !t.r) {
-                const auto now = clock::now();
-                op->started = now;  // before park: once parked, another thread may complete the op
-                s_->core.set_now(now);
                 st = s_->core.park(*op, now, op->timeout, fx);
                 if (st == core::status::ok && op->timeout) s_->arm_deadline(weak_from_this());
             }
         }
     }
     // From here on a parked op belongs to the pool: only `fx` and locals are touched.
-    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), true, t.validate ? stage::validate : stage::before_acquire);
+    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), true, first_stage(t));
     if (t.st != core::status::ok) return op->complete(op, to_error(t.st), nullptr, true);
     apply(fx);
     if (st != core::status::ok) op->complete(op, to_error(st), nullptr, true);
@@ -801,7 +817,7 @@ void pool_impl::resume(acquire_op_base* op) noexcept {
         if (s_->armed) s_->arm_deadline(weak_from_this());
     }
     if (!fx.empty()) apply(fx);
-    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), false, t.validate ? stage::validate : stage::before_acquire);
+    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), false, first_stage(t));
     error_code ec = to_error(t.st);
     if (t.st == core::status::create_failed && op->create_error) ec = op->create_error;
     if (t.st == core::status::timeout) notify(s_->obs, [&](observer& o) { o.on_exhausted(stats()); });
@@ -832,15 +848,27 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
         while (at != stage::done) {
             const hook_mode mode = at == stage::validate ? healthcheck_ : before_acquire_;
             if (mode == hook_mode::async) {
+                auto ticket = std::make_shared<hook_ticket>();
+                ticket->op = op;
+                ticket->n = n;
                 {
                     guard g(*s_);
-                    op->in_hook = true;
+                    op->ticket = ticket.get();
+                    s_->in_hook.push_back(ticket);
+                    if (op->timeout) {  // the deadline bounds the check too
+                        ticket->timer = std::make_unique<asio::steady_timer>(ex_, op->started + *op->timeout);
+                        ticket->timer->async_wait(
+                            [self = op->impl, weak = std::weak_ptr<hook_ticket>(ticket)](const error_code& ec) {
+                                if (ec) return;
+                                if (auto t = weak.lock()) self->abandon_ticket(t.get(), errc::timeout);
+                            });
+                    }
                 }
                 try {
                     hooks_->check_async(at == stage::validate ? check_kind::healthcheck : check_kind::before_acquire, *n,
-                                        ex_, [self = op->impl, op, n, at](bool pass) { self->after_async_check(op, n, pass, at); });
+                                        ex_, [self = op->impl, ticket, at](bool pass) { self->after_async_check(ticket, pass, at); });
                 } catch (...) {
-                    after_async_check(op, n, false, at);
+                    after_async_check(ticket, false, at);
                 }
                 return;
             }
@@ -863,7 +891,7 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
         if (!ok) {
             if (t.r) {
                 n = static_cast<resource_node*>(t.r);
-                from = t.validate ? stage::validate : stage::before_acquire;
+                from = first_stage(t);
                 continue;
             }
             if (t.st != core::status::ok) op->complete(op, to_error(t.st), nullptr, post);
@@ -878,51 +906,81 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
     }
 }
 
-// A coroutine check finished (on the pool's executor): go on with the next stage, hand back, or retry.
-void pool_impl::after_async_check(acquire_op_base* op, resource_node* n, bool ok, stage at) noexcept {
-    bool cancelled;
+// Detaches a ticket from its op (the lock is held): the op is then completed by whoever detached it.
+static acquire_op_base* detach_locked(pool_impl::engine& s, hook_ticket* t) {
+    acquire_op_base* op = t->op;
+    if (!op) return nullptr;
+    t->op = nullptr;
+    op->ticket = nullptr;
+    if (t->timer) t->timer->cancel();
+    auto& v = s.in_hook;
+    for (auto it = v.begin(); it != v.end(); ++it)
+        if (it->get() == t) {
+            v.erase(it);
+            break;
+        }
+    return op;
+}
+
+// Deadline, cancellation or close while a coroutine check runs: the acquire completes now.
+void pool_impl::abandon_ticket(hook_ticket* t, error_code ec) noexcept {
+    acquire_op_base* op;
     {
         guard g(*s_);
-        op->in_hook = false;
-        cancelled = op->cancel_requested;
+        op = detach_locked(*s_, t);
+        if (op && ec == errc::timeout) s_->core.count_timeout();
+        if (op && ec == errc::cancelled) s_->core.count_cancellation();
     }
-    if (cancelled) {
-        core::effects fx;
-        {
-            guard g(*s_);
+    if (op) op->complete(op, ec, nullptr, true);
+}
+
+// A coroutine check finished (on the pool's executor): go on with the next stage, or retry; when the
+// acquire was already abandoned, only the resource's fate is decided.
+void pool_impl::after_async_check(const std::shared_ptr<hook_ticket>& ticket, bool ok, stage at) noexcept {
+    resource_node* n = ticket->n;
+    acquire_op_base* op;
+    core::effects fx;
+    {
+        guard g(*s_);
+        op = detach_locked(*s_, ticket.get());
+        if (!op) {
             if (ok) s_->core.give_back(n, fx);
             else s_->core.reject(n, fx);
         }
+    }
+    if (!op) {
         apply(fx);
         after_change();
-        return op->complete(op, errc::cancelled, nullptr, true);
+        return;
     }
     if (ok && at == stage::validate && before_acquire_ != hook_mode::none)
         return handle_taken(op, n, true, stage::before_acquire);
     if (ok) return handle_taken(op, n, true, stage::done);
-    // Rejected: handle_taken's inline path does the reject-and-retry bookkeeping.
-    core::effects fx;
     core::pool_core::take_result t;
     {
         guard g(*s_);
         t = reject_and_retry_locked(*s_, op, n, fx, weak_from_this());
     }
     apply(fx);
-    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), true, t.validate ? stage::validate : stage::before_acquire);
+    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), true, first_stage(t));
     if (t.st != core::status::ok) op->complete(op, to_error(t.st), nullptr, true);
 }
 
 void pool_impl::cancel(acquire_op_base* op) noexcept {
     core::effects fx;
+    hook_ticket* ticket = nullptr;
     {
         guard g(*s_);
         if (s_->core.cancel(*op, fx)) {
             if (s_->armed) s_->arm_deadline(weak_from_this());
+        } else if (op->ticket) {
+            ticket = op->ticket;  // inside a coroutine check: complete now
         } else {
-            op->cancel_requested = true;  // not parked: honoured when its hook or park step runs
+            op->cancel_requested = true;  // not parked yet: honoured by its park step
         }
     }
     apply(fx);
+    if (ticket) abandon_ticket(ticket, errc::cancelled);
 }
 
 void pool_impl::on_deadline_timer() noexcept {
@@ -1118,9 +1176,11 @@ pool_stats pool_impl::stats() const noexcept {
 void pool_impl::close() noexcept {
     core::effects fx;
     std::vector<signal_handler> ready;
+    std::vector<acquire_op_base*> abandoned;
     {
         guard g(*s_);
         if (!s_->core.close(fx)) return;
+        while (!s_->in_hook.empty()) abandoned.push_back(detach_locked(*s_, s_->in_hook.back().get()));
         if (s_->armed) {
             s_->armed = false;
             s_->deadline_timer.cancel();
@@ -1136,6 +1196,7 @@ void pool_impl::close() noexcept {
     }
     fire(ready, errc::closed);
     apply(fx);
+    for (auto* op : abandoned) op->complete(op, errc::closed, nullptr, true);
 }
 
 void pool_impl::async_close(duration grace, signal_handler done) {

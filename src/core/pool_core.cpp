@@ -185,8 +185,10 @@ pool_core::take_result pool_core::lend(resource* r) noexcept {
     r->lnext = leased_head_;
     if (leased_head_) leased_head_->lprev = r;
     leased_head_ = r;
-    const bool validate = cfg_.validate_on_borrow && now_ - r->idle_since > cfg_.validate_after;
-    return {status::ok, r, validate};
+    const bool fresh = r->fresh;
+    r->fresh = false;
+    const bool validate = !fresh && cfg_.validate_on_borrow && now_ - r->idle_since > cfg_.validate_after;
+    return {status::ok, r, validate, fresh};
 }
 
 void pool_core::unlend(resource* r) noexcept {
@@ -379,6 +381,8 @@ void pool_core::creation_succeeded(resource* r, effects& fx) {
     floor_blocked_ = false;
     failures_in_row_ = 0;
     r->idle_since = now_;
+    r->fresh = fifo_.head != nullptr;  // made for a waiter: its first lend skips the checks; a pre-warmed
+                                        // or floor resource may idle for long and is checked like any other
     idle_.push_back(r);
     reserve_for_parked(fx);
     maybe_create(fx);

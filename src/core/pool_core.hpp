@@ -138,6 +138,7 @@ public:
         status st = status::ok;
         resource* r = nullptr;  // ok + nullptr: nothing free (park, or create inline)
         bool validate = false;  // idle past validate_after: check it before handing it out
+        bool fresh = false;     // never lent before (created for this take): no checks
     };
 
     // Steps 1-3 of SPEC §1.2 for a newcomer. Never takes a reserved place.
@@ -222,6 +223,10 @@ public:
     [[nodiscard]] snapshot snap() const noexcept;
     // Idle resource i in idle order (0 = next to be taken in FIFO mode). For tests and tools.
     [[nodiscard]] resource* idle_at(std::size_t i) const noexcept { return idle_.at(i); }
+
+    // The driver ended an acquire that was past the core (inside a coroutine check): count it.
+    void count_timeout() noexcept { ++c_.timeouts; }
+    void count_cancellation() noexcept { ++c_.cancellations; }
 
     // Checks SPEC §5 invariants that are visible from inside; returns "" or a description.
     [[nodiscard]] std::string audit() const;

@@ -53,7 +53,7 @@ struct model {
 
     struct mres {
         time_point idle_since{}, leased_at{}, expires_at{};
-        bool leased = false, leak_reported = false;
+        bool leased = false, leak_reported = false, fresh = true;
     };
 
     config cfg;
@@ -110,7 +110,9 @@ struct model {
         res[r].leased = true;
         res[r].leak_reported = false;
         res[r].leased_at = clock_now;
-        if (validate) *validate = cfg.validate_on_borrow && clock_now - res[r].idle_since > cfg.validate_after;
+        const bool fresh = res[r].fresh;
+        res[r].fresh = false;
+        if (validate) *validate = !fresh && cfg.validate_on_borrow && clock_now - res[r].idle_since > cfg.validate_after;
         return {status::ok, r};
     }
     void unlend(int r) {
@@ -318,6 +320,7 @@ struct model {
         floor_blocked = false;
         failures_in_row = 0;
         res[r].idle_since = clock_now;
+        res[r].fresh = !parked.empty();
         idle.push_back(r);
         reserve_for_parked();
         maybe_create();

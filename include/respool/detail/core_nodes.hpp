@@ -35,6 +35,7 @@ struct resource {
     time_point expires_at{};  // max_lifetime deadline with jitter (set by the driver); {} = never
     bool leased = false;
     bool leak_reported = false;
+    bool fresh = true;  // never lent yet: before_acquire and validation skip it
 };
 
 enum class waiter_state : std::uint8_t {

@@ -63,6 +63,7 @@ public:
 };
 
 class pool_impl;
+struct hook_ticket;  // src/asio/pool_impl.cpp
 
 // The part of an acquire operation the driver sees. The typed operation (pool.hpp) derives from it
 // and owns the handler; the waiter node is the base, so parking never allocates beyond the op itself.
@@ -71,8 +72,8 @@ struct acquire_op_base : core::waiter {
     std::optional<core::duration> timeout;
     error_code create_error;                         // the factory's error, when it failed this waiter
     std::chrono::steady_clock::time_point started{};  // only with an observer
-    bool in_hook = false;           // before_acquire (coroutine) under way on a taken resource
-    bool cancel_requested = false;  // cancellation that arrived while not parked
+    struct hook_ticket* ticket = nullptr;  // a coroutine check runs on a resource taken for this op
+    bool cancel_requested = false;         // cancellation that arrived while not parked
     // The handler runs on the pool's own executor: its resumption goes through the pool's ready
     // queue (one posted drain for many hand-offs) instead of a post of its own.
     bool direct = false;
@@ -142,10 +143,12 @@ public:
 
     struct engine;  // core, lock, timers (src/asio/pool_impl.cpp)
 
-private:
     enum class stage : std::uint8_t { validate, before_acquire, done };
+
+private:
     void handle_taken(acquire_op_base* op, resource_node* n, bool post, stage from) noexcept;
-    void after_async_check(acquire_op_base* op, resource_node* n, bool ok, stage at) noexcept;
+    void after_async_check(const std::shared_ptr<hook_ticket>& ticket, bool ok, stage at) noexcept;
+    void abandon_ticket(hook_ticket* t, error_code ec) noexcept;
     bool check_inline(stage at, resource_node* n) noexcept;  // sync verdict of a stage (true = pass)
     void hand_out(resource_node* n, const std::source_location& where, const acquire_op_base* op) noexcept;
     void housekeep_tick() noexcept;
