@@ -302,7 +302,8 @@ public:
     // not_supported when a check on the way out (before_acquire, validation on borrow) is a coroutine.
     lease<T> try_acquire(error_code& ec, std::source_location where = std::source_location::current()) noexcept {
         ec = {};
-        detail::resource_node* n = impl_->try_acquire(ec, where);
+        detail::resource_node* n = impl_->take_plain();  // the common case, before the general path
+        if (!n) n = impl_->try_acquire(ec, where);
         return n ? lease<T>::adopt(impl_.get(), n) : lease<T>{};
     }
 

@@ -72,8 +72,9 @@ struct pool_stats {
     std::uint64_t circuit_half_opened = 0;
     std::uint64_t circuit_closed = 0;
     std::uint64_t probes = 0;                // acquires admitted while half-open
+    // With pool_options::record_timings (empty otherwise):
     histogram wait_time;                     // acquire -> lease (immediate ones count in bucket 0)
-    histogram hold_time;                     // lease -> release (with pool_options::record_hold_times)
+    histogram hold_time;                     // lease -> release
     circuit_state circuit = circuit_state::closed;
     bool closed = false;
 };

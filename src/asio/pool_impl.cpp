@@ -224,6 +224,7 @@ core::config to_config(const pool_options& o, hook_mode before_acquire, hook_mod
     c.validate_after = o.validate_after;
     c.retry_initial = o.create_retry_initial;
     c.retry_max = o.create_retry_max;
+    c.lifetimes = o.max_lifetime > duration::zero();
     return c;
 }
 
@@ -367,6 +368,8 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
     if (validate && opts_.validate_after == duration::zero()) period = std::chrono::milliseconds(10);
     if (period > duration::zero() && period < std::chrono::milliseconds(10)) period = std::chrono::milliseconds(10);
     housekeeping_period_ = period;
+    // Neither lifecycle stamps nor hold times: the inline take/release paths may apply.
+    plain_ = opts_.acquire_ttl == duration::zero() && !opts_.record_timings;
 }
 
 pool_impl::~pool_impl() = default;
@@ -479,6 +482,16 @@ int pool_impl::process(core::effects& fx, const error_code& create_ec) noexcept 
         case core::effect::kind::destroy:
             destroy_node(static_cast<resource_node*>(e.r), static_cast<destroy_reason>(e.reason));
             break;
+        default: process_rare(e, create_ec); break;
+        }
+    }
+    fx.clear();
+    return creates;
+}
+
+// Reports, circuit changes, back-offs and leaks: rare, and kept out of the hot loop's frame.
+void pool_impl::process_rare(const core::effect& e, const error_code& create_ec) noexcept {
+    switch (e.what) {
         case core::effect::kind::report_success:
             if (auto* st = s_->strategy.get()) {
                 try {
@@ -535,10 +548,8 @@ int pool_impl::process(core::effects& fx, const error_code& create_ec) noexcept 
             }
             break;
         }
-        }
+    default: break;
     }
-    fx.clear();
-    return creates;
 }
 
 void pool_impl::apply(core::effects& fx, const error_code& create_ec) noexcept {
@@ -673,26 +684,24 @@ bool pool_impl::check_inline(stage at, resource_node* n) noexcept {
 
 // A resource leaves the pool for a caller: stamps for leak reports, hold times, the observer.
 void pool_impl::hand_out(resource_node* n, const std::source_location& where, const acquire_op_base* op) noexcept {
-    n->acquired_at = where;
-    if (opts_.record_hold_times || s_->obs) n->taken_at = clock::now();
+    if (opts_.acquire_ttl > duration::zero()) n->acquired_at = where;  // only leak reports read it
+    const bool timed = opts_.record_timings || s_->obs;
+    if (timed) n->taken_at = clock::now();
+    if (!timed) return;
     if (op && op->started != clock::time_point{}) {
-        const auto waited_for = std::chrono::nanoseconds((n->taken_at != clock::time_point{} ? n->taken_at : clock::now()) -
-                                                         op->started);
-        {
+        const auto waited_for = std::chrono::nanoseconds(n->taken_at - op->started);
+        if (opts_.record_timings) {
             guard g(*s_);
             s_->wait_time.record(waited_for);
         }
         notify(s_->obs, [&](observer& o) { o.on_taken(waited_for); });
-    } else {
-        {
-            guard g(*s_);
-            ++s_->wait_time.counts[0];
-        }
+    } else {  // immediate: counted by the core in bucket 0 (no clock, no lock here)
         notify(s_->obs, [](observer& o) { o.on_taken(std::chrono::nanoseconds(0)); });
     }
 }
 
 resource_node* pool_impl::try_acquire(error_code& ec, const std::source_location& where) noexcept {
+    if (resource_node* n = take_plain()) return n;
     if (!inline_ok_) {
         ec = errc::not_supported;
         return nullptr;
@@ -743,6 +752,7 @@ resource_node* pool_impl::try_acquire(error_code& ec, const std::source_location
 }
 
 resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location& where) noexcept {
+    if (resource_node* n = take_plain()) return n;
     for (;;) {
         core::pool_core::take_result t;
         {
@@ -791,12 +801,15 @@ void pool_impl::start_acquire(acquire_op_base* op) noexcept {
         if (op->cancel_requested) {
             t.st = core::status::cancelled;
         } else {
-            const auto now = clock::now();
-            op->started = now;  // before park: once parked, another thread may complete the op
-            s_->core.set_now(now);
+            // The clock only when something needs it: a deadline, wait times, the observer.
+            if (op->timeout || opts_.record_timings || s_->obs) {
+                const auto now = clock::now();
+                op->started = now;  // before park: once parked, another thread may complete the op
+                s_->core.set_now(now);
+            }
             t = s_->core.try_take();
             if (t.st == core::status::ok && !t.r) {
-                st = s_->core.park(*op, now, op->timeout, fx);
+                st = s_->core.park(*op, op->started, op->timeout, fx);
                 if (st == core::status::ok && op->timeout) s_->arm_deadline(weak_from_this());
             }
         }
@@ -876,13 +889,17 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
             if (!ok) break;
             at = at == stage::validate && before_acquire_ != hook_mode::none ? stage::before_acquire : stage::done;
         }
+        if (ok && !s_->core.cfg().confirm_takes) {  // no checks configured: lend it as it is
+            hand_out(n, op->where, op);
+            return op->complete(op, {}, n, post);
+        }
         core::effects fx;
         core::pool_core::take_result t;
         core::status st = core::status::ok;
         {
             guard g(*s_);
             if (ok) {
-                if (s_->core.cfg().confirm_takes) st = s_->core.confirm_take(n, fx);
+                st = s_->core.confirm_take(n, fx);
             } else {
                 t = reject_and_retry_locked(*s_, op, n, fx, weak_from_this());
             }
@@ -1000,7 +1017,22 @@ void pool_impl::on_deadline_timer() noexcept {
 
 void release_node(pool_impl* impl, resource_node* n, bool poisoned) noexcept { impl->release(n, poisoned); }
 
+// The fast paths: small functions with small frames, tried before the general ones.
+resource_node* pool_impl::take_plain() noexcept {
+    if (!plain_ || s_->obs) return nullptr;  // nothing to check, stamp or report
+    guard g(*s_);
+    return static_cast<resource_node*>(s_->core.take_fast());
+}
+
 void pool_impl::release(resource_node* n, bool poisoned) noexcept {
+    if (plain_ && !poisoned && before_release_ == hook_mode::none && !s_->obs) {
+        guard g(*s_);
+        if (s_->core.release_fast(n)) return;
+    }
+    release_general(n, poisoned);
+}
+
+void pool_impl::release_general(resource_node* n, bool poisoned) noexcept {
     if (!poisoned && before_release_ == hook_mode::async) {
         try {
             auto self = shared_from_this();
@@ -1018,13 +1050,14 @@ void pool_impl::release(resource_node* n, bool poisoned) noexcept {
 
 void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken) noexcept {
     std::chrono::nanoseconds held{};
-    if (n->taken_at != clock::time_point{}) held = clock::now() - n->taken_at;
-    notify(s_->obs, [held](observer& o) { o.on_released(held); });
+    const bool timed = opts_.record_timings || s_->obs;  // otherwise the node is not even read
+    if (timed && n->taken_at != clock::time_point{}) held = clock::now() - n->taken_at;
+    if (timed) notify(s_->obs, [held](observer& o) { o.on_released(held); });
     core::effects fx;
     bool closed;
     {
         guard g(*s_);
-        if (opts_.record_hold_times) s_->hold_time.record(held);
+        if (opts_.record_timings) s_->hold_time.record(held);
         s_->core.release(n,
                          poisoned ? core::pool_core::release_kind::poisoned
                          : broken ? core::pool_core::release_kind::broken
@@ -1167,6 +1200,7 @@ pool_stats pool_impl::stats() const noexcept {
     guard g(*s_);
     pool_stats p = to_stats(s_->core.snap());
     p.wait_time = s_->wait_time;
+    if (opts_.record_timings) p.wait_time.counts[0] += s_->core.stats().immediate_takes;
     p.hold_time = s_->hold_time;
     return p;
 }

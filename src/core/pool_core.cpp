@@ -26,6 +26,9 @@ const char* to_string(destroy_reason r) noexcept {
 
 pool_core::pool_core(const config& cfg) : cfg_(cfg), idle_(cfg.min < 8 ? 8 : cfg.min) {
     assert(cfg.max >= 1 && cfg.min <= cfg.max && cfg.max_concurrent_creations >= 1);
+    cfg_.track_leases = cfg.acquire_ttl > duration::zero();
+    cfg_.stamp_idle = cfg.idle_ttl > duration::zero() || cfg.validate_on_borrow;
+    refresh_fast_paths();
 }
 
 // ---- intrusive lists -------------------------------------------------------------------------
@@ -178,21 +181,26 @@ pool_core::take_result pool_core::lend(resource* r) noexcept {
         ++probes_admitted_;
         ++c_.probes;
     }
-    r->leased = true;
-    r->leak_reported = false;
-    r->leased_at = now_;
-    r->lprev = nullptr;
-    r->lnext = leased_head_;
-    if (leased_head_) leased_head_->lprev = r;
-    leased_head_ = r;
-    const bool fresh = r->fresh;
-    r->fresh = false;
-    const bool validate = !fresh && cfg_.validate_on_borrow && now_ - r->idle_since > cfg_.validate_after;
-    return {status::ok, r, validate, fresh};
+    if (cfg_.track_leases) {
+        r->leased = true;
+        r->leak_reported = false;
+        r->leased_at = now_;
+        r->lprev = nullptr;
+        r->lnext = leased_head_;
+        if (leased_head_) leased_head_->lprev = r;
+        leased_head_ = r;
+    }
+    take_result t{status::ok, r, false, false};
+    if (cfg_.confirm_takes) {  // only the checks care whether it is fresh or idled long
+        t.fresh = r->fresh;
+        r->fresh = false;
+        t.validate = !t.fresh && cfg_.validate_on_borrow && now_ - r->idle_since > cfg_.validate_after;
+    }
+    return t;
 }
 
 void pool_core::unlend(resource* r) noexcept {
-    if (!r->leased) return;
+    if (!cfg_.track_leases || !r->leased) return;
     r->leased = false;
     if (r->lprev) r->lprev->lnext = r->lnext;
     else leased_head_ = r->lnext;
@@ -206,7 +214,10 @@ pool_core::take_result pool_core::try_take() noexcept {
         ++c_.unavailable_rejections;
         return {status::unavailable, nullptr};
     }
-    if (idle_.size() > reserved_) return lend(pop_idle());
+    if (idle_.size() > reserved_) {
+        ++c_.immediate_takes;
+        return lend(pop_idle());
+    }
     return {};
 }
 
@@ -338,7 +349,7 @@ void pool_core::give_back(resource* r, effects& fx) {
 void pool_core::release(resource* r, release_kind kind, effects& fx) {
     assert(active_ > 0);
     --active_;
-    if (r->leased) {
+    if (cfg_.track_leases && r->leased) {
         unlend(r);
         if (r->leak_reported) emit(fx, effect::kind::leak_returned, destroy_reason::closed, status::ok, nullptr, r);
     }
@@ -356,13 +367,13 @@ void pool_core::release(resource* r, release_kind kind, effects& fx) {
         destroy(r, destroy_reason::closed, fx);
         return;
     }
-    if (r->expires_at != time_point{} && r->expires_at <= now_) {  // retired on release, never while lent
+    if (cfg_.lifetimes && r->expires_at != time_point{} && r->expires_at <= now_) {  // never while lent
         ++c_.retired;
         destroy(r, destroy_reason::lifetime, fx);
         maybe_create(fx);
         return;
     }
-    r->idle_since = now_;
+    if (cfg_.stamp_idle) r->idle_since = now_;
     idle_.push_back(r);
     if (fifo_.head) reserve_for_parked(fx);
 }
@@ -524,6 +535,7 @@ void pool_core::set_circuit(circuit s, effects& fx, std::uint32_t probes) {
     }
     if (s == circuit_) return;
     circuit_ = s;
+    refresh_fast_paths();
     if (s == circuit::open) ++c_.circuit_opened;
     else if (s == circuit::half_open) ++c_.circuit_half_opened;
     else ++c_.circuit_closed;
@@ -535,6 +547,7 @@ void pool_core::set_circuit(circuit s, effects& fx, std::uint32_t probes) {
 bool pool_core::close(effects& fx) {
     if (closed_) return false;
     closed_ = true;
+    refresh_fast_paths();
     fail_all(status::closed, fx);
     while (!idle_.empty()) destroy(idle_.pop_front(), destroy_reason::closed, fx);
     return true;

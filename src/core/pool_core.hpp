@@ -48,6 +48,11 @@ struct config {
     // Creation retry after a failure: initial * 2^(n-1), capped (the driver adds jitter). 0 = no delay.
     duration retry_initial{};
     duration retry_max{};
+    bool lifetimes = false;  // resources carry expires_at (max_lifetime): check it on release
+    // Derived in the constructor: which per-resource stamps the enabled features need. With none of
+    // them, taking and returning a resource never touches the resource's memory.
+    bool track_leases = false;  // acquire_ttl > 0
+    bool stamp_idle = false;    // idle_ttl > 0 or validate_on_borrow
 };
 
 struct effect {
@@ -118,6 +123,7 @@ struct counters {
     std::uint64_t circuit_half_opened = 0;   // transitions to half_open
     std::uint64_t circuit_closed = 0;        // transitions back to closed
     std::uint64_t probes = 0;                // acquires admitted while half_open
+    std::uint64_t immediate_takes = 0;       // acquires served without waiting (wait-time bucket 0)
 };
 
 struct snapshot {
@@ -171,6 +177,23 @@ public:
 
     enum class release_kind : std::uint8_t { ok, broken, poisoned };
     void release(resource* r, release_kind kind, effects& fx);
+    // The common release, inline: nobody waits, no reports, no per-resource stamps, not closed. false
+    // when any of that holds (then call release()).
+    bool release_fast(resource* r) {
+        if (plain_release_blocked_ || fifo_.head) return false;
+        --active_;
+        idle_.push_back(r);
+        return true;
+    }
+    // The common take, inline: an unreserved idle resource, circuit closed, no checks or stamps.
+    // nullptr when anything else applies (then call try_take()).
+    resource* take_fast() noexcept {
+        if (plain_take_blocked_ || idle_.size() <= reserved_) return nullptr;
+        ++active_;
+        ++c_.acquires;
+        ++c_.immediate_takes;
+        return cfg_.lifo ? idle_.pop_back() : idle_.pop_front();
+    }
 
     // Creation on behalf of the queue (create effects).
     void creation_succeeded(resource* r, effects& fx);
@@ -205,7 +228,10 @@ public:
     [[nodiscard]] circuit circuit_state() const noexcept { return circuit_; }
     // half_open with probes > 0 admits at most that many acquires until the state changes again.
     void set_circuit(circuit s, effects& fx, std::uint32_t probes = 0);
-    void set_reports(bool on) noexcept { cfg_.reports = on; }
+    void set_reports(bool on) noexcept {
+        cfg_.reports = on;
+        refresh_fast_paths();
+    }
 
     // Idempotent; returns false when already closed.
     bool close(effects& fx);
@@ -251,6 +277,10 @@ private:
     void report_failure(status st, effects& fx, destroy_reason why = destroy_reason::closed);
     take_result lend(resource* r) noexcept;  // idle -> active, leased list, validation flag, probes
     void unlend(resource* r) noexcept;
+    void refresh_fast_paths() noexcept {
+        plain_release_blocked_ = closed_ || cfg_.reports || cfg_.lifetimes || cfg_.stamp_idle || cfg_.track_leases;
+        plain_take_blocked_ = closed_ || circuit_ != circuit::closed || cfg_.confirm_takes || cfg_.track_leases;
+    }
     bool probes_exhausted() const noexcept {
         return circuit_ == circuit::half_open && probe_limit_ != 0 && probes_admitted_ >= probe_limit_;
     }
@@ -281,6 +311,8 @@ private:
     std::uint32_t probes_admitted_ = 0;
     time_point now_{};
     resource* leased_head_ = nullptr;
+    bool plain_release_blocked_ = false;  // refresh_fast_paths()
+    bool plain_take_blocked_ = false;
     counters c_;
 };
 

@@ -257,7 +257,7 @@ TEST(lifecycle_pool, creation_backoff_is_observable_and_demand_is_served_after_i
 TEST(lifecycle_pool, wait_and_hold_histograms_count_every_lease) {
     asio::io_context io;
     auto t = std::make_shared<tracker>();
-    pool<conn> p(io.get_executor(), {.min = 1, .max = 1, .record_hold_times = true}, test::counting_hooks(t));
+    pool<conn> p(io.get_executor(), {.min = 1, .max = 1, .record_timings = true}, test::counting_hooks(t));
     auto held = p.try_acquire();
     int done = 0;
     p.async_acquire([&](error_code, lease<conn>) { ++done; });

@@ -107,9 +107,15 @@ struct model {
             ++probes_admitted;
             ++c.probes;
         }
-        res[r].leased = true;
-        res[r].leak_reported = false;
-        res[r].leased_at = clock_now;
+        if (cfg.acquire_ttl > duration::zero()) {
+            res[r].leased = true;
+            res[r].leak_reported = false;
+            res[r].leased_at = clock_now;
+        }
+        if (!cfg.confirm_takes) {
+            if (validate) *validate = false;
+            return {status::ok, r};
+        }
         const bool fresh = res[r].fresh;
         res[r].fresh = false;
         if (validate) *validate = !fresh && cfg.validate_on_borrow && clock_now - res[r].idle_since > cfg.validate_after;
@@ -180,7 +186,10 @@ struct model {
             ++c.unavailable_rejections;
             return {status::unavailable, -1};
         }
-        if (idle.size() > reserved.size()) return lend(pop_idle(), validate);
+        if (idle.size() > reserved.size()) {
+            ++c.immediate_takes;
+            return lend(pop_idle(), validate);
+        }
         return {status::ok, -1};
     }
     status park(int s, time_point t_now, std::optional<duration> t) {
@@ -302,13 +311,13 @@ struct model {
         }
         if (cfg.reports) fx.push_back({effect::kind::report_success});
         if (closed) return destroy(r, destroy_reason::closed);
-        if (res[r].expires_at != time_point{} && res[r].expires_at <= clock_now) {
+        if (cfg.lifetimes && res[r].expires_at != time_point{} && res[r].expires_at <= clock_now) {
             ++c.retired;
             destroy(r, destroy_reason::lifetime);
             maybe_create();
             return;
         }
-        res[r].idle_since = clock_now;
+        if (cfg.idle_ttl > duration::zero() || cfg.validate_on_borrow) res[r].idle_since = clock_now;
         idle.push_back(r);
         reserve_for_parked();
     }
@@ -468,7 +477,7 @@ bool same_counters(const counters& a, const counters& b) {
            a.broken == b.broken && a.unhealthy == b.unhealthy && a.evicted == b.evicted && a.retired == b.retired &&
            a.leaks == b.leaks && a.creation_retries == b.creation_retries && a.circuit_opened == b.circuit_opened &&
            a.circuit_half_opened == b.circuit_half_opened && a.circuit_closed == b.circuit_closed &&
-           a.probes == b.probes;
+           a.probes == b.probes && a.immediate_takes == b.immediate_takes;
 }
 
 class run {
@@ -940,6 +949,7 @@ TEST(model, random_operation_sequences_match_the_reference_model_and_keep_the_in
             c.retry_max = c.retry_initial * 8;
         }
         const bool lifetimes = pick() % 2 == 0;
+        c.lifetimes = lifetimes;
         run r(run_seed, c, lifetimes);
         const int len = 200 + static_cast<int>(pick() % 3000);
         std::string e;

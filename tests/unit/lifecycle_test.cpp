@@ -165,6 +165,7 @@ TEST(lifecycle, evictions_rewarm_to_min) {
 
 TEST(lifecycle, max_lifetime_retires_idle_resources_and_never_a_leased_one) {
     config c = cfg(1, 2);
+    c.lifetimes = true;
     rig h(c);
     h.warm(60s);  // expires at t=160
     auto r = h.core.try_take().r;

@@ -22,6 +22,7 @@
 
 namespace respool::core {
 class effects;
+struct effect;
 }
 
 namespace respool::detail {
@@ -105,6 +106,8 @@ public:
 
     // Synchronous acquire: a node ready for the caller, or nullptr with ec set.
     resource_node* try_acquire(error_code& ec, const std::source_location& where = {}) noexcept;
+    // The common take (no checks, stamps or observer; an unreserved idle resource): nullptr otherwise.
+    resource_node* take_plain() noexcept;
     // The immediate part of async_acquire: a node, an error, or (nullptr, no error) = must wait.
     // Only when no check on the way out is a coroutine (can_acquire_inline()).
     resource_node* acquire_now(error_code& ec, const std::source_location& where = {}) noexcept;
@@ -158,6 +161,7 @@ private:
     [[nodiscard]] bool logging(log_level level) const noexcept;
     void stamp_new(resource_node* n) noexcept;
     void finish_release(resource_node* n, bool poisoned, bool broken) noexcept;
+    void release_general(resource_node* n, bool poisoned) noexcept;
     void on_deadline_timer() noexcept;
     void arm_health_timer() noexcept;
     void health_tick() noexcept;
@@ -167,6 +171,7 @@ private:
     void after_change() noexcept;
     void apply(core::effects& fx, const error_code& create_ec = {}) noexcept;
     int process(core::effects& fx, const error_code& create_ec) noexcept;  // all but creates
+    void process_rare(const core::effect& e, const error_code& create_ec) noexcept;
     void start_creations(int n) noexcept;
     int settle_creation(const error_code& ec, resource_node* n) noexcept;  // returns creates to start
     void destroy_node(resource_node* n, destroy_reason why) noexcept;
@@ -179,6 +184,7 @@ private:
     std::unique_ptr<hooks_base> hooks_;
     hook_mode factory_, before_acquire_, before_release_, healthcheck_;
     bool inline_ok_ = true;       // no coroutine check between taking a resource and lending it
+    bool plain_ = true;           // no per-lease stamps wanted: core take_fast/release_fast may serve
     duration housekeeping_period_{};
     std::unique_ptr<engine> s_;  // core, lock, timers: kept out of this header
 };
