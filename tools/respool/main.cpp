@@ -75,6 +75,28 @@ struct demo_config {
     std::string timeout = "250ms";
     std::string duration = "10s";
     bool quiet = false;
+    // resilience and lifecycle
+    std::string outage;               // "START:LENGTH" (e.g. 3s:2s): the backend is down in that window
+    unsigned breaker = 5;             // consecutive failures that open the circuit (0 = no breaker)
+    std::string cool_down = "1s";
+    double leak_rate = 0.0;           // probability that a client forgets its lease for --leak-hold
+    std::string leak_hold = "3s";
+    std::string acquire_ttl = "1s";   // leak detection threshold
+    std::string idle_ttl = "0";
+    std::string max_lifetime = "0";
+};
+
+// Writes pool log lines above the live progress line.
+class demo_log final : public respool::log_sink {
+public:
+    explicit demo_log(bool tty) : tty_(tty) {}
+    void log(respool::log_level level, std::string_view message) override {
+        std::fprintf(stderr, "%s[%s] %.*s\n", tty_ ? "\r\033[K" : "", respool::to_string(level),
+                     static_cast<int>(message.size()), message.data());
+    }
+
+private:
+    bool tty_;
 };
 
 struct sim_resource {
@@ -91,6 +113,18 @@ int run_demo(const demo_config& cfg) {
     const auto hold = *parse_duration(cfg.hold);
     const auto timeout = *parse_duration(cfg.timeout);
     const auto run_for = *parse_duration(cfg.duration);
+    auto d = [](const std::string& text) { return std::chrono::duration_cast<respool::duration>(*parse_duration(text)); };
+    std::chrono::nanoseconds outage_from{-1}, outage_len{0};
+    if (!cfg.outage.empty()) {
+        const auto colon = cfg.outage.find(':');
+        outage_from = *parse_duration(cfg.outage.substr(0, colon));
+        outage_len = *parse_duration(cfg.outage.substr(colon + 1));
+    }
+    const auto start = clock_type::now();
+    auto in_outage = [&] {
+        const auto t = clock_type::now() - start;
+        return outage_from.count() >= 0 && t >= outage_from && t < outage_from + outage_len;
+    };
 
     asio::io_context io(1);
     std::mt19937 rng(42);
@@ -101,18 +135,30 @@ int run_demo(const demo_config& cfg) {
     hooks.factory = [&]() -> asio::awaitable<sim_resource> {
         asio::steady_timer connect(co_await asio::this_coro::executor, create_latency);
         co_await connect.async_wait(asio::use_awaitable);  // the simulated connect
-        if (fails(rng)) throw boost::system::system_error(asio::error::connection_refused);
+        if (in_outage() || fails(rng)) throw boost::system::system_error(asio::error::connection_refused);
         co_return sim_resource{++next_id};
     };
-    respool::pool<sim_resource> pool(
-        io.get_executor(),
-        {.min = cfg.min, .max = cfg.max, .acquire_timeout = std::chrono::duration_cast<respool::duration>(timeout)},
-        std::move(hooks));
+    hooks.before_release = [&](sim_resource&) { return !in_outage(); };  // a query failed: broken
+    respool::pool<sim_resource> pool(io.get_executor(),
+                                     {.min = cfg.min,
+                                      .max = cfg.max,
+                                      .acquire_timeout = std::chrono::duration_cast<respool::duration>(timeout),
+                                      .idle_ttl = d(cfg.idle_ttl),
+                                      .max_lifetime = d(cfg.max_lifetime),
+                                      .acquire_ttl = cfg.leak_rate > 0 ? d(cfg.acquire_ttl) : respool::duration{},
+                                      .record_timings = true},
+                                     std::move(hooks));
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    pool.set_log_sink(std::make_shared<demo_log>(tty));
+    if (cfg.breaker > 0)
+        pool.set_circuit_strategy(std::make_shared<respool::failure_threshold_strategy>(
+            respool::breaker_options{.failures_to_open = cfg.breaker, .cool_down = d(cfg.cool_down)}));
+    const auto leak_hold = *parse_duration(cfg.leak_hold);
+    std::bernoulli_distribution leaks(cfg.leak_rate);
 
     counters total, window;
     std::vector<double> waits_all, waits_window;  // milliseconds
     waits_all.reserve(1 << 20);
-    const auto start = clock_type::now();
     const auto stop_at = start + run_for;
     bool stopping = false;
 
@@ -138,18 +184,18 @@ int run_demo(const demo_config& cfg) {
             count(window);
             if (ec) {
                 if (ec == errc::closed) break;
-                t.expires_after(1ms);  // back off a little before retrying
+                t.expires_after(ec == errc::unavailable ? 10ms : 1ms);  // back off before retrying
                 co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
                 continue;
             }
             waits_all.push_back(waited);
             waits_window.push_back(waited);
-            t.expires_after(std::chrono::duration_cast<clock_type::duration>(hold * jitter(local)));
+            const bool leak = leaks(local);  // "forgets" the lease for a long while
+            t.expires_after(std::chrono::duration_cast<clock_type::duration>(leak ? leak_hold : hold * jitter(local)));
             co_await t.async_wait(asio::as_tuple(asio::use_awaitable));  // "the query"
         }
     };
 
-    const bool tty = isatty(STDERR_FILENO) != 0;
     auto reporter = [&]() -> asio::awaitable<void> {
         asio::steady_timer t(co_await asio::this_coro::executor);
         const auto period = tty ? 250ms : 1000ms;
@@ -162,14 +208,17 @@ int run_demo(const demo_config& cfg) {
             last = now;
             const auto s = pool.stats();
             if (!cfg.quiet) {
-                char line[256];
+                char line[320];
+                const char* circuit = s.circuit == respool::circuit_state::closed ? "closed"
+                                      : s.circuit == respool::circuit_state::open ? "OPEN"
+                                                                                  : "half-open";
                 std::snprintf(line, sizeof line,
                               "%5.1fs  %8.0f acq/s  wait p50 %-7s p99 %-7s  idle %3u active %3u waiting %4u  "
-                              "errors %ld",
+                              "errors %ld  circuit %s  leaks %llu",
                               std::chrono::duration<double>(now - start).count(), static_cast<double>(window.ok) / secs,
                               show_ms(percentile_ms(waits_window, 0.5)).c_str(),
                               show_ms(percentile_ms(waits_window, 0.99)).c_str(), s.idle, s.active, s.waiting,
-                              total.errors());
+                              total.errors(), circuit, static_cast<unsigned long long>(s.leaks));
                 if (tty) std::fprintf(stderr, "\r%s\033[K", line);
                 else std::fprintf(stderr, "%s\n", line);
             }
@@ -205,7 +254,12 @@ int run_demo(const demo_config& cfg) {
     row("acquires that had to wait", std::to_string(s.waits));
     row("timeouts", std::to_string(total.timeouts));
     row("creation failures seen", std::to_string(total.create_failed));
-    row("other errors", std::to_string(total.exhausted + total.unavailable + total.other));
+    row("other errors", std::to_string(total.exhausted + total.other));
+    row("unavailable (circuit open)", std::to_string(total.unavailable));
+    row("circuit opened", std::to_string(s.circuit_opened));
+    row("leaks reported", std::to_string(s.leaks));
+    row("evicted / retired", std::to_string(s.evicted) + " / " + std::to_string(s.retired));
+    row("wait p99 (histogram bucket)", "< " + std::to_string(s.wait_time.quantile_upper_us(0.99)) + "us");
     row("resources created", std::to_string(s.creations));
     row("resources destroyed", std::to_string(s.destructions));
     row("pool size at end (max)", std::to_string(s.total) + " (" + std::to_string(s.max) + ")");
@@ -236,6 +290,22 @@ int main(int argc, char** argv) {
     demo->add_option("--timeout", cfg.timeout, "acquire timeout")->capture_default_str()->check(duration_check);
     demo->add_option("-d,--duration", cfg.duration, "how long to run")->capture_default_str()->check(duration_check);
     demo->add_flag("-q,--quiet", cfg.quiet, "no live progress line");
+    auto outage_check = CLI::Validator(
+        [](std::string& v) {
+            const auto colon = v.find(':');
+            if (colon == std::string::npos || !parse_duration(v.substr(0, colon)) || !parse_duration(v.substr(colon + 1)))
+                return "'" + v + "' is not START:LENGTH (e.g. 3s:2s)";
+            return std::string();
+        },
+        "START:LENGTH");
+    demo->add_option("--outage", cfg.outage, "backend down in this window: creations fail, queries break")->check(outage_check);
+    demo->add_option("--breaker", cfg.breaker, "consecutive failures that open the circuit (0 = no breaker)")->capture_default_str();
+    demo->add_option("--cool-down", cfg.cool_down, "open circuit: time before probing")->capture_default_str()->check(duration_check);
+    demo->add_option("--leak-rate", cfg.leak_rate, "probability that a client forgets its lease")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+    demo->add_option("--leak-hold", cfg.leak_hold, "how long a forgotten lease is held")->capture_default_str()->check(duration_check);
+    demo->add_option("--acquire-ttl", cfg.acquire_ttl, "leak detection threshold")->capture_default_str()->check(duration_check);
+    demo->add_option("--idle-ttl", cfg.idle_ttl, "evict resources idle longer (0 = off)")->capture_default_str()->check(duration_check);
+    demo->add_option("--max-lifetime", cfg.max_lifetime, "retire resources older (0 = off)")->capture_default_str()->check(duration_check);
     try {
         app.parse(argc, argv);
         respool::validate({.min = cfg.min, .max = cfg.max});
