@@ -74,14 +74,14 @@ public:
         }
     }
     void create_async(const asio::any_io_executor& ex, create_done done) override {
+        // The result is owned until the pool takes it: a completion destroyed unrun (its io_context
+        // torn down) frees the value instead of leaking it.
+        using owned = std::unique_ptr<typed_node<T>>;
         asio::co_spawn(
-            ex,
-            [f = h_.factory.async_]() -> asio::awaitable<resource_node*> {
-                co_return new typed_node<T>(co_await f());
-            },
-            [done = std::move(done)](std::exception_ptr e, resource_node* n) {
+            ex, [f = h_.factory.async_]() -> asio::awaitable<owned> { co_return std::make_unique<typed_node<T>>(co_await f()); },
+            [done = std::move(done)](std::exception_ptr e, owned n) {
                 if (e) done(error_of(e), nullptr);
-                else done({}, n);
+                else done({}, n.release());
             });
     }
     bool check_sync(check_kind k, resource_node& n) noexcept override {

@@ -324,11 +324,14 @@ TEST(pool, coroutine_factory_and_hooks_work_and_wait_ready_reports_prewarm) {
     pool<conn> p(io.get_executor(), {.min = 3, .max = 3}, std::move(h));
     EXPECT_EQ(t->created, 0) << "a coroutine factory starts at construction and runs on the loop";
     error_code ready = errc::timeout;
-    p.async_wait_ready([&](error_code ec) { ready = ec; });
     std::vector<int> ids;
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
+            // Pre-warmed resources idle in the pool, so before_acquire checks them (a resource created
+            // while a waiter is parked would be fresh and skip it).
+            auto [ec] = co_await p.async_wait_ready(asio::as_tuple(asio::use_awaitable));
+            ready = ec;
             for (int i = 0; i < 3; ++i) {
                 auto l = co_await p.async_acquire(asio::use_awaitable);
                 ids.push_back(l->id);

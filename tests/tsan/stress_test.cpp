@@ -79,17 +79,19 @@ TEST(thread_safe, four_threads_with_timeouts_and_cancellations_keep_every_invari
                 }
                 continue;
             }
-            asio::cancellation_signal sig;
+            // Shared: a canceller handler already queued when the acquire completes still finds its
+            // signal (emitting after completion is a no-op: the slot was cleared).
+            auto sig = std::make_shared<asio::cancellation_signal>();
             asio::steady_timer canceller(ex);
             if (mode <= 2) {  // cancel while (maybe) waiting, emitted on this client's strand
                 canceller.expires_after(std::chrono::microseconds(rng() % 300));
-                canceller.async_wait([&sig](error_code e) {
-                    if (!e) sig.emit(asio::cancellation_type::terminal);
+                canceller.async_wait([sig](error_code e) {
+                    if (!e) sig->emit(asio::cancellation_type::terminal);
                 });
             }
             const auto timeout = std::chrono::microseconds(200 + rng() % 2000);
             auto [ec, l] = co_await p->async_acquire(
-                timeout, asio::bind_cancellation_slot(sig.slot(), asio::as_tuple(asio::use_awaitable)));
+                timeout, asio::bind_cancellation_slot(sig->slot(), asio::as_tuple(asio::use_awaitable)));
             canceller.cancel();
             c.completed++;
             if (!ec) {
