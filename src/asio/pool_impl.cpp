@@ -275,7 +275,6 @@ struct pool_impl::engine {
     std::unique_ptr<asio::steady_timer> recover_timer;       // background: circuit cool-down
     std::uint64_t recover_generation = 0;
     std::minstd_rand rng{std::random_device{}()};
-    error_code last_create_error;
 
     std::shared_ptr<circuit_strategy> strategy;
     std::shared_ptr<observer> obs;
