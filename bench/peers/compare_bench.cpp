@@ -1,0 +1,121 @@
+// The C++ side of bench/compare: respool (a shared thread_safe pool, and one pool per thread as in
+// SPEC.md §3) and the naive pool a C++ developer would otherwise hand-roll, on the workloads of the Java
+// peer harness, measured the same way (threads cycle for a fixed time after a warm-up; median of reps).
+//
+//   respool_compare <seconds> <reps>     prints: cycle <variant> <threads> <pool> <median ops/s>
+#include "naive_pool.hpp"
+
+#include <respool/pool.hpp>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace asio = boost::asio;
+
+namespace {
+
+struct resource {
+    int id;
+};
+
+respool::hooks<resource> plain_hooks() {
+    respool::hooks<resource> h;
+    h.factory = [] { return resource{1}; };
+    return h;
+}
+
+// Ops/s of `threads` threads running `cycle(thread_index)` for `seconds`, after a warm-up.
+double measure(int threads, double seconds, const std::function<void(int)>& cycle) {
+    std::atomic<bool> stop{false};
+    std::atomic<long long> ops{0};
+    std::barrier start(threads + 1);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t)
+        ts.emplace_back([&, t] {
+            start.arrive_and_wait();
+            long long n = 0;
+            while (!stop.load(std::memory_order_relaxed)) {
+                for (int i = 0; i < 256; ++i) cycle(t);
+                n += 256;
+            }
+            ops += n;
+        });
+    start.arrive_and_wait();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    stop = true;
+    for (auto& t : ts) t.join();
+    return static_cast<double>(ops.load()) /
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median_of(int reps, double seconds, int threads, const std::function<void(int)>& cycle) {
+    measure(threads, seconds, cycle);  // warm-up
+    std::vector<double> r;
+    for (int i = 0; i < reps; ++i) r.push_back(measure(threads, seconds, cycle));
+    std::sort(r.begin(), r.end());
+    return r[r.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const double seconds = argc > 1 ? std::atof(argv[1]) : 0.5;
+    const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
+    const int workloads[][2] = {{1, 32}, {2, 32}, {8, 32}, {8, 4}};
+    for (const auto& w : workloads) {
+        const int threads = w[0];
+        const auto size = static_cast<std::size_t>(w[1]);
+
+        {  // one thread_safe pool shared by every thread; a thread that finds nothing free waits on the
+           // pool's executor (run by one extra thread) through a future
+            asio::io_context io;
+            auto guard = asio::make_work_guard(io);
+            std::thread runner([&] { io.run(); });
+            respool::pool<resource> p(io.get_executor(), {.min = size, .max = size, .thread_safe = true},
+                                      plain_hooks());
+            const double r = median_of(reps, seconds, threads, [&](int) {
+                respool::lease<resource> l = p.try_acquire();
+                if (!l) l = p.async_acquire(asio::use_future).get();
+            });
+            std::printf("cycle respool-shared %d %zu %.0f\n", threads, size, r);
+            std::fflush(stdout);
+            p.close();
+            guard.reset();
+            runner.join();
+        }
+        {  // one pool per thread (each bound to its own executor: no locks)
+            std::vector<std::unique_ptr<asio::io_context>> ios;
+            std::vector<std::unique_ptr<respool::pool<resource>>> pools;
+            for (int t = 0; t < threads; ++t) {
+                ios.push_back(std::make_unique<asio::io_context>(1));
+                pools.push_back(std::make_unique<respool::pool<resource>>(
+                    ios.back()->get_executor(), respool::pool_options{.min = size, .max = size}, plain_hooks()));
+            }
+            const double r = median_of(reps, seconds, threads, [&](int t) {
+                respool::lease<resource> l = pools[static_cast<std::size_t>(t)]->try_acquire();
+                if (!l) std::abort();  // a pool per thread never runs dry with one lease at a time
+            });
+            std::printf("cycle respool-per-thread %d %zu %.0f\n", threads, size, r);
+            std::fflush(stdout);
+        }
+        {
+            naive_pool<resource> p(size, [] { return resource{1}; });
+            const double r = median_of(reps, seconds, threads, [&](int) { p.release(p.acquire()); });
+            std::printf("cycle naive-cpp %d %zu %.0f\n", threads, size, r);
+            std::fflush(stdout);
+        }
+    }
+}
