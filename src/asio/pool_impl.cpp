@@ -261,8 +261,10 @@ struct pool_impl::engine {
         : core(c), thread_safe(ts), deadline_timer(ex) {}
 
     core::pool_core core;
-    std::mutex mu;
+    // On its own cache line: lockers hammering the mutex must not steal the lines the holder writes.
+    alignas(64) std::mutex mu;
     const bool thread_safe;
+    char pad_[64 - sizeof(bool)]{};
 
     asio::steady_timer deadline_timer;  // one timer for every waiter's deadline
     bool armed = false;
