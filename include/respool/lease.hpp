@@ -10,9 +10,6 @@
 namespace respool {
 
 template <class T>
-class pool;
-
-template <class T>
 class lease {
 public:
     lease() noexcept = default;

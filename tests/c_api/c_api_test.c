@@ -70,6 +70,17 @@ static respool_hooks hooks_for(ctx* x) {
     return h;
 }
 
+/* A pool over `x` (counters zeroed unless `keep` says the test set them) with the hooks above. */
+static respool_pool* open_pool(ctx* x, bool keep, uint32_t min, uint32_t max, uint32_t healthcheck_ms,
+                               uint32_t max_waiters) {
+    if (!keep) memset(x, 0, sizeof *x);
+    respool_hooks h = hooks_for(x);
+    respool_config cfg = {min, max, healthcheck_ms, max_waiters};
+    respool_pool* p = NULL;
+    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    return p;
+}
+
 static void sleep_ms(int ms) {
     struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&t, NULL);
@@ -158,11 +169,7 @@ static void test_bad_inputs(void) {
 
 static void test_basic_cycle_and_stats(void) {
     ctx x;
-    memset(&x, 0, sizeof x);
-    respool_hooks h = hooks_for(&x);
-    respool_config cfg = {2, 3, 0, 0};
-    respool_pool* p = NULL;
-    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    respool_pool* p = open_pool(&x, false, 2, 3, 0, 0);
     CHECK(atomic_load(&x.created) == 2); /* min exists when create returns */
     respool_stats s = stats_of(p);
     CHECK(s.idle == 2 && s.total == 2 && s.max == 3 && s.creations == 2);
@@ -301,11 +308,7 @@ static void* blocked_thread(void* a) {
 
 static void test_close_wakes_blocked_and_timeouts(void) {
     ctx x;
-    memset(&x, 0, sizeof x);
-    respool_hooks h = hooks_for(&x);
-    respool_config cfg = {1, 1, 0, 0};
-    respool_pool* p = NULL;
-    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    respool_pool* p = open_pool(&x, false, 1, 1, 0, 0);
     void* held = NULL;
     CHECK_STATUS(respool_try_acquire(p, &held), RESPOOL_OK);
 
@@ -358,11 +361,7 @@ static void wait_calls(async_state* s, int n) {
 
 static void test_acquire_async(void) {
     ctx x;
-    memset(&x, 0, sizeof x);
-    respool_hooks h = hooks_for(&x);
-    respool_config cfg = {1, 1, 0, 0};
-    respool_pool* p = NULL;
-    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    respool_pool* p = open_pool(&x, false, 1, 1, 0, 0);
     async_state s;
     memset(&s, 0, sizeof s);
     pthread_mutex_init(&s.m, NULL);
@@ -415,11 +414,7 @@ static void on_failure(void* c, respool_pool* p, int status) {
 
 static void test_circuit(void) {
     ctx x;
-    memset(&x, 0, sizeof x);
-    respool_hooks h = hooks_for(&x);
-    respool_config cfg = {1, 2, 0, 0};
-    respool_pool* p = NULL;
-    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    respool_pool* p = open_pool(&x, false, 1, 2, 0, 0);
     respool_circuit_state cs = RESPOOL_CIRCUIT_OPEN;
     CHECK_STATUS(respool_get_circuit_state(p, &cs), RESPOOL_OK);
     CHECK(cs == RESPOOL_CIRCUIT_CLOSED);
@@ -484,11 +479,8 @@ static void test_create_failures_and_hooks(void) {
 static void test_healthcheck_runs_on_the_background(void) {
     ctx x;
     memset(&x, 0, sizeof x);
-    respool_hooks h = hooks_for(&x);
     atomic_store(&x.unhealthy_id, 1);
-    respool_config cfg = {2, 2, 5, 0};
-    respool_pool* p = NULL;
-    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    respool_pool* p = open_pool(&x, true, 2, 2, 5, 0);
     for (int i = 0; i < 20000 && atomic_load(&x.destroyed) < 1; ++i) sleep_ms(1); /* waits on a counter */
     CHECK(atomic_load(&x.destroyed) >= 1);
     for (int i = 0; i < 20000 && stats_of(p).total < 2; ++i) sleep_ms(1);
@@ -500,11 +492,7 @@ static void test_healthcheck_runs_on_the_background(void) {
 /* max_waiters sheds load: beyond it a blocking acquire fails at once with RESPOOL_E_EXHAUSTED. */
 static void test_max_waiters(void) {
     ctx x;
-    memset(&x, 0, sizeof x);
-    respool_hooks h = hooks_for(&x);
-    respool_config cfg = {1, 1, 0, 1};
-    respool_pool* p = NULL;
-    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    respool_pool* p = open_pool(&x, false, 1, 1, 0, 1);
     void* held = NULL;
     CHECK_STATUS(respool_try_acquire(p, &held), RESPOOL_OK);
     blocked_arg queued = {p, 0, 1, NULL};
@@ -528,11 +516,7 @@ static void test_max_waiters(void) {
 
 static void test_free_with_resources_lent(void) {
     ctx x;
-    memset(&x, 0, sizeof x);
-    respool_hooks h = hooks_for(&x);
-    respool_config cfg = {2, 2, 0, 0};
-    respool_pool* p = NULL;
-    CHECK_STATUS(respool_create(&cfg, &h, &p), RESPOOL_OK);
+    respool_pool* p = open_pool(&x, false, 2, 2, 0, 0);
     void* r = NULL;
     CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_OK);
     respool_free(p); /* closes; the idle one dies now */
