@@ -79,18 +79,21 @@ int main(int argc, char** argv) {
         const int threads = w[0];
         const auto size = static_cast<std::size_t>(w[1]);
 
-        {  // one thread_safe pool shared by every thread; a thread that finds nothing free waits on the
-           // pool's executor (run by one extra thread) through a future
+        // One thread_safe pool shared by every thread, with the default FIFO idle order and with the
+        // thread-affinity cache; a thread that finds nothing free waits on the pool's executor (run by
+        // one extra thread) through a future.
+        for (const bool affinity : {false, true}) {
             asio::io_context io;
             auto guard = asio::make_work_guard(io);
             std::thread runner([&] { io.run(); });
-            respool::pool<resource> p(io.get_executor(), {.min = size, .max = size, .thread_safe = true},
+            respool::pool<resource> p(io.get_executor(),
+                                      {.min = size, .max = size, .thread_safe = true, .thread_affinity = affinity},
                                       plain_hooks());
             const double r = median_of(reps, seconds, threads, [&](int) {
                 respool::lease<resource> l = p.try_acquire();
                 if (!l) l = p.async_acquire(asio::use_future).get();
             });
-            std::printf("cycle respool-shared %d %zu %.0f\n", threads, size, r);
+            std::printf("cycle respool-shared%s %d %zu %.0f\n", affinity ? "-affinity" : "", threads, size, r);
             std::fflush(stdout);
             p.close();
             guard.reset();

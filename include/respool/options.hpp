@@ -24,6 +24,12 @@ struct pool_options {
     std::size_t max_concurrent_creations = 2;     // factory calls running at once, >= 1
     idle_order order = idle_order::fifo;
     bool thread_safe = false;                     // allow acquire/release from any thread
+    // With thread_safe: a thread that releases while nobody waits keeps the resource in a slot of its
+    // own, and its next acquire takes it back without the pool's lock (HikariCP's ConcurrentBag idea).
+    // Idle order becomes "this thread's last resource first"; waiters stay FIFO (a parking waiter
+    // drains every slot), and other threads steal from the slots before they wait. Bypassed while a
+    // circuit strategy or observer is set; see docs/03-design.md.
+    bool thread_affinity = false;
 
     // Lifecycle (SPEC.md §2). Off in the generic pool; the database layer turns them on (300 s, 30 s).
     // `min` is the warm baseline (min_idle): re-created in the background after losses.

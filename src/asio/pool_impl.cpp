@@ -16,6 +16,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <atomic>
 #include <mutex>
 #include <ostream>
 #include <random>
@@ -62,6 +63,8 @@ void validate(const pool_options& o) {
     non_negative("validate_after", o.validate_after);
     non_negative("create_retry_initial", o.create_retry_initial);
     non_negative("create_retry_max", o.create_retry_max);
+    if (o.thread_affinity && !o.thread_safe)
+        fail("thread_affinity requires thread_safe (a pool on one executor has no threads to tell apart)");
     if (o.create_retry_max < o.create_retry_initial)
         fail("create_retry_max (" + show(o.create_retry_max) + ") must not be below create_retry_initial (" +
              show(o.create_retry_initial) + ")");
@@ -256,9 +259,45 @@ struct hook_ticket {
     std::unique_ptr<asio::steady_timer> timer;  // the op's deadline, on the pool's executor
 };
 
+// pool_options::thread_affinity. Each thread owns one slot (by a process-wide thread number), which
+// holds at most one idle resource that the core still counts as active. A take is an exchange on the
+// thread's own cache line, a release a compare-and-swap: no lock and no shared write while `open`.
+// `open` mirrors core.uncontended() and only changes under the pool's lock; closing it drains every
+// slot into the core. The race between a releaser filling its slot and a waiter parking is settled
+// Dekker-style: the releaser stores, then re-reads `open`; the closer stores `open`, then scans the
+// slots (all sequentially consistent), so at least one of them sees the other, and the exchange
+// decides which one returns the resource to the core.
+struct affinity_cache {
+    static constexpr unsigned size = 64;
+    struct alignas(64) slot {
+        std::atomic<resource_node*> node{nullptr};
+        std::atomic<std::uint64_t> takes{0};  // leases lent from the cache by threads of this slot
+    };
+    alignas(64) std::atomic<bool> open{false};
+    slot slots[size];
+
+    // This thread's slot. The first call numbers the thread (a seq_cst increment, so a closer that
+    // reads threads() after closing `open` covers every slot a thread could have filled).
+    static unsigned self() noexcept {
+        thread_local unsigned index = ~0u;
+        if (index == ~0u) index = threads_.fetch_add(1, std::memory_order_seq_cst) % size;
+        return index;
+    }
+    // Slots in use: the scan bound of drains and steals.
+    static unsigned used() noexcept {
+        const unsigned n = threads_.load(std::memory_order_seq_cst);
+        return n < size ? n : size;
+    }
+
+private:
+    static inline std::atomic<unsigned> threads_{0};
+};
+
 struct pool_impl::engine {
-    engine(const asio::any_io_executor& ex, const core::config& c, bool ts)
-        : core(c), thread_safe(ts), deadline_timer(ex) {}
+    engine(pool_impl* o, const asio::any_io_executor& ex, const core::config& c, bool ts)
+        : owner(o), core(c), thread_safe(ts), deadline_timer(ex) {}
+
+    pool_impl* const owner;
 
     core::pool_core core;
     // On its own cache line: lockers hammering the mutex must not steal the lines the holder writes.
@@ -298,28 +337,68 @@ struct pool_impl::engine {
     bool ready = false;
     error_code ready_ec;
 
+    std::unique_ptr<affinity_cache> cache;  // thread_affinity, when the options allow it
+    std::atomic<clock::rep> coarse_now{0};  // max_lifetime with the cache: the last housekeeping time
+
     void arm_deadline(const std::weak_ptr<pool_impl>& weak);
+    // Every resource in the cache back to the core (lock held). Returns how many.
+    unsigned drain_cache_locked(core::effects& fx) noexcept;
+    // Unlocks `m`, first opening or closing the cache to match the core; a close drains it.
+    void unlock_cached(std::mutex* m) noexcept;
 };
+
+unsigned pool_impl::engine::drain_cache_locked(core::effects& fx) noexcept {
+    unsigned n = 0;
+    for (unsigned i = 0, used = affinity_cache::used(); i < used; ++i) {
+        auto& sl = cache->slots[i];
+        if (!sl.node.load(std::memory_order_seq_cst)) continue;
+        if (resource_node* r = sl.node.exchange(nullptr, std::memory_order_seq_cst)) {
+            core.release(r, core::pool_core::release_kind::ok, fx);
+            ++n;
+        }
+    }
+    return n;
+}
+
+void pool_impl::engine::unlock_cached(std::mutex* m) noexcept {
+    const bool want = !obs && core.uncontended();
+    bool drained = false;
+    bool closed = false;
+    core::effects fx;
+    if (want != cache->open.load(std::memory_order_relaxed)) {
+        cache->open.store(want, std::memory_order_seq_cst);
+        if (!want) {
+            drained = drain_cache_locked(fx) != 0;
+            closed = core.closed();
+        }
+    }
+    m->unlock();
+    if (!drained) return;
+    owner->apply(fx);  // a parked waiter gets its resource; a closed pool destroys them
+    if (closed) owner->after_change();
+}
 
 namespace {
 
 // Locks only in thread_safe mode: the default pool lives on one executor and pays nothing.
 class guard {
 public:
-    explicit guard(pool_impl::engine& s) : m_(s.thread_safe ? &s.mu : nullptr) {
+    explicit guard(pool_impl::engine& s) : s_(s), m_(s.thread_safe ? &s.mu : nullptr) {
         if (m_) m_->lock();
     }
     ~guard() { unlock(); }
+    // With the thread-affinity cache, every unlock first brings the cache in line with the core.
     void unlock() {
-        if (m_) {
-            m_->unlock();
-            m_ = nullptr;
-        }
+        if (!m_) return;
+        if (s_.cache) return s_.unlock_cached(std::exchange(m_, nullptr));
+        m_->unlock();
+        m_ = nullptr;
     }
     guard(const guard&) = delete;
     guard& operator=(const guard&) = delete;
 
 private:
+    pool_impl::engine& s_;
     std::mutex* m_;
 };
 
@@ -357,7 +436,7 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
       healthcheck_(hooks_->mode(check_kind::healthcheck)) {
     validate(opts_);
     if (factory_ == hook_mode::none) throw std::invalid_argument("respool: factory hook is required");
-    s_ = std::make_unique<engine>(ex_, to_config(opts_, before_acquire_, healthcheck_), opts_.thread_safe);
+    s_ = std::make_unique<engine>(this, ex_, to_config(opts_, before_acquire_, healthcheck_), opts_.thread_safe);
     const bool validate = opts_.health_check_on_borrow && healthcheck_ != hook_mode::none;
     inline_ok_ = before_acquire_ != hook_mode::async && !(validate && healthcheck_ == hook_mode::async);
     // Housekeeping runs at a quarter of the shortest lifecycle period (at least every 10 ms): that is
@@ -371,6 +450,10 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
     housekeeping_period_ = period;
     // Neither lifecycle stamps nor hold times: the inline take/release paths may apply.
     plain_ = opts_.acquire_ttl == duration::zero() && !opts_.record_timings;
+    // The cache lends without checks or stamps: only when no hook runs on the way out or back in.
+    if (opts_.thread_affinity && plain_ && before_acquire_ == hook_mode::none &&
+        before_release_ == hook_mode::none && !validate)
+        s_->cache = std::make_unique<affinity_cache>();
 }
 
 pool_impl::~pool_impl() = default;
@@ -423,7 +506,13 @@ void pool_impl::housekeep_tick() noexcept {
     core::effects fx;
     {
         guard g(*s_);
-        s_->core.housekeep(clock::now(), fx);
+        const auto now = clock::now();
+        s_->core.set_now(now);
+        if (s_->cache) {  // cached resources age and expire in the core's idle set
+            s_->coarse_now.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+            s_->drain_cache_locked(fx);
+        }
+        s_->core.housekeep(now, fx);
         arm_housekeeping();
     }
     apply(fx);
@@ -1021,11 +1110,59 @@ void release_node(pool_impl* impl, resource_node* n, bool poisoned) noexcept { i
 // The fast paths: small functions with small frames, tried before the general ones.
 resource_node* pool_impl::take_plain() noexcept {
     if (!plain_ || s_->obs) return nullptr;  // nothing to check, stamp or report
-    guard g(*s_);
-    return static_cast<resource_node*>(s_->core.take_fast());
+    affinity_cache* c = s_->cache.get();
+    if (c) {
+        if (resource_node* n = cache_take(affinity_cache::self(), affinity_cache::self())) return n;
+    }
+    resource_node* n;
+    {
+        guard g(*s_);
+        n = static_cast<resource_node*>(s_->core.take_fast());
+    }
+    if (!n && c) {  // another thread's slot, before waiting (or failing a try_acquire)
+        const unsigned me = affinity_cache::self();
+        for (unsigned i = 1, used = affinity_cache::used(); i < used && !n; ++i)
+            n = cache_take((me + i) % used, me);
+    }
+    return n;
+}
+
+// Takes the resource in slot `from` (counted in slot `me`). The second look at `open` makes a take
+// that raced with a waiter parking give the resource to the core (the waiter's, then) instead.
+resource_node* pool_impl::cache_take(unsigned from, unsigned me) noexcept {
+    affinity_cache& c = *s_->cache;
+    auto& sl = c.slots[from];
+    if (!c.open.load(std::memory_order_acquire) || !sl.node.load(std::memory_order_relaxed)) return nullptr;
+    resource_node* n = sl.node.exchange(nullptr, std::memory_order_seq_cst);
+    if (!n) return nullptr;
+    if (c.open.load(std::memory_order_seq_cst)) {
+        c.slots[me].takes.fetch_add(1, std::memory_order_relaxed);
+        return n;
+    }
+    finish_release(n, false, false);
+    return nullptr;
+}
+
+// Keeps a released resource in this thread's slot. false: the core must take it.
+bool pool_impl::cache_put(resource_node* n) noexcept {
+    affinity_cache& c = *s_->cache;
+    if (!c.open.load(std::memory_order_acquire)) return false;
+    if (n->expires_at != clock::time_point{} &&
+        n->expires_at.time_since_epoch().count() <= s_->coarse_now.load(std::memory_order_relaxed))
+        return false;  // past max_lifetime: the core retires it
+    auto& sl = c.slots[affinity_cache::self()];
+    resource_node* empty = nullptr;
+    if (!sl.node.compare_exchange_strong(empty, n, std::memory_order_seq_cst, std::memory_order_relaxed))
+        return false;  // the slot is full (two leases on this thread, or a thread sharing the slot)
+    if (c.open.load(std::memory_order_seq_cst)) return true;
+    // Closed meanwhile (a waiter parked, the circuit opened, the pool closed): whoever empties the
+    // slot first hands the resource to the core.
+    if (resource_node* r = sl.node.exchange(nullptr, std::memory_order_seq_cst)) finish_release(r, false, false);
+    return true;
 }
 
 void pool_impl::release(resource_node* n, bool poisoned) noexcept {
+    if (s_->cache && !poisoned && cache_put(n)) return;
     if (plain_ && !poisoned && before_release_ == hook_mode::none && !s_->obs) {
         guard g(*s_);
         if (s_->core.release_fast(n)) return;
@@ -1085,11 +1222,14 @@ void pool_impl::arm_health_timer() noexcept {
 }
 
 void pool_impl::health_tick() noexcept {
+    core::effects fx;
     {
         guard g(*s_);
         ++s_->tick;
         s_->core.set_now(clock::now());
+        if (s_->cache) s_->drain_cache_locked(fx);  // cached resources are idle: they are checked too
     }
+    apply(fx);
     health_step();
 }
 
@@ -1200,6 +1340,15 @@ void pool_impl::set_observer(std::shared_ptr<observer> o) {
 pool_stats pool_impl::stats() const noexcept {
     guard g(*s_);
     pool_stats p = to_stats(s_->core.snap());
+    if (affinity_cache* c = s_->cache.get()) {  // cached resources are idle, whatever the core counts
+        for (unsigned i = 0; i < affinity_cache::size; ++i) {
+            p.acquires += c->slots[i].takes.load(std::memory_order_relaxed);
+            if (c->slots[i].node.load(std::memory_order_relaxed) && p.active > 0) {
+                ++p.idle;
+                --p.active;
+            }
+        }
+    }
     p.wait_time = s_->wait_time;
     if (opts_.record_timings) p.wait_time.counts[0] += s_->core.stats().immediate_takes;
     p.hold_time = s_->hold_time;

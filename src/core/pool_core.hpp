@@ -185,6 +185,13 @@ public:
         idle_.push_back(r);
         return true;
     }
+    // The driver's thread-affinity cache (pool_options::thread_affinity) may lend and take back
+    // resources the core counts as active, without telling it: true while nobody waits or holds a
+    // reservation, the circuit is closed, the pool is open, no before_acquire or validation runs, and
+    // no release needs a report to the circuit strategy or a lease to be tracked.
+    [[nodiscard]] bool uncontended() const noexcept {
+        return !plain_take_blocked_ && !cfg_.reports && !cfg_.track_leases && fifo_.head == nullptr && reserved_ == 0;
+    }
     // The common take, inline: an unreserved idle resource, circuit closed, no checks or stamps.
     // nullptr when anything else applies (then call try_take()).
     resource* take_fast() noexcept {

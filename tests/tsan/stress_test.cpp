@@ -5,6 +5,7 @@
 #include "../asio/test_support.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -18,6 +19,9 @@
 #include <cstdlib>
 #include <random>
 #include <thread>
+#include <future>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -40,7 +44,9 @@ struct outcome_counts {
 
 }  // namespace
 
-TEST(thread_safe, four_threads_with_timeouts_and_cancellations_keep_every_invariant) {
+// With `affinity`, the thread-affinity cache lends and takes back resources between the pool's lock
+// sections: the same mix then also races cache takes, steals and puts against waiters parking.
+void stress(bool affinity) {
     constexpr int threads = 4, clients = 48, max = 4;
     const int rounds = std::getenv("RESPOOL_STRESS_ROUNDS") ? std::atoi(std::getenv("RESPOOL_STRESS_ROUNDS")) : 1000;
     asio::io_context io(threads);
@@ -58,10 +64,13 @@ TEST(thread_safe, four_threads_with_timeouts_and_cancellations_keep_every_invari
         if (r.holders->load() != 0) c.double_lend++;
         destroyed++;
     };
-    h.before_release = [](slot_res& r) { return r.id % 97 != 5; };  // a few are "broken"
+    // A few are "broken" (a before_release hook would turn the cache off: poison them instead).
+    if (!affinity) h.before_release = [](slot_res& r) { return r.id % 97 != 5; };
 
     auto p = std::make_unique<pool<slot_res>>(
-        io.get_executor(), respool::pool_options{.min = 2, .max = max, .thread_safe = true}, std::move(h));
+        io.get_executor(),
+        respool::pool_options{.min = 2, .max = max, .thread_safe = true, .thread_affinity = affinity},
+        std::move(h));
 
     auto client = [&](int n) -> asio::awaitable<void> {
         std::mt19937 rng(static_cast<unsigned>(n) * 7919u + 1u);
@@ -103,7 +112,7 @@ TEST(thread_safe, four_threads_with_timeouts_and_cancellations_keep_every_invari
                     co_await hold.async_wait(asio::as_tuple(asio::use_awaitable));
                 }
                 l->holders->fetch_sub(1);
-                if (rng() % 50 == 0) l.poison();
+                if (rng() % 50 == 0 || (affinity && l->id % 97 == 5)) l.poison();
             } else if (ec == errc::timeout) {
                 c.timeouts++;
             } else if (ec == errc::cancelled) {
@@ -133,6 +142,108 @@ TEST(thread_safe, four_threads_with_timeouts_and_cancellations_keep_every_invari
     EXPECT_EQ(static_cast<long>(s.timeouts), c.timeouts.load());
     p.reset();
     EXPECT_EQ(created.load(), destroyed.load()) << "every created resource destroyed exactly once";
-    std::printf("thread_safe stress: %ld acquires ok, %ld timeouts, %ld cancelled, %d created\n", c.ok.load(),
-                c.timeouts.load(), c.cancelled.load(), created.load());
+    std::printf("thread_safe stress%s: %ld acquires ok, %ld timeouts, %ld cancelled, %d created\n",
+                affinity ? " (thread affinity)" : "", c.ok.load(), c.timeouts.load(), c.cancelled.load(),
+                created.load());
 }
+
+TEST(thread_safe, four_threads_with_timeouts_and_cancellations_keep_every_invariant) { stress(false); }
+
+TEST(thread_safe, the_thread_affinity_cache_keeps_every_invariant_under_the_same_mix) { stress(true); }
+
+// The cache's own races, on plain threads: 6 threads cycle on a pool of 2 (cache takes, steals, puts,
+// parking). Phase 1: waiters have a 10 s deadline, far beyond any honest wait here, so a timeout means
+// a lost wake-up (a resource left in a slot while a waiter waits). Phase 2: short deadlines, and
+// another thread opens and closes the circuit (every change drains the cache) and reads stats; then
+// the pool closes. No resource may be lent twice, the counters must add up, and every resource must be
+// destroyed once.
+void affinity_races(bool toggle_circuit) {
+    constexpr int workers = 6;
+    const int max = toggle_circuit ? 2 : 1;  // one resource: a lost one would stall every waiter
+    const int rounds = std::getenv("RESPOOL_STRESS_ROUNDS") ? std::atoi(std::getenv("RESPOOL_STRESS_ROUNDS")) * 4 : 4000;
+    asio::io_context io(1);
+    auto work = asio::make_work_guard(io);
+    std::thread runner([&] { io.run(); });
+    std::vector<std::atomic<int>> holders(64);
+    std::atomic<int> created{0}, destroyed{0}, double_lend{0}, bad_stats{0};
+    std::atomic<long> ok{0}, timeouts{0}, unavailable{0}, closed{0}, other{0};
+
+    respool::hooks<slot_res> h;
+    h.factory = [&] { const int id = created++; return slot_res{id, &holders[static_cast<std::size_t>(id % 64)]}; };
+    h.destructor = [&](slot_res&) { destroyed++; };
+    auto p = std::make_unique<pool<slot_res>>(
+        io.get_executor(), respool::pool_options{.min = 0, .max = max, .thread_safe = true, .thread_affinity = true},
+        std::move(h));
+
+    std::atomic<bool> stop_toggling{false};
+    std::thread toggler([&] {
+        std::mt19937 rng(7);
+        while (toggle_circuit && !stop_toggling.load()) {
+            if (rng() % 4 == 0) p->deactivate();
+            else p->activate();
+            const auto s = p->stats();
+            if (s.idle + s.active != s.total || s.total > static_cast<std::uint32_t>(max)) bad_stats++;
+            std::this_thread::yield();
+        }
+        p->activate();
+    });
+    std::vector<std::thread> ts;
+    for (int w = 0; w < workers; ++w)
+        ts.emplace_back([&, w] {
+            std::mt19937 rng(static_cast<unsigned>(w) + 11u);
+            for (int i = 0; i < rounds; ++i) {
+                respool::lease<slot_res> l;
+                error_code ec;
+                if (rng() % 2 == 0) {
+                    l = p->try_acquire();
+                    if (!l) continue;
+                } else {
+                    std::promise<std::pair<error_code, respool::lease<slot_res>>> done;
+                    p->async_acquire(toggle_circuit ? std::chrono::microseconds(50 + rng() % 500)
+                                                    : std::chrono::microseconds(10'000'000),
+                                     [&done](error_code e, respool::lease<slot_res> got) {
+                                         done.set_value({e, std::move(got)});
+                                     });
+                    std::tie(ec, l) = done.get_future().get();
+                }
+                if (ec == errc::timeout) timeouts++;
+                else if (ec == errc::unavailable) unavailable++;
+                else if (ec == errc::closed) closed++;
+                else if (ec) other++;
+                if (!l) continue;
+                ok++;
+                if (l->holders->fetch_add(1) != 0) double_lend++;
+                if (rng() % 8 == 0) std::this_thread::yield();
+                l->holders->fetch_sub(1);
+                if (rng() % 200 == 0) l.poison();
+            }
+        });
+    for (auto& t : ts) t.join();
+    stop_toggling = true;
+    toggler.join();
+
+    const auto s = p->stats();
+    EXPECT_EQ(double_lend.load(), 0) << "a resource was lent to two holders at once";
+    EXPECT_EQ(bad_stats.load(), 0) << "idle + active == total <= max at every snapshot";
+    EXPECT_EQ(other.load(), 0);
+    EXPECT_GT(ok.load(), 0);
+    if (!toggle_circuit) {
+        EXPECT_EQ(timeouts.load(), 0) << "a waiter was left waiting while a resource was free";
+    }
+    EXPECT_EQ(s.active, 0u) << "every lease came back, none is stuck in the cache as active";
+    EXPECT_EQ(s.waiting, 0u);
+    EXPECT_GE(s.acquires, static_cast<std::uint64_t>(ok.load())) << "cache takes are counted";
+    p->close();
+    EXPECT_EQ(p->stats().total, 0u) << "close drains the cache";
+    EXPECT_EQ(created.load(), destroyed.load());
+    p.reset();
+    work.reset();
+    runner.join();
+    std::printf("affinity cache races%s: %ld ok, %ld timeouts, %ld unavailable, %d created\n",
+                toggle_circuit ? " (circuit toggling)" : "", ok.load(), timeouts.load(), unavailable.load(),
+                created.load());
+}
+
+TEST(thread_safe, affinity_cache_never_leaves_a_waiter_waiting_beside_a_cached_resource) { affinity_races(false); }
+
+TEST(thread_safe, affinity_cache_races_with_circuit_changes_stats_and_close) { affinity_races(true); }

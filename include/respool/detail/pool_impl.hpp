@@ -162,6 +162,8 @@ private:
     void stamp_new(resource_node* n) noexcept;
     void finish_release(resource_node* n, bool poisoned, bool broken) noexcept;
     void release_general(resource_node* n, bool poisoned) noexcept;
+    resource_node* cache_take(unsigned from, unsigned me) noexcept;
+    bool cache_put(resource_node* n) noexcept;
     void on_deadline_timer() noexcept;
     void arm_health_timer() noexcept;
     void health_tick() noexcept;
