@@ -164,15 +164,15 @@ void affinity_races(bool toggle_circuit) {
     asio::io_context io(1);
     auto work = asio::make_work_guard(io);
     std::thread runner([&] { io.run(); });
-    std::vector<std::atomic<int>> holders(64);
+    std::vector<std::atomic<int>> holders(4096);  // by id: ids never wrap onto a live one
     std::atomic<int> created{0}, destroyed{0}, double_lend{0}, bad_stats{0};
     std::atomic<long> ok{0}, timeouts{0}, unavailable{0}, closed{0}, other{0};
 
     respool::hooks<slot_res> h;
-    h.factory = [&] { const int id = created++; return slot_res{id, &holders[static_cast<std::size_t>(id % 64)]}; };
+    h.factory = [&] { const int id = created++; return slot_res{id, &holders[static_cast<std::size_t>(id % 4096)]}; };
     h.destructor = [&](slot_res&) { destroyed++; };
     auto p = std::make_unique<pool<slot_res>>(
-        io.get_executor(), respool::pool_options{.min = 0, .max = max, .thread_safe = true, .thread_affinity = true},
+        io.get_executor(), respool::pool_options{.min = 0, .max = static_cast<std::size_t>(max), .thread_safe = true, .thread_affinity = true},
         std::move(h));
 
     std::atomic<bool> stop_toggling{false};
