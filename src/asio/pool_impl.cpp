@@ -343,8 +343,8 @@ struct pool_impl::engine {
     void arm_deadline(const std::weak_ptr<pool_impl>& weak);
     // Every resource in the cache back to the core (lock held). Returns how many.
     unsigned drain_cache_locked(core::effects& fx) noexcept;
-    // Unlocks `m`, first opening or closing the cache to match the core; a close drains it.
-    void unlock_cached(std::mutex* m) noexcept;
+    // Unlocks mu, first opening or closing the cache to match the core; a close drains it.
+    void unlock_cached() noexcept;
 };
 
 unsigned pool_impl::engine::drain_cache_locked(core::effects& fx) noexcept {
@@ -360,7 +360,7 @@ unsigned pool_impl::engine::drain_cache_locked(core::effects& fx) noexcept {
     return n;
 }
 
-void pool_impl::engine::unlock_cached(std::mutex* m) noexcept {
+void pool_impl::engine::unlock_cached() noexcept {
     const bool want = !obs && core.uncontended();
     bool drained = false;
     bool closed = false;
@@ -372,7 +372,7 @@ void pool_impl::engine::unlock_cached(std::mutex* m) noexcept {
             closed = core.closed();
         }
     }
-    m->unlock();
+    mu.unlock();
     if (!drained) return;
     owner->apply(fx);  // a parked waiter gets its resource; a closed pool destroys them
     if (closed) owner->after_change();
@@ -383,22 +383,38 @@ namespace {
 // Locks only in thread_safe mode: the default pool lives on one executor and pays nothing.
 class guard {
 public:
-    explicit guard(pool_impl::engine& s) : s_(s), m_(s.thread_safe ? &s.mu : nullptr) {
-        if (m_) m_->lock();
+    explicit guard(pool_impl::engine& s) : s_(s.thread_safe ? &s : nullptr) {
+        if (s_) s_->mu.lock();
     }
     ~guard() { unlock(); }
+    [[gnu::always_inline]] void unlock() {
+        if (s_) release(std::exchange(s_, nullptr));
+    }
     // With the thread-affinity cache, every unlock first brings the cache in line with the core.
-    void unlock() {
-        if (!m_) return;
-        if (s_.cache) return s_.unlock_cached(std::exchange(m_, nullptr));
-        m_->unlock();
-        m_ = nullptr;
+    static void release(pool_impl::engine* s) noexcept {
+        if (s->cache) s->unlock_cached();
+        else s->mu.unlock();
     }
     guard(const guard&) = delete;
     guard& operator=(const guard&) = delete;
 
 private:
-    pool_impl::engine& s_;
+    pool_impl::engine* s_;  // null: a pool on one executor locks nothing
+};
+
+// The fast paths' lock when the pool has no thread-affinity cache: nothing to bring in line on unlock.
+class plain_guard {
+public:
+    explicit plain_guard(pool_impl::engine& s) : m_(s.thread_safe ? &s.mu : nullptr) {
+        if (m_) m_->lock();
+    }
+    ~plain_guard() {
+        if (m_) m_->unlock();
+    }
+    plain_guard(const plain_guard&) = delete;
+    plain_guard& operator=(const plain_guard&) = delete;
+
+private:
     std::mutex* m_;
 };
 
@@ -454,6 +470,7 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
     if (opts_.thread_affinity && plain_ && before_acquire_ == hook_mode::none &&
         before_release_ == hook_mode::none && !validate)
         s_->cache = std::make_unique<affinity_cache>();
+    cache_ = s_->cache.get();
 }
 
 pool_impl::~pool_impl() = default;
@@ -1110,20 +1127,21 @@ void release_node(pool_impl* impl, resource_node* n, bool poisoned) noexcept { i
 // The fast paths: small functions with small frames, tried before the general ones.
 resource_node* pool_impl::take_plain() noexcept {
     if (!plain_ || s_->obs) return nullptr;  // nothing to check, stamp or report
-    affinity_cache* c = s_->cache.get();
-    if (c) {
-        if (resource_node* n = cache_take(affinity_cache::self(), affinity_cache::self())) return n;
-    }
+    if (cache_) return take_cached();
+    plain_guard g(*s_);
+    return static_cast<resource_node*>(s_->core.take_fast());
+}
+
+// take_plain with the thread-affinity cache: this thread's slot, the core, then the other slots.
+resource_node* pool_impl::take_cached() noexcept {
+    const unsigned me = affinity_cache::self();
+    if (resource_node* n = cache_take(me, me)) return n;
     resource_node* n;
     {
         guard g(*s_);
         n = static_cast<resource_node*>(s_->core.take_fast());
     }
-    if (!n && c) {  // another thread's slot, before waiting (or failing a try_acquire)
-        const unsigned me = affinity_cache::self();
-        for (unsigned i = 1, used = affinity_cache::used(); i < used && !n; ++i)
-            n = cache_take((me + i) % used, me);
-    }
+    for (unsigned i = 1, used = affinity_cache::used(); i < used && !n; ++i) n = cache_take((me + i) % used, me);
     return n;
 }
 
@@ -1162,9 +1180,10 @@ bool pool_impl::cache_put(resource_node* n) noexcept {
 }
 
 void pool_impl::release(resource_node* n, bool poisoned) noexcept {
-    if (s_->cache && !poisoned && cache_put(n)) return;
-    if (plain_ && !poisoned && before_release_ == hook_mode::none && !s_->obs) {
-        guard g(*s_);
+    if (cache_) {
+        if (!poisoned && cache_put(n)) return;
+    } else if (plain_ && !poisoned && before_release_ == hook_mode::none && !s_->obs) {
+        plain_guard g(*s_);
         if (s_->core.release_fast(n)) return;
     }
     release_general(n, poisoned);

@@ -64,7 +64,8 @@ public:
 };
 
 class pool_impl;
-struct hook_ticket;  // src/asio/pool_impl.cpp
+struct hook_ticket;     // src/asio/pool_impl.cpp
+struct affinity_cache;  // src/asio/pool_impl.cpp
 
 // The part of an acquire operation the driver sees. The typed operation (pool.hpp) derives from it
 // and owns the handler; the waiter node is the base, so parking never allocates beyond the op itself.
@@ -162,6 +163,7 @@ private:
     void stamp_new(resource_node* n) noexcept;
     void finish_release(resource_node* n, bool poisoned, bool broken) noexcept;
     void release_general(resource_node* n, bool poisoned) noexcept;
+    resource_node* take_cached() noexcept;
     resource_node* cache_take(unsigned from, unsigned me) noexcept;
     bool cache_put(resource_node* n) noexcept;
     void on_deadline_timer() noexcept;
@@ -187,6 +189,7 @@ private:
     hook_mode factory_, before_acquire_, before_release_, healthcheck_;
     bool inline_ok_ = true;       // no coroutine check between taking a resource and lending it
     bool plain_ = true;           // no per-lease stamps wanted: core take_fast/release_fast may serve
+    affinity_cache* cache_ = nullptr;  // thread_affinity (owned by the engine), or none
     duration housekeeping_period_{};
     std::unique_ptr<engine> s_;  // core, lock, timers: kept out of this header
 };
