@@ -243,6 +243,23 @@ void cycle_thread_safe(benchmark::State& state) {
 }
 BENCHMARK(cycle_thread_safe)->Threads(1)->Threads(2)->UseRealTime();
 
+// The same with the thread-affinity cache: each thread takes back the resource it released.
+pool<resource>& affinity_pool() {
+    static asio::io_context io;
+    static pool<resource> p(io.get_executor(), {.min = 8, .max = 8, .thread_safe = true, .thread_affinity = true},
+                            plain_hooks());
+    return p;
+}
+
+void cycle_thread_affinity(benchmark::State& state) {
+    auto& p = affinity_pool();
+    for (auto _ : state) {
+        lease<resource> l = p.try_acquire();
+        benchmark::DoNotOptimize(&l);
+    }
+}
+BENCHMARK(cycle_thread_affinity)->Threads(1)->Threads(2)->UseRealTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();

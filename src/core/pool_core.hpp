@@ -300,15 +300,16 @@ private:
     void lane_remove(waiter& w) noexcept;
 
     config cfg_;
-    // What every take and release reads and writes, on one cache line (the next holds the counters):
-    // in thread_safe mode these lines travel between cores with the lock, so fewer lines, less wait.
+    bool plain_release_blocked_ = false;  // refresh_fast_paths(); read by every take and release, rarely written
+    bool plain_take_blocked_ = false;
+    // What every take and release writes, on one cache line: the idle ring's header (24 bytes), the
+    // queue's ends, active_, reserved_, and the first two counters. In thread_safe mode the lines a
+    // critical section writes travel between cores with the lock: one line instead of three.
     alignas(64) ring<resource*> idle_;
     list fifo_;  // parked waiters, arrival order
     std::uint32_t active_ = 0;
     std::uint32_t reserved_ = 0;
-    bool plain_release_blocked_ = false;  // refresh_fast_paths()
-    bool plain_take_blocked_ = false;
-    alignas(64) counters c_;
+    counters c_;  // acquires and immediate_takes first: still on the hot line
     list reserved_list_;  // woken with a reservation, not yet resumed
     std::vector<lane> lanes_;  // one FIFO per distinct timeout: deadlines are sorted within a lane
     std::uint32_t parked_ = 0;
