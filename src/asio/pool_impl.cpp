@@ -1195,7 +1195,7 @@ resource_node* pool_impl::cache_take(unsigned from, unsigned me) noexcept {
 }
 
 // Keeps a released resource in this thread's slot. false: the core must take it.
-bool pool_impl::cache_put(resource_node* n) noexcept {
+[[gnu::noinline]] bool pool_impl::cache_put(resource_node* n) noexcept {
     affinity_cache& c = *s_->cache;
     if (!c.open.load(std::memory_order_acquire)) return false;
     if (n->expires_at != clock::time_point{} &&
@@ -1222,7 +1222,7 @@ void pool_impl::release(resource_node* n, bool poisoned) noexcept {
     release_general(n, poisoned);
 }
 
-void pool_impl::release_general(resource_node* n, bool poisoned) noexcept {
+[[gnu::noinline]] void pool_impl::release_general(resource_node* n, bool poisoned) noexcept {
     if (!poisoned && before_release_ == hook_mode::async) {
         try {
             auto self = shared_from_this();
