@@ -61,12 +61,19 @@ double measure(int threads, double seconds, const std::function<void(int)>& cycl
            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-double median_of(int reps, double seconds, int threads, const std::function<void(int)>& cycle) {
-    measure(threads, seconds, cycle);  // warm-up
-    std::vector<double> r;
-    for (int i = 0; i < reps; ++i) r.push_back(measure(threads, seconds, cycle));
-    std::sort(r.begin(), r.end());
-    return r[r.size() / 2];
+struct variant {
+    const char* name;
+    std::function<void(int)> cycle;
+    std::vector<double> runs;
+};
+
+// Medians of `reps` runs per variant, taken round-robin (variant A, B, C, A, B, C, ...) after one
+// warm-up run each: on a shared machine, load that comes and goes hits every variant alike.
+void measure_interleaved(std::vector<variant>& vs, int reps, double seconds, int threads) {
+    for (auto& v : vs) measure(threads, seconds, v.cycle);  // warm-up
+    for (int i = 0; i < reps; ++i)
+        for (auto& v : vs) v.runs.push_back(measure(threads, seconds, v.cycle));
+    for (auto& v : vs) std::sort(v.runs.begin(), v.runs.end());
 }
 
 }  // namespace
@@ -78,47 +85,52 @@ int main(int argc, char** argv) {
     for (const auto& w : workloads) {
         const int threads = w[0];
         const auto size = static_cast<std::size_t>(w[1]);
+        std::vector<variant> vs;
 
         // One thread_safe pool shared by every thread, with the default FIFO idle order and with the
         // thread-affinity cache; a thread that finds nothing free waits on the pool's executor (run by
         // one extra thread) through a future.
-        for (const bool affinity : {false, true}) {
-            asio::io_context io;
-            auto guard = asio::make_work_guard(io);
-            std::thread runner([&] { io.run(); });
-            respool::pool<resource> p(io.get_executor(),
-                                      {.min = size, .max = size, .thread_safe = true, .thread_affinity = affinity},
-                                      plain_hooks());
-            const double r = median_of(reps, seconds, threads, [&](int) {
+        asio::io_context io;
+        auto guard = asio::make_work_guard(io);
+        std::thread runner([&] { io.run(); });
+        respool::pool<resource> shared(io.get_executor(), {.min = size, .max = size, .thread_safe = true},
+                                       plain_hooks());
+        respool::pool<resource> affine(
+            io.get_executor(), {.min = size, .max = size, .thread_safe = true, .thread_affinity = true},
+            plain_hooks());
+        auto shared_cycle = [](respool::pool<resource>& p) {
+            return [&p](int) {
                 respool::lease<resource> l = p.try_acquire();
                 if (!l) l = p.async_acquire(asio::use_future).get();
-            });
-            std::printf("cycle respool-shared%s %d %zu %.0f\n", affinity ? "-affinity" : "", threads, size, r);
-            std::fflush(stdout);
-            p.close();
-            guard.reset();
-            runner.join();
+            };
+        };
+        vs.push_back({"respool-shared", shared_cycle(shared), {}});
+        vs.push_back({"respool-shared-affinity", shared_cycle(affine), {}});
+
+        // One pool per thread (each bound to its own executor: no locks).
+        std::vector<std::unique_ptr<asio::io_context>> ios;
+        std::vector<std::unique_ptr<respool::pool<resource>>> pools;
+        for (int t = 0; t < threads; ++t) {
+            ios.push_back(std::make_unique<asio::io_context>(1));
+            pools.push_back(std::make_unique<respool::pool<resource>>(
+                ios.back()->get_executor(), respool::pool_options{.min = size, .max = size}, plain_hooks()));
         }
-        {  // one pool per thread (each bound to its own executor: no locks)
-            std::vector<std::unique_ptr<asio::io_context>> ios;
-            std::vector<std::unique_ptr<respool::pool<resource>>> pools;
-            for (int t = 0; t < threads; ++t) {
-                ios.push_back(std::make_unique<asio::io_context>(1));
-                pools.push_back(std::make_unique<respool::pool<resource>>(
-                    ios.back()->get_executor(), respool::pool_options{.min = size, .max = size}, plain_hooks()));
-            }
-            const double r = median_of(reps, seconds, threads, [&](int t) {
-                respool::lease<resource> l = pools[static_cast<std::size_t>(t)]->try_acquire();
-                if (!l) std::abort();  // a pool per thread never runs dry with one lease at a time
-            });
-            std::printf("cycle respool-per-thread %d %zu %.0f\n", threads, size, r);
-            std::fflush(stdout);
-        }
-        {
-            naive_pool<resource> p(size, [] { return resource{1}; });
-            const double r = median_of(reps, seconds, threads, [&](int) { p.release(p.acquire()); });
-            std::printf("cycle naive-cpp %d %zu %.0f\n", threads, size, r);
-            std::fflush(stdout);
-        }
+        vs.push_back({"respool-per-thread",
+                      [&](int t) {
+                          respool::lease<resource> l = pools[static_cast<std::size_t>(t)]->try_acquire();
+                          if (!l) std::abort();  // a pool per thread never runs dry with one lease at a time
+                      },
+                      {}});
+
+        naive_pool<resource> naive(size, [] { return resource{1}; });
+        vs.push_back({"naive-cpp", [&](int) { naive.release(naive.acquire()); }, {}});
+
+        measure_interleaved(vs, reps, seconds, threads);
+        for (const auto& v : vs) std::printf("cycle %s %d %zu %.0f\n", v.name, threads, size, v.runs[v.runs.size() / 2]);
+        std::fflush(stdout);
+        shared.close();
+        affine.close();
+        guard.reset();
+        runner.join();
     }
 }
