@@ -2,7 +2,8 @@
 // SPEC.md §3) and the naive pool a C++ developer would otherwise hand-roll, on the workloads of the Java
 // peer harness, measured the same way (threads cycle for a fixed time after a warm-up; median of reps).
 //
-//   respool_compare <seconds> <reps>     prints: cycle <variant> <threads> <pool> <median ops/s>
+//   respool_compare <seconds> <reps> [variant...]   prints: cycle <variant> <threads> <pool> <median ops/s>
+// With variant names, only those run (e.g. respool_compare 0.5 5 respool-shared naive-cpp).
 #include "naive_pool.hpp"
 
 #include <respool/pool.hpp>
@@ -19,6 +20,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -125,6 +127,10 @@ int main(int argc, char** argv) {
         naive_pool<resource> naive(size, [] { return resource{1}; });
         vs.push_back({"naive-cpp", [&](int) { naive.release(naive.acquire()); }, {}});
 
+        if (argc > 3)
+            std::erase_if(vs, [&](const variant& v) {
+                return std::none_of(argv + 3, argv + argc, [&](const char* a) { return std::string_view(a) == v.name; });
+            });
         measure_interleaved(vs, reps, seconds, threads);
         for (const auto& v : vs) std::printf("cycle %s %d %zu %.0f\n", v.name, threads, size, v.runs[v.runs.size() / 2]);
         std::fflush(stdout);

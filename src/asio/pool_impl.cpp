@@ -277,14 +277,22 @@ struct affinity_cache {
         std::atomic<std::uint64_t> takes{0};  // leases lent from the cache by threads of this slot
     };
     alignas(64) std::atomic<bool> open{false};
+    std::atomic<clock::rep> coarse_now{0};  // with max_lifetime: the last housekeeping time
     slot slots[size];
 
     // This thread's slot. The first call numbers the thread (a seq_cst increment, so a closer that
     // reads threads() after closing `open` covers every slot a thread could have filled).
     static unsigned self() noexcept {
-        thread_local unsigned index = ~0u;
-        if (index == ~0u) index = threads_.fetch_add(1, std::memory_order_seq_cst) % size;
-        return index;
+        unsigned& index = number();
+        if (index == ~0u) index = threads_.fetch_add(1, std::memory_order_seq_cst);
+        return index % size;
+    }
+    // Counts a take in this thread's slot: the first `size` threads own their slot alone, so a plain
+    // load and store (no locked instruction) is exact; later threads share slots and add atomically.
+    void count_take(unsigned me) noexcept {
+        auto& t = slots[me].takes;
+        if (number() < size) t.store(t.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        else t.fetch_add(1, std::memory_order_relaxed);
     }
     // Slots in use: the scan bound of drains and steals.
     static unsigned used() noexcept {
@@ -293,6 +301,10 @@ struct affinity_cache {
     }
 
 private:
+    static unsigned& number() noexcept {  // process-wide thread number, ~0u until the first self()
+        thread_local unsigned n = ~0u;
+        return n;
+    }
     static inline std::atomic<unsigned> threads_{0};
 };
 
@@ -371,7 +383,6 @@ struct pool_impl::engine {
     error_code ready_ec;
 
     std::unique_ptr<affinity_cache> cache;  // thread_affinity, when the options allow it
-    std::atomic<clock::rep> coarse_now{0};  // max_lifetime with the cache: the last housekeeping time
 
     void arm_deadline(const std::weak_ptr<pool_impl>& weak);
     // Every resource in the cache back to the core (lock held). Returns how many.
@@ -559,7 +570,7 @@ void pool_impl::housekeep_tick() noexcept {
         const auto now = clock::now();
         s_->core.set_now(now);
         if (s_->cache) {  // cached resources age and expire in the core's idle set
-            s_->coarse_now.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+            s_->cache->coarse_now.store(now.time_since_epoch().count(), std::memory_order_relaxed);
             s_->drain_cache_locked(fx);
         }
         s_->core.housekeep(now, fx);
@@ -1159,67 +1170,85 @@ void release_node(pool_impl* impl, resource_node* n, bool poisoned) noexcept { i
 
 // The fast paths: small functions with small frames, tried before the general ones.
 resource_node* pool_impl::take_plain() noexcept {
+    if (cache_) return take_affine();
     if (!plain_ || s_->obs) return nullptr;  // nothing to check, stamp or report
-    if (cache_) return take_cached();
     plain_guard g(*s_);
     return static_cast<resource_node*>(s_->core.take_fast());
 }
 
-// take_plain with the thread-affinity cache: this thread's slot, the core, then the other slots.
-resource_node* pool_impl::take_cached() noexcept {
-    const unsigned me = affinity_cache::self();
-    if (resource_node* n = cache_take(me, me)) return n;
+// take_plain with the thread-affinity cache: this thread's slot first, without the lock.
+resource_node* pool_impl::take_affine() noexcept {
+    affinity_cache* c = cache_;
+    {
+        const unsigned me = affinity_cache::self();
+        auto& sl = c->slots[me];
+        if (c->open.load(std::memory_order_acquire) && sl.node.load(std::memory_order_relaxed)) {
+            if (resource_node* n = sl.node.exchange(nullptr, std::memory_order_seq_cst)) {
+                // The second look at `open`: a take that raced with a waiter parking gives the
+                // resource to the core (the waiter's, then) instead.
+                if (c->open.load(std::memory_order_seq_cst)) {
+                    c->count_take(me);
+                    return n;
+                }
+                finish_release(n, false, false);
+            }
+        }
+        return take_cached(me);
+    }
+}
+
+// take_affine with this thread's slot empty: the core, then the other threads' slots. (The cache
+// exists only when plain_; an observer closes it.)
+[[gnu::noinline]] resource_node* pool_impl::take_cached(unsigned me) noexcept {
+    if (s_->obs) return nullptr;
     resource_node* n;
     {
         guard g(*s_);
         n = static_cast<resource_node*>(s_->core.take_fast());
     }
-    for (unsigned i = 1, used = affinity_cache::used(); i < used && !n; ++i) n = cache_take((me + i) % used, me);
+    for (unsigned i = 1, used = affinity_cache::used(); i < used && !n; ++i) n = cache_steal((me + i) % used, me);
     return n;
 }
 
-// Takes the resource in slot `from` (counted in slot `me`). The second look at `open` makes a take
-// that raced with a waiter parking give the resource to the core (the waiter's, then) instead.
-resource_node* pool_impl::cache_take(unsigned from, unsigned me) noexcept {
-    affinity_cache& c = *s_->cache;
+// Takes the resource in another thread's slot `from` (counted in slot `me`), as take_plain does.
+resource_node* pool_impl::cache_steal(unsigned from, unsigned me) noexcept {
+    affinity_cache& c = *cache_;
     auto& sl = c.slots[from];
     if (!c.open.load(std::memory_order_acquire) || !sl.node.load(std::memory_order_relaxed)) return nullptr;
     resource_node* n = sl.node.exchange(nullptr, std::memory_order_seq_cst);
     if (!n) return nullptr;
     if (c.open.load(std::memory_order_seq_cst)) {
-        c.slots[me].takes.fetch_add(1, std::memory_order_relaxed);
+        c.count_take(me);
         return n;
     }
     finish_release(n, false, false);
     return nullptr;
 }
 
-// Keeps a released resource in this thread's slot. false: the core must take it.
-[[gnu::noinline]] bool pool_impl::cache_put(resource_node* n) noexcept {
-    affinity_cache& c = *s_->cache;
-    if (!c.open.load(std::memory_order_acquire)) return false;
-    if (n->expires_at != clock::time_point{} &&
-        n->expires_at.time_since_epoch().count() <= s_->coarse_now.load(std::memory_order_relaxed))
-        return false;  // past max_lifetime: the core retires it
-    auto& sl = c.slots[affinity_cache::self()];
-    resource_node* empty = nullptr;
-    if (!sl.node.compare_exchange_strong(empty, n, std::memory_order_seq_cst, std::memory_order_relaxed))
-        return false;  // the slot is full (two leases on this thread, or a thread sharing the slot)
-    if (c.open.load(std::memory_order_seq_cst)) return true;
-    // Closed meanwhile (a waiter parked, the circuit opened, the pool closed): whoever empties the
-    // slot first hands the resource to the core.
-    if (resource_node* r = sl.node.exchange(nullptr, std::memory_order_seq_cst)) finish_release(r, false, false);
-    return true;
-}
-
 void pool_impl::release(resource_node* n, bool poisoned) noexcept {
-    if (cache_) {
-        if (!poisoned && cache_put(n)) return;
+    if (affinity_cache* c = cache_) {  // keep it in this thread's slot while nobody waits
+        if (!poisoned && c->open.load(std::memory_order_acquire) &&
+            (n->expires_at == clock::time_point{} ||
+             n->expires_at.time_since_epoch().count() > c->coarse_now.load(std::memory_order_relaxed))) {
+            auto& sl = c->slots[affinity_cache::self()];
+            resource_node* empty = nullptr;
+            // Fails when the slot is full (two leases on this thread, or a thread sharing the slot).
+            if (sl.node.compare_exchange_strong(empty, n, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+                if (!c->open.load(std::memory_order_seq_cst)) reclaim(sl.node);
+                return;
+            }
+        }  // else: poisoned, past max_lifetime (the core retires it), or the cache is closed
     } else if (plain_ && !poisoned && before_release_ == hook_mode::none && !s_->obs) {
         plain_guard g(*s_);
         if (s_->core.release_fast(n)) return;
     }
     release_general(n, poisoned);
+}
+
+// The cache closed while a release filled its slot (a waiter parked, the circuit opened, the pool
+// closed): whoever empties the slot first hands the resource to the core.
+void pool_impl::reclaim(std::atomic<resource_node*>& slot) noexcept {
+    if (resource_node* r = slot.exchange(nullptr, std::memory_order_seq_cst)) finish_release(r, false, false);
 }
 
 [[gnu::noinline]] void pool_impl::release_general(resource_node* n, bool poisoned) noexcept {

@@ -12,6 +12,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -163,9 +164,10 @@ private:
     void stamp_new(resource_node* n) noexcept;
     void finish_release(resource_node* n, bool poisoned, bool broken) noexcept;
     void release_general(resource_node* n, bool poisoned) noexcept;
-    resource_node* take_cached() noexcept;
-    resource_node* cache_take(unsigned from, unsigned me) noexcept;
-    bool cache_put(resource_node* n) noexcept;
+    resource_node* take_affine() noexcept;
+    resource_node* take_cached(unsigned me) noexcept;
+    resource_node* cache_steal(unsigned from, unsigned me) noexcept;
+    void reclaim(std::atomic<resource_node*>& slot) noexcept;
     void on_deadline_timer() noexcept;
     void arm_health_timer() noexcept;
     void health_tick() noexcept;
