@@ -274,11 +274,12 @@ struct affinity_cache {
     static constexpr unsigned size = 64;
     struct alignas(64) slot {
         std::atomic<resource_node*> node{nullptr};
-        std::atomic<std::uint64_t> takes{0};  // leases lent from the cache by threads of this slot
+        std::atomic<std::uint64_t> takes{0};  // leases lent from the cache by the slot's first thread
     };
     alignas(64) std::atomic<bool> open{false};
     std::atomic<clock::rep> coarse_now{0};  // with max_lifetime: the last housekeeping time
     slot slots[size];
+    alignas(64) std::atomic<std::uint64_t> shared_takes{0};  // takes by threads numbered size and up
 
     // This thread's slot. The first call numbers the thread (a seq_cst increment, so a closer that
     // reads threads() after closing `open` covers every slot a thread could have filled).
@@ -287,12 +288,21 @@ struct affinity_cache {
         if (index == ~0u) index = threads_.fetch_add(1, std::memory_order_seq_cst);
         return index % size;
     }
-    // Counts a take in this thread's slot: the first `size` threads own their slot alone, so a plain
-    // load and store (no locked instruction) is exact; later threads share slots and add atomically.
+    // Counts a take made by this thread: the first `size` threads are the only writers of their slot's
+    // counter, so a plain load and store (no locked instruction) is exact; later threads share slots
+    // and add to one shared counter instead.
     void count_take(unsigned me) noexcept {
-        auto& t = slots[me].takes;
-        if (number() < size) t.store(t.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        else t.fetch_add(1, std::memory_order_relaxed);
+        if (number() < size) {
+            auto& t = slots[me].takes;
+            t.store(t.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        } else {
+            shared_takes.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
+    [[nodiscard]] std::uint64_t takes() const noexcept {
+        std::uint64_t n = shared_takes.load(std::memory_order_relaxed);
+        for (const auto& sl : slots) n += sl.takes.load(std::memory_order_relaxed);
+        return n;
     }
     // Slots in use: the scan bound of drains and steals.
     static unsigned used() noexcept {
@@ -1422,8 +1432,8 @@ pool_stats pool_impl::stats() const noexcept {
     guard g(*s_);
     pool_stats p = to_stats(s_->core.snap());
     if (affinity_cache* c = s_->cache.get()) {  // cached resources are idle, whatever the core counts
+        p.acquires += c->takes();
         for (unsigned i = 0; i < affinity_cache::size; ++i) {
-            p.acquires += c->slots[i].takes.load(std::memory_order_relaxed);
             if (c->slots[i].node.load(std::memory_order_relaxed) && p.active > 0) {
                 ++p.idle;
                 --p.active;

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 using respool::errc;
@@ -206,4 +207,25 @@ TEST_F(affinity_fixture, max_lifetime_retires_a_resource_that_keeps_cycling_thro
     auto l = p->try_acquire();
     ASSERT_TRUE(l);
     EXPECT_NE(l->id, first) << "a retired resource is never lent again";
+}
+
+TEST_F(affinity_fixture, acquires_are_counted_exactly_when_threads_outnumber_the_slots) {
+    // 96 threads at once: the 65th and later share slots with earlier ones. Every successful take
+    // must show up in stats().acquires, whichever path (slot, core, steal) served it.
+    auto p = make({.min = 4, .max = 4});
+    std::atomic<std::uint64_t> taken{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> ts;
+    for (int i = 0; i < 96; ++i)
+        ts.emplace_back([&] {
+            while (!go.load()) std::this_thread::yield();
+            for (int k = 0; k < 300; ++k)
+                if (auto l = p->try_acquire()) ++taken;
+        });
+    go = true;
+    for (auto& th : ts) th.join();
+    const auto s = p->stats();
+    EXPECT_EQ(s.acquires, taken.load());
+    EXPECT_EQ(s.active, 0u);
+    EXPECT_EQ(s.idle, 4u);
 }
