@@ -282,7 +282,7 @@ struct affinity_cache {
     alignas(64) std::atomic<std::uint64_t> shared_takes{0};  // takes by threads numbered size and up
 
     // This thread's slot. The first call numbers the thread (a seq_cst increment, so a closer that
-    // reads threads() after closing `open` covers every slot a thread could have filled).
+    // reads used() after closing `open` covers every slot a thread could have filled).
     static unsigned self() noexcept {
         unsigned& index = number();
         if (index == ~0u) index = threads_.fetch_add(1, std::memory_order_seq_cst);
