@@ -416,16 +416,11 @@ unsigned pool_impl::engine::drain_cache_locked(core::effects& fx) noexcept {
 
 void pool_impl::engine::unlock_cached() noexcept {
     const bool want = !obs && core.uncontended();
-    bool drained = false;
-    bool closed = false;
+    if (want == cache->open.load(std::memory_order_relaxed)) return mu.unlock();  // the common case
+    cache->open.store(want, std::memory_order_seq_cst);
     core::effects fx;
-    if (want != cache->open.load(std::memory_order_relaxed)) {
-        cache->open.store(want, std::memory_order_seq_cst);
-        if (!want) {
-            drained = drain_cache_locked(fx) != 0;
-            closed = core.closed();
-        }
-    }
+    const bool drained = !want && drain_cache_locked(fx) != 0;
+    const bool closed = core.closed();
     mu.unlock();
     if (!drained) return;
     owner->apply(fx);  // a parked waiter gets its resource; a closed pool destroys them
@@ -1186,42 +1181,9 @@ resource_node* pool_impl::take_plain() noexcept {
     return static_cast<resource_node*>(s_->core.take_fast());
 }
 
-// take_plain with the thread-affinity cache: this thread's slot first, without the lock.
-resource_node* pool_impl::take_affine() noexcept {
-    affinity_cache* c = cache_;
-    {
-        const unsigned me = affinity_cache::self();
-        auto& sl = c->slots[me];
-        if (c->open.load(std::memory_order_acquire) && sl.node.load(std::memory_order_relaxed)) {
-            if (resource_node* n = sl.node.exchange(nullptr, std::memory_order_seq_cst)) {
-                // The second look at `open`: a take that raced with a waiter parking gives the
-                // resource to the core (the waiter's, then) instead.
-                if (c->open.load(std::memory_order_seq_cst)) {
-                    c->count_take(me);
-                    return n;
-                }
-                finish_release(n, false, false);
-            }
-        }
-        return take_cached(me);
-    }
-}
-
-// take_affine with this thread's slot empty: the core, then the other threads' slots. (The cache
-// exists only when plain_; an observer closes it.)
-[[gnu::noinline]] resource_node* pool_impl::take_cached(unsigned me) noexcept {
-    if (s_->obs) return nullptr;
-    resource_node* n;
-    {
-        guard g(*s_);
-        n = static_cast<resource_node*>(s_->core.take_fast());
-    }
-    for (unsigned i = 1, used = affinity_cache::used(); i < used && !n; ++i) n = cache_steal((me + i) % used, me);
-    return n;
-}
-
-// Takes the resource in another thread's slot `from` (counted in slot `me`), as take_plain does.
-resource_node* pool_impl::cache_steal(unsigned from, unsigned me) noexcept {
+// Takes the resource in slot `from` (counted for this thread, slot `me`). The second look at `open`
+// makes a take that raced with a waiter parking give the resource to the core (the waiter's, then).
+[[gnu::always_inline]] inline resource_node* pool_impl::cache_take(unsigned from, unsigned me) noexcept {
     affinity_cache& c = *cache_;
     auto& sl = c.slots[from];
     if (!c.open.load(std::memory_order_acquire) || !sl.node.load(std::memory_order_relaxed)) return nullptr;
@@ -1233,6 +1195,26 @@ resource_node* pool_impl::cache_steal(unsigned from, unsigned me) noexcept {
     }
     finish_release(n, false, false);
     return nullptr;
+}
+
+// take_plain with the thread-affinity cache: this thread's slot first, without the lock.
+resource_node* pool_impl::take_affine() noexcept {
+    const unsigned me = affinity_cache::self();
+    if (resource_node* n = cache_take(me, me)) return n;
+    return take_cached(me);
+}
+
+// take_affine with this thread's slot empty: the core, then the other threads' slots. (The cache
+// exists only when plain_; an observer closes it.)
+[[gnu::noinline]] resource_node* pool_impl::take_cached(unsigned me) noexcept {
+    if (s_->obs) return nullptr;
+    resource_node* n;
+    {
+        guard g(*s_);
+        n = static_cast<resource_node*>(s_->core.take_fast());
+    }
+    for (unsigned i = 1, used = affinity_cache::used(); i < used && !n; ++i) n = cache_take((me + i) % used, me);
+    return n;
 }
 
 void pool_impl::release(resource_node* n, bool poisoned) noexcept {

@@ -166,7 +166,7 @@ private:
     void release_general(resource_node* n, bool poisoned) noexcept;
     resource_node* take_affine() noexcept;
     resource_node* take_cached(unsigned me) noexcept;
-    resource_node* cache_steal(unsigned from, unsigned me) noexcept;
+    resource_node* cache_take(unsigned from, unsigned me) noexcept;
     void reclaim(std::atomic<resource_node*>& slot) noexcept;
     void on_deadline_timer() noexcept;
     void arm_health_timer() noexcept;
