@@ -3,6 +3,8 @@
 //
 // Every benchmark reports allocs_per_op: heap allocations per iteration, counted by the global
 // operator new below.
+#include "bench_support.hpp"
+
 #include <respool/pool.hpp>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -42,15 +44,8 @@ void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
-struct resource {
-    int id;
-};
-
-respool::hooks<resource> plain_hooks() {
-    respool::hooks<resource> h;
-    h.factory = [] { return resource{1}; };
-    return h;
-}
+using bench::plain_hooks;
+using bench::resource;
 
 class alloc_probe {
 public:
@@ -227,37 +222,26 @@ void cycle_with_parked_waiters_with_deadlines(benchmark::State& state) {
 }
 BENCHMARK(cycle_with_parked_waiters_with_deadlines)->Arg(10)->Arg(1000)->Arg(100000);
 
-// thread_safe mode: two threads cycling on one shared pool (mutex in the driver).
-pool<resource>& shared_pool() {
+// thread_safe mode: threads cycling on one shared pool of 8, with FIFO idle order (the lock) and with
+// the thread-affinity cache (each thread takes back the resource it released).
+pool<resource>& shared_pool(bool affinity) {
     static asio::io_context io;
-    static pool<resource> p(io.get_executor(), {.min = 8, .max = 8, .thread_safe = true}, plain_hooks());
-    return p;
+    static pool<resource> fifo(io.get_executor(), {.min = 8, .max = 8, .thread_safe = true}, plain_hooks());
+    static pool<resource> affine(io.get_executor(),
+                                 {.min = 8, .max = 8, .thread_safe = true, .thread_affinity = true}, plain_hooks());
+    return affinity ? affine : fifo;
 }
 
-void cycle_thread_safe(benchmark::State& state) {
-    auto& p = shared_pool();
+void cycle_shared(benchmark::State& state, bool affinity) {
+    auto& p = shared_pool(affinity);
     for (auto _ : state) {
         lease<resource> l = p.try_acquire();
         benchmark::DoNotOptimize(&l);
     }
 }
+void cycle_thread_safe(benchmark::State& state) { cycle_shared(state, false); }
+void cycle_thread_affinity(benchmark::State& state) { cycle_shared(state, true); }
 BENCHMARK(cycle_thread_safe)->Threads(1)->Threads(2)->UseRealTime();
-
-// The same with the thread-affinity cache: each thread takes back the resource it released.
-pool<resource>& affinity_pool() {
-    static asio::io_context io;
-    static pool<resource> p(io.get_executor(), {.min = 8, .max = 8, .thread_safe = true, .thread_affinity = true},
-                            plain_hooks());
-    return p;
-}
-
-void cycle_thread_affinity(benchmark::State& state) {
-    auto& p = affinity_pool();
-    for (auto _ : state) {
-        lease<resource> l = p.try_acquire();
-        benchmark::DoNotOptimize(&l);
-    }
-}
 BENCHMARK(cycle_thread_affinity)->Threads(1)->Threads(2)->UseRealTime();
 
 }  // namespace

@@ -1,10 +1,12 @@
-// The C++ side of bench/compare: respool (a shared thread_safe pool, and one pool per thread as in
-// SPEC.md §3) and the naive pool a C++ developer would otherwise hand-roll, on the workloads of the Java
+// The C++ side of bench/compare: respool (a shared thread_safe pool with FIFO idle order, the same with
+// the thread-affinity cache, and one pool per thread as in SPEC.md §3) and the naive pool a C++ developer would otherwise hand-roll, on the workloads of the Java
 // peer harness, measured the same way (threads cycle for a fixed time after a warm-up; median of reps).
 //
 //   respool_compare <seconds> <reps> [variant...]   prints: cycle <variant> <threads> <pool> <median ops/s>
 // With variant names, only those run (e.g. respool_compare 0.5 5 respool-shared naive-cpp).
 #include "naive_pool.hpp"
+
+#include "../bench_support.hpp"
 
 #include <respool/pool.hpp>
 
@@ -28,15 +30,8 @@ namespace asio = boost::asio;
 
 namespace {
 
-struct resource {
-    int id;
-};
-
-respool::hooks<resource> plain_hooks() {
-    respool::hooks<resource> h;
-    h.factory = [] { return resource{1}; };
-    return h;
-}
+using bench::plain_hooks;
+using bench::resource;
 
 // Ops/s of `threads` threads running `cycle(thread_index)` for `seconds`, after a warm-up.
 double measure(int threads, double seconds, const std::function<void(int)>& cycle) {
