@@ -8,7 +8,9 @@
 // coroutine hooks, timers) hold a shared_ptr or a weak_ptr.
 #include <respool/detail/pool_impl.hpp>
 
+#include "conversions.hpp"
 #include "core/pool_core.hpp"
+#include "duration_text.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -29,126 +31,6 @@
 #include <thread>
 #include <vector>
 
-namespace respool {
-
-const char* to_string(destroy_reason r) noexcept { return core::to_string(static_cast<core::destroy_reason>(r)); }
-
-namespace {
-
-std::string show(duration d) {
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-    if (ms >= 10000 || ms <= -10000) return std::to_string(ms / 1000) + "." + std::to_string(std::abs(ms % 1000) / 100) + "s";
-    return std::to_string(ms) + "ms";
-}
-
-}  // namespace
-
-void validate(const pool_options& o) {
-    constexpr std::size_t limit = 0x7fffffff;
-    auto fail = [](const std::string& m) { throw std::invalid_argument("respool: " + m); };
-    if (o.max == 0) fail("max (0) must be at least 1");
-    if (o.max > limit) fail("max (" + std::to_string(o.max) + ") must not exceed " + std::to_string(limit));
-    if (o.min > o.max)
-        fail("min (" + std::to_string(o.min) + ") must not exceed max (" + std::to_string(o.max) + ")");
-    if (o.max_concurrent_creations == 0) fail("max_concurrent_creations (0) must be at least 1");
-    if (o.max_concurrent_creations > limit) fail("max_concurrent_creations is too large");
-    if (o.max_waiters > limit) fail("max_waiters (" + std::to_string(o.max_waiters) + ") is too large");
-    if (o.healthcheck_interval < duration::zero())
-        fail("healthcheck_interval (" + show(o.healthcheck_interval) + ") must not be negative");
-    if (o.acquire_timeout && *o.acquire_timeout < duration::zero())
-        fail("acquire_timeout (" + show(*o.acquire_timeout) + ") must not be negative");
-    auto non_negative = [&](const char* name, duration d) {
-        if (d < duration::zero()) fail(std::string(name) + " (" + show(d) + ") must not be negative");
-    };
-    non_negative("idle_ttl", o.idle_ttl);
-    non_negative("max_lifetime", o.max_lifetime);
-    non_negative("acquire_ttl", o.acquire_ttl);
-    non_negative("validate_after", o.validate_after);
-    non_negative("create_retry_initial", o.create_retry_initial);
-    non_negative("create_retry_max", o.create_retry_max);
-    if (o.thread_affinity && !o.thread_safe)
-        fail("thread_affinity requires thread_safe (a pool on one executor has no threads to tell apart)");
-    if (o.create_retry_max < o.create_retry_initial)
-        fail("create_retry_max (" + show(o.create_retry_max) + ") must not be below create_retry_initial (" +
-             show(o.create_retry_initial) + ")");
-}
-
-namespace {
-class ostream_sink final : public log_sink {
-public:
-    ostream_sink(std::ostream& os, log_level min, std::string name) : os_(os), min_(min), name_(std::move(name)) {}
-    bool enabled(log_level l) const noexcept override { return l >= min_; }
-    void log(log_level l, std::string_view message) override {
-        std::lock_guard<std::mutex> g(m_);  // one line at a time from any thread
-        os_ << name_ << ' ' << to_string(l) << ": " << message << '\n';
-        os_.flush();
-    }
-
-private:
-    std::ostream& os_;
-    log_level min_;
-    std::string name_;
-    std::mutex m_;
-};
-}  // namespace
-
-std::shared_ptr<log_sink> make_ostream_log_sink(std::ostream& os, log_level min, std::string name) {
-    return std::make_shared<ostream_sink>(os, min, std::move(name));
-}
-
-const char* to_string(log_level l) noexcept {
-    switch (l) {
-    case log_level::debug: return "debug";
-    case log_level::info: return "info";
-    case log_level::warning: return "warning";
-    case log_level::error: return "error";
-    }
-    return "?";
-}
-
-failure_threshold_strategy::failure_threshold_strategy(breaker_options o) : o_(o) {
-    auto fail = [](const std::string& m) { throw std::invalid_argument("respool: " + m); };
-    if (o_.failures_to_open == 0) fail("failures_to_open (0) must be at least 1");
-    if (o_.probes == 0) fail("probes (0) must be at least 1");
-    if (o_.successes_to_close == 0) fail("successes_to_close (0) must be at least 1");
-    if (o_.cool_down < duration::zero()) fail("cool_down (" + show(o_.cool_down) + ") must not be negative");
-}
-
-void failure_threshold_strategy::trip(circuit_breaker& cb) {
-    failures_ = 0;
-    successes_ = 0;
-    cb.deactivate();
-    cb.recover_after(o_.cool_down, o_.probes);
-}
-
-void failure_threshold_strategy::report_failure(circuit_breaker& cb, const error_code&) {
-    std::lock_guard<std::mutex> g(m_);
-    switch (cb.state()) {
-    case circuit_state::closed:
-        if (++failures_ >= o_.failures_to_open) trip(cb);
-        break;
-    case circuit_state::half_open: trip(cb); break;  // a probe failed: open again
-    case circuit_state::open: break;                   // late reports of work started before opening
-    }
-}
-
-void failure_threshold_strategy::report_success(circuit_breaker& cb) {
-    std::lock_guard<std::mutex> g(m_);
-    switch (cb.state()) {
-    case circuit_state::closed: failures_ = 0; break;
-    case circuit_state::half_open:
-        if (++successes_ >= o_.successes_to_close) {
-            successes_ = 0;
-            failures_ = 0;
-            cb.activate();
-        }
-        break;
-    case circuit_state::open: break;
-    }
-}
-
-}  // namespace respool
-
 namespace respool::detail {
 
 namespace {
@@ -166,54 +48,6 @@ asio::io_context& background_context() {
     };
     static background* b = new background;
     return b->ctx;
-}
-
-error_code to_error(core::status s) noexcept {
-    switch (s) {
-    case core::status::ok: return {};
-    case core::status::closed: return errc::closed;
-    case core::status::timeout: return errc::timeout;
-    case core::status::cancelled: return errc::cancelled;
-    case core::status::unavailable: return errc::unavailable;
-    case core::status::exhausted: return errc::exhausted;
-    case core::status::create_failed: return errc::create_failed;
-    }
-    return errc::create_failed;
-}
-
-pool_stats to_stats(const core::snapshot& s) noexcept {
-    pool_stats p;
-    p.idle = s.idle;
-    p.active = s.active;
-    p.total = s.total;
-    p.waiting = s.waiting;
-    p.max = s.max;
-    p.reserved = s.reserved;
-    p.creating = s.creating;
-    p.acquires = s.c.acquires;
-    p.waits = s.c.waits;
-    p.timeouts = s.c.timeouts;
-    p.cancellations = s.c.cancellations;
-    p.creations = s.c.creations;
-    p.create_failures = s.c.create_failures;
-    p.destructions = s.c.destructions;
-    p.poisoned = s.c.poisoned;
-    p.unavailable_rejections = s.c.unavailable_rejections;
-    p.exhausted_rejections = s.c.exhausted_rejections;
-    p.rejected = s.c.rejected;
-    p.broken = s.c.broken;
-    p.unhealthy = s.c.unhealthy;
-    p.evicted = s.c.evicted;
-    p.retired = s.c.retired;
-    p.leaks = s.c.leaks;
-    p.creation_retries = s.c.creation_retries;
-    p.circuit_opened = s.c.circuit_opened;
-    p.circuit_half_opened = s.c.circuit_half_opened;
-    p.circuit_closed = s.c.circuit_closed;
-    p.probes = s.c.probes;
-    p.circuit = static_cast<circuit_state>(s.circuit_state);
-    p.closed = s.closed;
-    return p;
 }
 
 core::config to_config(const pool_options& o, hook_mode before_acquire, hook_mode healthcheck) {
@@ -636,7 +470,7 @@ int pool_impl::process(core::effects& fx, const error_code& create_ec) noexcept 
         }
         case core::effect::kind::create: ++creates; break;
         case core::effect::kind::destroy:
-            destroy_node(static_cast<resource_node*>(e.r), static_cast<destroy_reason>(e.reason));
+            destroy_node(static_cast<resource_node*>(e.r), to_public(e.reason));
             break;
         default: process_rare(e, create_ec); break;
         }
@@ -659,7 +493,7 @@ void pool_impl::process_rare(const core::effect& e, const error_code& create_ec)
         case core::effect::kind::report_failure:
             if (auto* st = s_->strategy.get()) {
                 error_code ec = e.st == core::status::create_failed
-                                    ? (create_ec ? create_ec : error_code(errc::create_failed))
+                                    ? creation_error(create_ec)
                                 : e.reason == core::destroy_reason::poisoned ? error_code(errc::poisoned)
                                                                              : error_code(errc::broken);
                 try {
@@ -678,11 +512,11 @@ void pool_impl::process_rare(const core::effect& e, const error_code& create_ec)
             break;
         }
         case core::effect::kind::retry_after: {
-            const error_code cause = create_ec ? create_ec : error_code(errc::create_failed);
+            const error_code cause = creation_error(create_ec);
             notify(s_->obs, [&](observer& o) { o.on_creation_retry(cause, e.d); });
             if (logging(log_level::warning))
                 log(log_level::warning, "creation failed (" + cause.message() + "); next attempt in about " +
-                                            show(e.d));
+                                            duration_text(e.d));
             arm_retry(e.d);
             break;
         }
@@ -697,7 +531,7 @@ void pool_impl::process_rare(const core::effect& e, const error_code& create_ec)
             });
             if (logging(back ? log_level::info : log_level::warning)) {
                 std::ostringstream m;
-                m << (back ? "leaked lease returned after " : "leak suspected: lease held for ") << show(held)
+                m << (back ? "leaked lease returned after " : "leak suspected: lease held for ") << duration_text(held)
                   << ", acquired at " << (n->acquired_at.file_name()[0] ? n->acquired_at.file_name() : "?") << ':'
                   << n->acquired_at.line() << " (" << n->acquired_at.function_name() << ')';
                 log(back ? log_level::info : log_level::warning, m.str());
@@ -798,10 +632,10 @@ int pool_impl::settle_creation(const error_code& ec, resource_node* n) noexcept 
             s_->core.creation_succeeded(n, fx);
         } else {
             core::waiter* w = s_->core.creation_failed(fx);
-            if (w) static_cast<acquire_op_base*>(w)->create_error = ec ? ec : error_code(errc::create_failed);
+            if (w) static_cast<acquire_op_base*>(w)->create_error = creation_error(ec);
             if (!s_->ready) {
                 s_->ready = true;
-                s_->ready_ec = ec ? ec : error_code(errc::create_failed);
+                s_->ready_ec = creation_error(ec);
             }
         }
         check_ready_locked();
@@ -892,7 +726,7 @@ resource_node* pool_impl::try_acquire(error_code& ec, const std::source_location
         });
         apply(fx, cec);
         if (!fresh) {
-            ec = cec ? cec : error_code(errc::create_failed);
+            ec = creation_error(cec);
             return nullptr;
         }
         if (st != core::status::ok) {  // closed meanwhile: destroyed
@@ -1362,7 +1196,7 @@ void pool_impl::health_step() noexcept {
 
 circuit_state pool_impl::state() const {
     guard g(*s_);
-    return static_cast<circuit_state>(s_->core.circuit_state());
+    return to_public(s_->core.circuit_state());
 }
 
 void pool_impl::set_circuit(circuit_state s, std::uint32_t probes) noexcept {
@@ -1370,7 +1204,7 @@ void pool_impl::set_circuit(circuit_state s, std::uint32_t probes) noexcept {
     {
         guard g(*s_);
         ++s_->recover_generation;  // any explicit change supersedes a scheduled recovery
-        s_->core.set_circuit(static_cast<core::circuit>(s), fx, probes);
+        s_->core.set_circuit(to_core(s), fx, probes);
     }
     apply(fx);
 }
