@@ -19,6 +19,7 @@ enum class errc {
     broken,         // before_release said the resource is broken (reported to the circuit strategy)
     poisoned,       // the holder poisoned the lease (reported to the circuit strategy)
     not_supported,  // try_acquire on a pool whose before_acquire hook is a coroutine
+    hook_timeout,   // a coroutine factory ran past create_timeout (or was interrupted by close)
 };
 
 const boost::system::error_category& category() noexcept;

@@ -66,11 +66,11 @@ public:
 
 template <class T>
 struct hooks {
-    factory_hook<T> factory;                 // required
-    std::function<void(T&)> destructor;      // optional; T's own destructor runs afterwards anyway
-    check_hook<T> healthcheck;
-    check_hook<T> before_acquire;
-    check_hook<T> before_release;
+    factory_hook<T> factory{};             // required
+    std::function<void(T&)> destructor{};  // optional; T's own destructor runs afterwards anyway
+    check_hook<T> healthcheck{};
+    check_hook<T> before_acquire{};
+    check_hook<T> before_release{};
 };
 
 }  // namespace respool

@@ -2,8 +2,11 @@
 // message names the option and the rule; pool constructors call it before creating anything.
 #pragma once
 
+#include <respool/clock.hpp>
+
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <optional>
 
 namespace respool {
@@ -42,6 +45,18 @@ struct pool_options {
     // demand remains; the failure itself reaches the oldest waiter at once. 0 = retry at once.
     duration create_retry_initial = std::chrono::milliseconds(10);
     duration create_retry_max = std::chrono::seconds(10);
+    // Bounds of the coroutine hooks (SPEC.md §1.1). A hook past its bound, or running when close() is
+    // called, gets a terminal cancellation through its cancellation slot and counts as a failure of that
+    // hook at once: a creation frees its slot (errc::hook_timeout reaches the waiter it was for and the
+    // circuit strategy), a check or reset destroys its resource, and the place is free again. A hook
+    // that ignores the cancellation keeps only its own resource until it returns; that resource is then
+    // destroyed. Synchronous hooks cannot be interrupted and are not bounded. duration::max() = no bound.
+    duration create_timeout = std::chrono::seconds(20);  // factory (connect, authenticate)
+    duration check_timeout = std::chrono::seconds(5);    // validation on borrow, before_acquire, healthcheck
+    duration reset_timeout = std::chrono::seconds(5);    // before_release
+    // The time the pool reads and the clock its timers run on; null = default_clock() (steady clock,
+    // one process-wide timer thread). Tests inject a manual_clock.
+    std::shared_ptr<pool_clock> clock{};
     // Wait-time and hold-time histograms in stats(). Recording is a shift and an increment; reading the
     // clock at park, hand-out and release is the cost (~20-50 ns each), so it is opt-in.
     bool record_timings = false;

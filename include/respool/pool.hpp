@@ -21,6 +21,7 @@
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
@@ -73,16 +74,16 @@ public:
             return nullptr;
         }
     }
-    void create_async(const asio::any_io_executor& ex, create_done done) override {
+    void create_async(const asio::any_io_executor& ex, asio::cancellation_slot stop, create_done done) override {
         // The result is owned until the pool takes it: a completion destroyed unrun (its io_context
         // torn down) frees the value instead of leaking it.
         using owned = std::unique_ptr<typed_node<T>>;
         asio::co_spawn(
             ex, [f = h_.factory.async_]() -> asio::awaitable<owned> { co_return std::make_unique<typed_node<T>>(co_await f()); },
-            [done = std::move(done)](std::exception_ptr e, owned n) {
+            asio::bind_cancellation_slot(stop, [done = std::move(done)](std::exception_ptr e, owned n) {
                 if (e) done(error_of(e), nullptr);
                 else done({}, n.release());
-            });
+            }));
     }
     bool check_sync(check_kind k, resource_node& n) noexcept override {
         try {
@@ -91,9 +92,11 @@ public:
             return false;  // hook errors other than the factory's become "no"
         }
     }
-    void check_async(check_kind k, resource_node& n, const asio::any_io_executor& ex, check_done done) override {
+    void check_async(check_kind k, resource_node& n, const asio::any_io_executor& ex, asio::cancellation_slot stop,
+                     check_done done) override {
         asio::co_spawn(ex, pick(k).async_(static_cast<typed_node<T>&>(n).value),
-                       [done = std::move(done)](std::exception_ptr e, bool ok) { done(!e && ok); });
+                       asio::bind_cancellation_slot(
+                           stop, [done = std::move(done)](std::exception_ptr e, bool ok) { done(!e && ok); }));
     }
     bool destroy(resource_node* n) noexcept override {
         auto* t = static_cast<typed_node<T>*>(n);
@@ -193,7 +196,7 @@ private:
 
     static void do_post_resume(acquire_op_base* base) {
         auto* self = static_cast<acquire_op*>(base);
-        self->work_.execute([self] { self->impl->resume(self); });
+        self->work_.execute([self] { self->impl->resume(self, true); });
     }
 
     Handler handler_;
@@ -205,6 +208,16 @@ struct initiate_acquire {
     pool_impl* impl;
     template <class Handler>
     void operator()(Handler&& handler, std::optional<duration> timeout, std::source_location where = {}) const {
+        (*this)(std::forward<Handler>(handler), timeout, std::nullopt, where);
+    }
+    template <class Handler>
+    void operator()(Handler&& handler, std::chrono::steady_clock::time_point deadline,
+                    std::source_location where = {}) const {
+        (*this)(std::forward<Handler>(handler), std::nullopt, deadline, where);
+    }
+    template <class Handler>
+    void operator()(Handler&& handler, std::optional<duration> timeout,
+                    std::optional<std::chrono::steady_clock::time_point> deadline, std::source_location where) const {
         using H = std::decay_t<Handler>;
         if (impl->can_acquire_inline()) {
             error_code ec;
@@ -224,6 +237,7 @@ struct initiate_acquire {
             }
         }
         auto* op = acquire_op<T, H>::create(H(std::forward<Handler>(handler)), impl->shared_from_this(), timeout);
+        op->deadline = deadline;
         op->where = where;
         op->install_cancellation();
         impl->start_acquire(op);
@@ -279,7 +293,8 @@ public:
     // Handler: void(error_code, lease<T>). See docs/02-operations.md. `where` (the call site, captured
     // by default) names the acquirer in leak reports.
     template <class CompletionToken = asio::deferred_t>
-        requires(!std::is_convertible_v<CompletionToken, duration>)
+        requires(!std::is_convertible_v<CompletionToken, duration> &&
+                 !std::is_convertible_v<CompletionToken, std::chrono::steady_clock::time_point>)
     auto async_acquire(CompletionToken&& token = {}, std::source_location where = std::source_location::current()) {
         return asio::async_initiate<CompletionToken, void(error_code, lease<T>)>(
             detail::initiate_acquire<T>{impl_.get()}, token, impl_->options().acquire_timeout, where);
@@ -290,6 +305,16 @@ public:
                        std::source_location where = std::source_location::current()) {
         return asio::async_initiate<CompletionToken, void(error_code, lease<T>)>(
             detail::initiate_acquire<T>{impl_.get()}, token, std::optional<duration>(timeout), where);
+    }
+
+    // Acquire with an absolute deadline on the pool's clock (pool_options::clock; the steady clock by
+    // default): per-request deadlines of any value cost O(log n) each. A deadline already past only
+    // takes what is free now.
+    template <class CompletionToken = asio::deferred_t>
+    auto async_acquire(std::chrono::steady_clock::time_point deadline, CompletionToken&& token = {},
+                       std::source_location where = std::source_location::current()) {
+        return asio::async_initiate<CompletionToken, void(error_code, lease<T>)>(
+            detail::initiate_acquire<T>{impl_.get()}, token, deadline, where);
     }
 
     // Never waits. An empty lease when closed, circuit open, or nothing is free for the caller

@@ -19,6 +19,7 @@ public:
         case errc::broken: return "resource reported broken on release";
         case errc::poisoned: return "resource poisoned by its holder";
         case errc::not_supported: return "operation not supported by this pool's hooks";
+        case errc::hook_timeout: return "a pool hook did not finish within its timeout";
         }
         return "unknown respool error " + std::to_string(ev);
     }

@@ -32,6 +32,12 @@ void validate(const pool_options& o) {
     non_negative("validate_after", o.validate_after);
     non_negative("create_retry_initial", o.create_retry_initial);
     non_negative("create_retry_max", o.create_retry_max);
+    auto positive = [&](const char* name, duration d) {
+        if (d <= duration::zero()) fail(std::string(name) + " (" + duration_text(d) + ") must be positive");
+    };
+    positive("create_timeout", o.create_timeout);
+    positive("check_timeout", o.check_timeout);
+    positive("reset_timeout", o.reset_timeout);
     if (o.thread_affinity && !o.thread_safe)
         fail("thread_affinity requires thread_safe (a pool on one executor has no threads to tell apart)");
     if (o.create_retry_max < o.create_retry_initial)

@@ -11,12 +11,12 @@
 #include "conversions.hpp"
 #include "core/pool_core.hpp"
 #include "duration_text.hpp"
+#include "timer_list.hpp"
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
 #include <mutex>
@@ -36,19 +36,6 @@ namespace respool::detail {
 namespace {
 
 using clock = std::chrono::steady_clock;
-
-// Timers that must not keep the user's event loop alive (the health check) run on one process-wide
-// background thread and only post their tick to the pool's executor. Deliberately never destroyed:
-// pools in static storage may still hold timers during static destruction.
-asio::io_context& background_context() {
-    struct background {
-        asio::io_context ctx;
-        asio::executor_work_guard<asio::io_context::executor_type> guard{ctx.get_executor()};
-        std::thread thread{[this] { ctx.run(); }};
-    };
-    static background* b = new background;
-    return b->ctx;
-}
 
 core::config to_config(const pool_options& o, hook_mode before_acquire, hook_mode healthcheck) {
     core::config c;
@@ -87,14 +74,37 @@ void fire(std::vector<signal_handler>& hs, const error_code& ec) {
 
 }  // namespace
 
-// An acquire whose resource is inside a coroutine check (validation on borrow, before_acquire). Its
-// deadline, a cancellation or close complete the acquire at once; the check finishing later then only
-// decides the resource's fate (back to idle, or destroyed). `op` is cleared when either side wins.
-struct hook_ticket {
-    acquire_op_base* op = nullptr;
-    resource_node* n = nullptr;
-    std::unique_ptr<asio::steady_timer> timer;  // the op's deadline, on the pool's executor
+// One coroutine hook under way (factory, check, reset). Whichever comes first decides its outcome:
+// the coroutine's completion, or its bound / close(). The bound and close count it as a failure of
+// the hook at once and emit a terminal cancellation; the coroutine still owns its resource until it
+// returns, and the resource is destroyed then. A borrow check also carries the acquire waiting for
+// its verdict: that acquire's own deadline, a cancellation or close complete it at once, and the
+// verdict then only decides the resource's fate. `op` is cleared when either side wins.
+struct hook_run {
+    run_kind what{};
+    resource_node* n = nullptr;     // the resource it works on; none for a creation
+    acquire_op_base* op = nullptr;  // borrow checks: the acquire waiting for the verdict
+    asio::cancellation_signal signal;
+    timer_list::handle bound;        // create_timeout / check_timeout / reset_timeout
+    timer_list::handle op_deadline;  // borrow checks: the acquire's own deadline
+    destroy_reason why = destroy_reason::closed;  // decided: what its resource dies of
+    bool decided = false;  // past its bound or interrupted by close: the failure is counted
 };
+
+const char* to_string(run_kind k) noexcept {
+    switch (k) {
+    case run_kind::create: return "factory";
+    case run_kind::validate: return "validation";
+    case run_kind::before_acquire: return "before_acquire";
+    case run_kind::healthcheck: return "healthcheck";
+    case run_kind::before_release: return "before_release";
+    }
+    return "hook";
+}
+
+pool_impl::stage first_stage(const core::pool_core::take_result& t) noexcept;
+core::pool_core::take_result reject_and_retry_locked(pool_impl::engine& s, acquire_op_base* op, resource_node* n,
+                                                     core::effects& fx);
 
 // pool_options::thread_affinity. Each thread owns one slot (by a process-wide thread number), which
 // holds at most one idle resource that the core still counts as active. A take is an exchange on the
@@ -182,9 +192,12 @@ public:
     pool_lock& operator=(const pool_lock&) = delete;
 };
 
-struct pool_impl::engine {
-    engine(pool_impl* o, const asio::any_io_executor& ex, const core::config& c, bool ts)
-        : owner(o), core(c), thread_safe(ts), deadline_timer(ex) {}
+struct pool_impl::engine final : pool_clock::alarm {
+    engine(pool_impl* o, const asio::any_io_executor& ex, const core::config& c, bool ts,
+           std::shared_ptr<pool_clock> clk)
+        : owner(o), core(c), thread_safe(ts), clock(std::move(clk)), alarm_ex(ex) {}
+    // A ring may be under way on the clock's thread: cancel waits for it, and no other follows.
+    ~engine() { clock->cancel(*this); }
 
     pool_impl* const owner;
 
@@ -194,16 +207,15 @@ struct pool_impl::engine {
     const bool thread_safe;
     char pad_[64 - sizeof(bool)]{};
 
-    asio::steady_timer deadline_timer;  // one timer for every waiter's deadline
-    bool armed = false;
-    clock::time_point armed_at{};
-
-    std::unique_ptr<asio::steady_timer> health_timer;  // on the background context
+    // Timers: the core's waiter deadlines and `timers`, behind one alarm on the pool's clock.
+    const std::shared_ptr<pool_clock> clock;
+    timer_list timers;
+    bool alarm_set = false;
+    clock::time_point alarm_at{};
+    std::weak_ptr<pool_impl> self;  // what a ring posts to (set by start())
+    asio::any_io_executor alarm_ex;
+    timer_list::handle health_timer, housekeeping_timer, retry_timer, recover_timer;
     std::uint64_t tick = 0;
-    std::unique_ptr<asio::steady_timer> housekeeping_timer;  // background: lifecycle ticks
-    std::unique_ptr<asio::steady_timer> retry_timer;         // background: creation back-off
-    std::unique_ptr<asio::steady_timer> recover_timer;       // background: circuit cool-down
-    std::uint64_t recover_generation = 0;
     std::minstd_rand rng{std::random_device{}()};
 
     std::shared_ptr<circuit_strategy> strategy;
@@ -219,16 +231,32 @@ struct pool_impl::engine {
     acquire_op_base* ready_tail = nullptr;
     bool drain_posted = false;
 
-    std::vector<std::shared_ptr<hook_ticket>> in_hook;  // tickets whose op is still waiting
+    std::vector<std::shared_ptr<hook_run>> runs;  // coroutine hooks under way, undecided
 
-    std::vector<signal_handler> close_waiters;
+    struct close_waiter {
+        signal_handler done;
+        timer_list::handle grace;
+        std::uint64_t key;
+    };
+    std::vector<close_waiter> close_waiters;
+    std::uint64_t close_keys = 0;
     std::vector<signal_handler> ready_waiters;
     bool ready = false;
     error_code ready_ec;
 
     std::unique_ptr<affinity_cache> cache;  // thread_affinity, when the options allow it
 
-    void arm_deadline(const std::weak_ptr<pool_impl>& weak);
+    // The alarm at the earliest timer or waiter deadline; cancelled when there is none (lock held).
+    void rearm() noexcept;
+    // Adds a timer running `f` on the pool's executor after `d` (lock held). Timer callbacks run from
+    // on_alarm, which holds a reference to the pool: they may capture the pool_impl.
+    timer_list::handle schedule(duration d, timer_list::callback f) {
+        auto h = timers.add(time_after(clock->now(), d), std::move(f));
+        rearm();
+        return h;
+    }
+    void cancel_timer(timer_list::handle& h) noexcept { timers.cancel(h); }
+    void ring() noexcept override;
     // Every resource in the cache back to the core (lock held). Returns how many.
     unsigned drain_cache_locked(core::effects& fx) noexcept;
     // Unlocks mu, first opening or closing the cache to match the core; a close drains it.
@@ -303,25 +331,31 @@ private:
 
 }  // namespace
 
-// Keeps one Asio timer armed at the earliest waiter deadline, and disarmed when nobody has one, so a
-// served waiter's timeout never keeps the event loop running.
-void pool_impl::engine::arm_deadline(const std::weak_ptr<pool_impl>& weak) {
-    const auto next = core.next_deadline();
-    if (!next) {
-        if (armed) {
-            armed = false;
-            deadline_timer.cancel();
-        }
+void pool_impl::engine::rearm() noexcept {
+    auto next = core.next_deadline();
+    if (auto t = timers.next(); t && (!next || *t < *next)) next = t;
+    if (!next) {  // also after a ring: the cancel orders that ring's post before whatever follows
+        clock->cancel(*this);
+        alarm_set = false;
         return;
     }
-    if (armed && armed_at <= *next) return;
-    armed = true;
-    armed_at = *next;
-    deadline_timer.expires_at(*next);
-    deadline_timer.async_wait([weak](const error_code& ec) {
-        if (ec == asio::error::operation_aborted) return;
-        if (auto self = weak.lock()) self->on_deadline_timer();
-    });
+    if (alarm_set && alarm_at <= *next) return;  // an earlier ring re-arms for the rest
+    try {
+        clock->set(*this, *next);
+        alarm_set = true;
+        alarm_at = *next;
+    } catch (...) {  // out of memory in the clock: the next timer change tries again
+    }
+}
+
+// On the clock's thread: only a post. The timer work runs on the pool's executor.
+void pool_impl::engine::ring() noexcept {
+    try {
+        asio::post(alarm_ex, [weak = self] {
+            if (auto p = weak.lock()) p->on_alarm();
+        });
+    } catch (...) {
+    }
 }
 
 pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::unique_ptr<hooks_base> hooks)
@@ -335,7 +369,8 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
       healthcheck_(hooks_->mode(check_kind::healthcheck)) {
     validate(opts_);
     if (factory_ == hook_mode::none) throw std::invalid_argument("respool: factory hook is required");
-    s_ = std::make_unique<engine>(this, ex_, to_config(opts_, before_acquire_, healthcheck_), opts_.thread_safe);
+    s_ = std::make_unique<engine>(this, ex_, to_config(opts_, before_acquire_, healthcheck_), opts_.thread_safe,
+                                  opts_.clock ? opts_.clock : default_clock());
     const bool validate = opts_.health_check_on_borrow && healthcheck_ != hook_mode::none;
     inline_ok_ = before_acquire_ != hook_mode::async && !(validate && healthcheck_ == hook_mode::async);
     // Housekeeping runs at a quarter of the shortest lifecycle period (at least every 10 ms): that is
@@ -362,57 +397,57 @@ void pool_impl::start() {
     core::effects fx;
     {
         guard g(*s_);
+        s_->self = weak_from_this();
+        s_->core.set_now(now());
         s_->core.replenish(fx);
         check_ready_locked();
-    }
-    s_->retry_timer = std::make_unique<asio::steady_timer>(background_context());
-    s_->recover_timer = std::make_unique<asio::steady_timer>(background_context());
-    if (opts_.healthcheck_interval > duration::zero() && healthcheck_ != hook_mode::none) {
-        s_->health_timer = std::make_unique<asio::steady_timer>(background_context());
-        guard g(*s_);
-        arm_health_timer();
-    }
-    if (housekeeping_period_ > duration::zero()) {
-        s_->housekeeping_timer = std::make_unique<asio::steady_timer>(background_context());
-        guard g(*s_);
-        s_->core.set_now(clock::now());
-        arm_housekeeping();
+        if (opts_.healthcheck_interval > duration::zero() && healthcheck_ != hook_mode::none) arm_health_timer();
+        if (housekeeping_period_ > duration::zero()) arm_housekeeping();
     }
     if (opts_.min > 0) log(log_level::info, "warming up " + std::to_string(opts_.min) + " resources");
     apply(fx);
 }
 
-// ---- lifecycle timers (background thread; the work itself runs on the pool's executor) ---------
+clock::time_point pool_impl::now() const noexcept { return s_->clock->now(); }
 
-namespace {
-// Arms `t` (a background timer) to post `f` to the pool's executor after `d`, if the pool still exists.
-template <class F>
-void after(asio::steady_timer& t, duration d, std::weak_ptr<pool_impl> weak, const asio::any_io_executor& ex, F f) {
-    t.expires_after(d);
-    t.async_wait([weak = std::move(weak), ex, f = std::move(f)](const error_code& ec) mutable {
-        if (ec) return;
-        if (auto self = weak.lock()) asio::post(ex, [self = std::move(self), f = std::move(f)]() mutable { f(*self); });
-    });
+// ---- timers: one alarm per pool; the work runs on the pool's executor ------------------------
+
+void pool_impl::on_alarm() noexcept {
+    core::effects fx;
+    std::vector<timer_list::callback> due;
+    {
+        guard g(*s_);
+        s_->alarm_set = false;
+        const auto t = now();
+        s_->core.set_now(t);
+        s_->core.expire(t, fx);
+        s_->timers.take_due(t, due);
+        s_->rearm();
+    }
+    apply(fx);
+    for (auto& f : due) f();
 }
-}  // namespace
 
 void pool_impl::arm_housekeeping() noexcept {
-    if (!s_->housekeeping_timer || s_->core.closed()) return;
-    after(*s_->housekeeping_timer, housekeeping_period_, weak_from_this(), ex_,
-          [](pool_impl& self) { self.housekeep_tick(); });
+    if (s_->core.closed()) return;
+    try {
+        s_->housekeeping_timer = s_->schedule(housekeeping_period_, [this] { housekeep_tick(); });
+    } catch (...) {
+    }
 }
 
 void pool_impl::housekeep_tick() noexcept {
     core::effects fx;
     {
         guard g(*s_);
-        const auto now = clock::now();
-        s_->core.set_now(now);
+        s_->housekeeping_timer = {};
+        const auto t = now();
+        s_->core.set_now(t);
         if (s_->cache) {  // cached resources age and expire in the core's idle set
-            s_->cache->coarse_now.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+            s_->cache->coarse_now.store(t.time_since_epoch().count(), std::memory_order_relaxed);
             s_->drain_cache_locked(fx);
         }
-        s_->core.housekeep(now, fx);
+        s_->core.housekeep(t, fx);
         arm_housekeeping();
     }
     apply(fx);
@@ -425,18 +460,23 @@ void pool_impl::arm_retry(duration d) noexcept {
     guard g(*s_);
     if (s_->core.closed()) return;
     const auto delay = std::chrono::duration_cast<duration>(d * jitter(s_->rng));
-    after(*s_->retry_timer, delay, weak_from_this(), ex_, [](pool_impl& self) {
-        core::effects fx;
-        {
-            guard g2(*self.s_);
-            self.s_->core.backoff_elapsed(fx);
-        }
-        self.apply(fx);
-    });
+    s_->cancel_timer(s_->retry_timer);
+    try {
+        s_->retry_timer = s_->schedule(delay, [this] {
+            core::effects fx;
+            {
+                guard g2(*s_);
+                s_->retry_timer = {};
+                s_->core.backoff_elapsed(fx);
+            }
+            apply(fx);
+        });
+    } catch (...) {
+    }
 }
 
 void pool_impl::stamp_new(resource_node* n) noexcept {
-    n->created_at = clock::now();
+    n->created_at = now();
     if (opts_.max_lifetime > duration::zero()) {
         std::uniform_real_distribution<double> jitter(0.0, 0.025);  // up to 2.5 % earlier
         guard g(*s_);
@@ -457,20 +497,22 @@ void pool_impl::log(log_level level, const std::string& message) noexcept {
 
 // ---- effects ---------------------------------------------------------------------------------
 
-int pool_impl::process(core::effects& fx, const error_code& create_ec) noexcept {
+int pool_impl::process(core::effects& fx, const error_code& create_ec, const resource_node* keep) noexcept {
     int creates = 0;
     for (std::size_t i = 0; i < fx.size(); ++i) {
         const core::effect& e = fx[i];
         switch (e.what) {
         case core::effect::kind::wake: {
+            // A pool on one executor resumes every waiter there (its state is touched nowhere else); a
+            // thread_safe one may resume a waiter on the waiter's own executor, saving a hop.
             auto* op = static_cast<acquire_op_base*>(e.w);
-            if (op->direct) make_ready(op);
+            if (op->direct || !s_->thread_safe) make_ready(op);
             else op->post_resume(op);
             break;
         }
         case core::effect::kind::create: ++creates; break;
         case core::effect::kind::destroy:
-            destroy_node(static_cast<resource_node*>(e.r), to_public(e.reason));
+            if (e.r != keep) destroy_node(static_cast<resource_node*>(e.r), to_public(e.reason));
             break;
         default: process_rare(e, create_ec); break;
         }
@@ -523,7 +565,7 @@ void pool_impl::process_rare(const core::effect& e, const error_code& create_ec)
         case core::effect::kind::leak_suspected:
         case core::effect::kind::leak_returned: {
             auto* n = static_cast<resource_node*>(e.r);
-            const auto held = std::chrono::nanoseconds(clock::now() - n->leased_at);
+            const auto held = std::chrono::nanoseconds(now() - n->leased_at);
             const bool back = e.what == core::effect::kind::leak_returned;
             notify(s_->obs, [&](observer& o) {
                 if (back) o.on_leak_returned(held, n->acquired_at);
@@ -542,8 +584,8 @@ void pool_impl::process_rare(const core::effect& e, const error_code& create_ec)
     }
 }
 
-void pool_impl::apply(core::effects& fx, const error_code& create_ec) noexcept {
-    const int creates = process(fx, create_ec);
+void pool_impl::apply(core::effects& fx, const error_code& create_ec, const resource_node* keep) noexcept {
+    const int creates = process(fx, create_ec, keep);
     if (creates) start_creations(creates);
 }
 
@@ -591,7 +633,7 @@ void pool_impl::drain_ready() noexcept {
             s_->ready_head = op->ready_next;
             if (!s_->ready_head) s_->ready_tail = nullptr;
         }
-        resume(op);
+        resume(op, op->direct);
     }
     post_ex_.execute([self = shared_from_this()] { self->drain_ready(); });
 }
@@ -602,11 +644,15 @@ void pool_impl::start_creations(int n) noexcept {
     if (factory_ == hook_mode::async) {
         for (int i = 0; i < n; ++i) {
             try {
-                hooks_->create_async(ex_, [self = shared_from_this()](error_code ec, resource_node* node) {
-                    const int more = self->settle_creation(ec, node);
-                    if (more) self->start_creations(more);
-                    self->after_change();
-                });
+                std::shared_ptr<hook_run> run;
+                {
+                    guard g(*s_);
+                    run = begin_run_locked(run_kind::create, nullptr, opts_.create_timeout);
+                }
+                hooks_->create_async(ex_, run->signal.slot(),
+                                     [self = shared_from_this(), run](error_code ec, resource_node* node) {
+                                         self->creation_done(run, ec, node);
+                                     });
             } catch (...) {
                 const int more = settle_creation(errc::create_failed, nullptr);
                 if (more) start_creations(more);
@@ -620,6 +666,113 @@ void pool_impl::start_creations(int n) noexcept {
         resource_node* node = hooks_->create_sync(ec);
         n += settle_creation(ec, node);
     }
+}
+
+void pool_impl::creation_done(const std::shared_ptr<hook_run>& run, error_code ec, resource_node* node) noexcept {
+    bool live;
+    {
+        guard g(*s_);
+        live = end_run_locked(*run);
+    }
+    if (!live) {  // past create_timeout (or closed): its slot was freed then; the late resource goes
+        if (node && !hooks_->destroy(node)) log(log_level::warning, "destructor hook failed (late creation)");
+        return;
+    }
+    const int more = settle_creation(ec, node);
+    if (more) start_creations(more);
+    after_change();
+}
+
+// ---- coroutine hook runs: bounded, interruptible ---------------------------------------------
+
+// Registers a coroutine hook run (lock held): bounded by `limit`, listed for close() to interrupt.
+std::shared_ptr<hook_run> pool_impl::begin_run_locked(run_kind kind, resource_node* n, duration limit) {
+    auto run = std::make_shared<hook_run>();
+    run->what = kind;
+    run->n = n;
+    run->bound = s_->schedule(limit, [this, weak = std::weak_ptr<hook_run>(run)] {
+        if (auto r = weak.lock()) hook_overdue(r);
+    });
+    s_->runs.push_back(run);
+    return run;
+}
+
+// The run's coroutine returned (lock held). False when its outcome was decided before (bound, close).
+bool pool_impl::end_run_locked(hook_run& run) noexcept {
+    s_->cancel_timer(run.bound);
+    s_->cancel_timer(run.op_deadline);
+    if (run.decided) return false;
+    auto& v = s_->runs;
+    for (auto it = v.begin(); it != v.end(); ++it)
+        if (it->get() == &run) {
+            v.erase(it);
+            break;
+        }
+    return true;
+}
+
+// Detaches the acquire waiting for a borrow check (lock held); the caller completes it.
+static acquire_op_base* detach_op_locked(pool_impl::engine& s, hook_run& run) noexcept {
+    acquire_op_base* op = run.op;
+    if (!op) return nullptr;
+    run.op = nullptr;
+    op->check = nullptr;
+    s.cancel_timer(run.op_deadline);
+    return op;
+}
+
+// A hook past its bound, or interrupted by close(): it fails now. Its coroutine is asked to stop; the
+// resource it holds is counted out here and destroyed when the coroutine returns (end_run_locked).
+void pool_impl::hook_overdue(const std::shared_ptr<hook_run>& run) noexcept {
+    core::effects fx;
+    acquire_op_base* op = nullptr;
+    core::pool_core::take_result next;
+    {
+        guard g(*s_);
+        if (run->decided) return;
+        auto& v = s_->runs;
+        auto it = v.begin();
+        while (it != v.end() && it->get() != run.get()) ++it;
+        if (it == v.end()) return;  // it returned meanwhile
+        v.erase(it);
+        run->decided = true;
+        s_->cancel_timer(run->bound);
+        switch (run->what) {
+        case run_kind::create: break;  // settled below, like any failed creation
+        case run_kind::validate:
+        case run_kind::before_acquire:
+            run->why = destroy_reason::rejected;
+            op = detach_op_locked(*s_, *run);
+            if (op) next = reject_and_retry_locked(*s_, op, run->n, fx);
+            else s_->core.reject(run->n, fx);
+            break;
+        case run_kind::healthcheck:
+            run->why = destroy_reason::unhealthy;
+            s_->core.end_check(run->n, false, fx);
+            break;
+        case run_kind::before_release:
+            run->why = destroy_reason::broken;
+            s_->core.release(run->n, core::pool_core::release_kind::broken, fx);
+            break;
+        }
+    }
+    run->signal.emit(asio::cancellation_type::terminal);
+    if (logging(log_level::warning))
+        log(log_level::warning, std::string(to_string(run->what)) + " hook " +
+                                    (s_->core.closed() ? "interrupted by close" : "timed out") + ": cancelled");
+    if (run->what == run_kind::create) {
+        const int more = settle_creation(errc::hook_timeout, nullptr);
+        if (more) start_creations(more);
+        after_change();
+        return;
+    }
+    apply(fx, {}, run->n);
+    if (op) {
+        if (next.r) return handle_taken(op, static_cast<resource_node*>(next.r), true, first_stage(next));
+        if (next.st != core::status::ok) op->complete(op, to_error(next.st), nullptr, true);
+    }
+    if (run->what == run_kind::healthcheck) return health_step();
+    after_change();
 }
 
 int pool_impl::settle_creation(const error_code& ec, resource_node* n) noexcept {
@@ -676,7 +829,7 @@ bool pool_impl::check_inline(stage at, resource_node* n) noexcept {
 void pool_impl::hand_out(resource_node* n, const std::source_location& where, const acquire_op_base* op) noexcept {
     if (opts_.acquire_ttl > duration::zero()) n->acquired_at = where;  // only leak reports read it
     const bool timed = opts_.record_timings || s_->obs;
-    if (timed) n->taken_at = clock::now();
+    if (timed) n->taken_at = now();
     if (!timed) return;
     if (op && op->started != clock::time_point{}) {
         const auto waited_for = std::chrono::nanoseconds(n->taken_at - op->started);
@@ -696,49 +849,52 @@ resource_node* pool_impl::try_acquire(error_code& ec, const std::source_location
         ec = errc::not_supported;
         return nullptr;
     }
-    for (;;) {
-        resource_node* n = acquire_now(ec, where);
-        if (n || ec) return n;
-        if (factory_ != hook_mode::sync) break;
-        // Inline creation: only a place nobody waits for.
-        {
-            guard g(*s_);
-            if (!s_->core.begin_inline_creation()) break;
-        }
-        error_code cec;
-        resource_node* fresh = hooks_->create_sync(cec);
-        if (fresh) stamp_new(fresh);
-        core::effects fx;
-        core::status st;
-        {
-            guard g(*s_);
-            if (fresh) {
-                st = s_->core.inline_created(fresh, fx);
-                if (st == core::status::ok && s_->core.cfg().confirm_takes) st = s_->core.confirm_take(fresh, fx);
-            } else {
-                s_->core.inline_failed(fx);
-                st = core::status::create_failed;
-            }
-        }
-        notify(s_->obs, [&](observer& o) {
-            if (fresh) o.on_created();
-            else o.on_create_failed(cec);
-        });
-        apply(fx, cec);
-        if (!fresh) {
-            ec = creation_error(cec);
-            return nullptr;
-        }
-        if (st != core::status::ok) {  // closed meanwhile: destroyed
-            after_change();
-            ec = to_error(st);
-            return nullptr;
-        }
-        hand_out(fresh, where, nullptr);  // a fresh resource skips the checks
-        return fresh;
+    resource_node* n = acquire_now(ec, where);
+    if (n || ec) return n;
+    n = create_inline(ec, where);
+    if (!n && !ec) ec = errc::exhausted;
+    return n;
+}
+
+// A synchronous factory creates for the caller, in a place nobody waits for (try_acquire, and an
+// acquire whose deadline has already passed). nullptr without error: no such place.
+resource_node* pool_impl::create_inline(error_code& ec, const std::source_location& where) noexcept {
+    if (factory_ != hook_mode::sync) return nullptr;
+    {
+        guard g(*s_);
+        if (!s_->core.begin_inline_creation()) return nullptr;
     }
-    ec = errc::exhausted;
-    return nullptr;
+    error_code cec;
+    resource_node* fresh = hooks_->create_sync(cec);
+    if (fresh) stamp_new(fresh);
+    core::effects fx;
+    core::status st;
+    {
+        guard g(*s_);
+        if (fresh) {
+            st = s_->core.inline_created(fresh, fx);
+            if (st == core::status::ok && s_->core.cfg().confirm_takes) st = s_->core.confirm_take(fresh, fx);
+        } else {
+            s_->core.inline_failed(fx);
+            st = core::status::create_failed;
+        }
+    }
+    notify(s_->obs, [&](observer& o) {
+        if (fresh) o.on_created();
+        else o.on_create_failed(cec);
+    });
+    apply(fx, cec);
+    if (!fresh) {
+        ec = creation_error(cec);
+        return nullptr;
+    }
+    if (st != core::status::ok) {  // closed meanwhile: destroyed
+        after_change();
+        ec = to_error(st);
+        return nullptr;
+    }
+    hand_out(fresh, where, nullptr);  // a fresh resource skips the checks
+    return fresh;
 }
 
 resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location& where) noexcept {
@@ -778,7 +934,7 @@ resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location
 }
 
 // Where the checks on the way out start: none for a fresh resource, validation when it idled too long.
-static pool_impl::stage first_stage(const core::pool_core::take_result& t) noexcept {
+pool_impl::stage first_stage(const core::pool_core::take_result& t) noexcept {
     return t.fresh ? pool_impl::stage::done : t.validate ? pool_impl::stage::validate : pool_impl::stage::before_acquire;
 }
 
@@ -786,63 +942,79 @@ void pool_impl::start_acquire(acquire_op_base* op) noexcept {
     core::effects fx;
     core::pool_core::take_result t;
     core::status st = core::status::ok;
+    bool expired = false;
     {
         guard g(*s_);
         if (op->cancel_requested) {
             t.st = core::status::cancelled;
         } else {
             // The clock only when something needs it: a deadline, wait times, the observer.
-            if (op->timeout || opts_.record_timings || s_->obs) {
-                const auto now = clock::now();
-                op->started = now;  // before park: once parked, another thread may complete the op
-                s_->core.set_now(now);
+            if (op->timeout || op->deadline || opts_.record_timings || s_->obs) {
+                const auto t0 = now();
+                op->started = t0;  // before park: once parked, another thread may complete the op
+                if (op->timeout && !op->deadline) op->deadline = time_after(t0, *op->timeout);
+                s_->core.set_now(t0);
             }
             t = s_->core.try_take();
             if (t.st == core::status::ok && !t.r) {
-                st = s_->core.park(*op, op->started, op->timeout, fx);
-                if (st == core::status::ok && op->timeout) s_->arm_deadline(weak_from_this());
+                expired = op->deadline && *op->deadline <= op->started;
+                if (!expired) {
+                    std::optional<duration> left;
+                    if (op->deadline) left = *op->deadline - op->started;
+                    st = s_->core.park(*op, op->started, left, fx);
+                    if (st == core::status::ok && op->deadline) s_->rearm();
+                }
             }
         }
     }
     // From here on a parked op belongs to the pool: only `fx` and locals are touched.
     if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), true, first_stage(t));
     if (t.st != core::status::ok) return op->complete(op, to_error(t.st), nullptr, true);
+    if (expired) {  // no time to wait: only a place that is free now (a synchronous creation) serves
+        error_code ec;
+        resource_node* n = create_inline(ec, op->where);
+        if (!n && !ec) {
+            guard g(*s_);
+            s_->core.count_timeout();
+            ec = errc::timeout;
+        }
+        return op->complete(op, ec, n, true);
+    }
     apply(fx);
     if (st != core::status::ok) op->complete(op, to_error(st), nullptr, true);
 }
 
-void pool_impl::resume(acquire_op_base* op) noexcept {
+void pool_impl::resume(acquire_op_base* op, bool on_handler_executor) noexcept {
     core::pool_core::take_result t;
     core::effects fx;
     {
         guard g(*s_);
         t = s_->core.resume(*op, fx);
-        if (s_->armed) s_->arm_deadline(weak_from_this());
     }
     if (!fx.empty()) apply(fx);
-    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), false, first_stage(t));
+    const bool post = !on_handler_executor;
+    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), post, first_stage(t));
     error_code ec = to_error(t.st);
     if (t.st == core::status::create_failed && op->create_error) ec = op->create_error;
     if (t.st == core::status::timeout) notify(s_->obs, [&](observer& o) { o.on_exhausted(stats()); });
-    op->complete(op, ec, nullptr, false);
+    op->complete(op, ec, nullptr, post);
 }
 
 // A check said no: destroy the resource and run steps 1-3 again for the waiter (it re-parks in its
 // arrival position when nothing is free). Called with the lock held.
-static core::pool_core::take_result reject_and_retry_locked(pool_impl::engine& s, acquire_op_base* op,
-                                                            resource_node* n, core::effects& fx,
-                                                            const std::weak_ptr<pool_impl>& weak) {
+core::pool_core::take_result reject_and_retry_locked(pool_impl::engine& s, acquire_op_base* op, resource_node* n,
+                                                     core::effects& fx) {
     s.core.reject(n, fx);
-    const auto now = clock::now();
-    s.core.set_now(now);
-    auto t = s.core.retry(*op, now, fx);
-    if (t.st == core::status::ok && !t.r && op->timeout) s.arm_deadline(weak);
+    const auto t0 = s.clock->now();
+    s.core.set_now(t0);
+    auto t = s.core.retry(*op, t0, fx);
+    if (t.st == core::status::ok && !t.r && op->deadline) s.rearm();
     return t;
 }
 
 // A resource taken for a waiter passes the checks from `from` on (validation on borrow, then
-// before_acquire), inline when synchronous, through a coroutine otherwise; a "no" destroys it and the
-// waiter retries in its arrival position.
+// before_acquire), inline when synchronous, through a bounded coroutine otherwise; a "no" destroys it
+// and the waiter retries in its arrival position.
 void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, stage from) noexcept {
     for (;;) {
         stage at = from;
@@ -851,27 +1023,27 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
         while (at != stage::done) {
             const hook_mode mode = at == stage::validate ? healthcheck_ : before_acquire_;
             if (mode == hook_mode::async) {
-                auto ticket = std::make_shared<hook_ticket>();
-                ticket->op = op;
-                ticket->n = n;
-                {
+                std::shared_ptr<hook_run> run;
+                try {
                     guard g(*s_);
-                    op->ticket = ticket.get();
-                    s_->in_hook.push_back(ticket);
-                    if (op->timeout) {  // the deadline bounds the check too
-                        ticket->timer = std::make_unique<asio::steady_timer>(ex_, op->started + *op->timeout);
-                        ticket->timer->async_wait(
-                            [self = op->impl, weak = std::weak_ptr<hook_ticket>(ticket)](const error_code& ec) {
-                                if (ec) return;
-                                if (auto t = weak.lock()) self->abandon_ticket(t.get(), errc::timeout);
-                            });
-                    }
+                    run = begin_run_locked(at == stage::validate ? run_kind::validate : run_kind::before_acquire, n,
+                                           opts_.check_timeout);
+                    run->op = op;
+                    op->check = run.get();
+                    if (op->deadline)  // the acquire's own deadline ends the wait, not the check
+                        run->op_deadline = s_->schedule(*op->deadline - now(), [this, weak = std::weak_ptr<hook_run>(run)] {
+                            if (auto r = weak.lock()) abandon_check(*r, errc::timeout);
+                        });
+                } catch (...) {
+                    ok = false;
+                    break;
                 }
                 try {
                     hooks_->check_async(at == stage::validate ? check_kind::healthcheck : check_kind::before_acquire, *n,
-                                        ex_, [self = op->impl, ticket, at](bool pass) { self->after_async_check(ticket, pass, at); });
+                                        ex_, run->signal.slot(),
+                                        [self = op->impl, run, at](bool pass) { self->check_done(run, pass, at); });
                 } catch (...) {
-                    after_async_check(ticket, false, at);
+                    check_done(run, false, at);
                 }
                 return;
             }
@@ -888,11 +1060,8 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
         core::status st = core::status::ok;
         {
             guard g(*s_);
-            if (ok) {
-                st = s_->core.confirm_take(n, fx);
-            } else {
-                t = reject_and_retry_locked(*s_, op, n, fx, weak_from_this());
-            }
+            if (ok) st = s_->core.confirm_take(n, fx);
+            else t = reject_and_retry_locked(*s_, op, n, fx);
         }
         apply(fx);
         if (!ok) {
@@ -913,52 +1082,44 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
     }
 }
 
-// Detaches a ticket from its op (the lock is held): the op is then completed by whoever detached it.
-static acquire_op_base* detach_locked(pool_impl::engine& s, hook_ticket* t) {
-    acquire_op_base* op = t->op;
-    if (!op) return nullptr;
-    t->op = nullptr;
-    op->ticket = nullptr;
-    if (t->timer) t->timer->cancel();
-    auto& v = s.in_hook;
-    for (auto it = v.begin(); it != v.end(); ++it)
-        if (it->get() == t) {
-            v.erase(it);
-            break;
-        }
-    return op;
-}
-
-// Deadline, cancellation or close while a coroutine check runs: the acquire completes now.
-void pool_impl::abandon_ticket(hook_ticket* t, error_code ec) noexcept {
+// The acquire waiting for a borrow check ends now (its deadline passed, or it was cancelled); the
+// check goes on and decides the resource's fate.
+void pool_impl::abandon_check(hook_run& run, error_code ec) noexcept {
     acquire_op_base* op;
     {
         guard g(*s_);
-        op = detach_locked(*s_, t);
+        op = detach_op_locked(*s_, run);
         if (op && ec == errc::timeout) s_->core.count_timeout();
         if (op && ec == errc::cancelled) s_->core.count_cancellation();
     }
     if (op) op->complete(op, ec, nullptr, true);
 }
 
-// A coroutine check finished (on the pool's executor): go on with the next stage, or retry; when the
-// acquire was already abandoned, only the resource's fate is decided.
-void pool_impl::after_async_check(const std::shared_ptr<hook_ticket>& ticket, bool ok, stage at) noexcept {
-    resource_node* n = ticket->n;
-    acquire_op_base* op;
+// A coroutine check on borrow returned (on the pool's executor): go on with the next stage, or retry;
+// when the acquire already left, only the resource's fate is decided.
+void pool_impl::check_done(const std::shared_ptr<hook_run>& run, bool ok, stage at) noexcept {
+    resource_node* n = run->n;
+    acquire_op_base* op = nullptr;
     core::effects fx;
+    bool live;
     {
         guard g(*s_);
-        op = detach_locked(*s_, ticket.get());
-        if (!op) {
-            if (ok) s_->core.give_back(n, fx);
-            else s_->core.reject(n, fx);
+        live = end_run_locked(*run);
+        if (live) {
+            op = detach_op_locked(*s_, *run);
+            if (!op) {
+                if (ok) s_->core.give_back(n, fx);
+                else s_->core.reject(n, fx);
+            }
         }
+    }
+    if (!live) {  // failed at its bound or at close, and counted out then
+        destroy_node(n, run->why);
+        return after_change();
     }
     if (!op) {
         apply(fx);
-        after_change();
-        return;
+        return after_change();
     }
     if (ok && at == stage::validate && before_acquire_ != hook_mode::none)
         return handle_taken(op, n, true, stage::before_acquire);
@@ -966,7 +1127,7 @@ void pool_impl::after_async_check(const std::shared_ptr<hook_ticket>& ticket, bo
     core::pool_core::take_result t;
     {
         guard g(*s_);
-        t = reject_and_retry_locked(*s_, op, n, fx, weak_from_this());
+        t = reject_and_retry_locked(*s_, op, n, fx);
     }
     apply(fx);
     if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), true, first_stage(t));
@@ -975,32 +1136,19 @@ void pool_impl::after_async_check(const std::shared_ptr<hook_ticket>& ticket, bo
 
 void pool_impl::cancel(acquire_op_base* op) noexcept {
     core::effects fx;
-    hook_ticket* ticket = nullptr;
+    acquire_op_base* abandoned = nullptr;
     {
         guard g(*s_);
         if (s_->core.cancel(*op, fx)) {
-            if (s_->armed) s_->arm_deadline(weak_from_this());
-        } else if (op->ticket) {
-            ticket = op->ticket;  // inside a coroutine check: complete now
+        } else if (op->check) {  // inside a coroutine check: complete now
+            abandoned = detach_op_locked(*s_, *op->check);
+            s_->core.count_cancellation();
         } else {
             op->cancel_requested = true;  // not parked yet: honoured by its park step
         }
     }
     apply(fx);
-    if (ticket) abandon_ticket(ticket, errc::cancelled);
-}
-
-void pool_impl::on_deadline_timer() noexcept {
-    core::effects fx;
-    {
-        guard g(*s_);
-        s_->armed = false;
-        const auto now = clock::now();
-        s_->core.set_now(now);
-        s_->core.expire(now, fx);
-        s_->arm_deadline(weak_from_this());
-    }
-    apply(fx);
+    if (abandoned) abandoned->complete(abandoned, errc::cancelled, nullptr, true);
 }
 
 // ---- release ---------------------------------------------------------------------------------
@@ -1079,12 +1227,17 @@ void pool_impl::reclaim(std::atomic<resource_node*>& slot) noexcept {
 
 [[gnu::noinline]] void pool_impl::release_general(resource_node* n, bool poisoned) noexcept {
     if (!poisoned && before_release_ == hook_mode::async) {
+        std::shared_ptr<hook_run> run;
         try {
-            auto self = shared_from_this();
-            hooks_->check_async(check_kind::before_release, *n, ex_,
-                                [self, n](bool ok) { self->finish_release(n, false, !ok); });
+            {
+                guard g(*s_);
+                run = begin_run_locked(run_kind::before_release, n, opts_.reset_timeout);
+            }
+            hooks_->check_async(check_kind::before_release, *n, ex_, run->signal.slot(),
+                                [self = shared_from_this(), run](bool ok) { self->reset_done(run, ok); });
             return;
         } catch (...) {
+            if (run) return reset_done(run, false);
             return finish_release(n, false, true);
         }
     }
@@ -1093,10 +1246,21 @@ void pool_impl::reclaim(std::atomic<resource_node*>& slot) noexcept {
     finish_release(n, poisoned, broken);
 }
 
-void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken) noexcept {
+void pool_impl::reset_done(const std::shared_ptr<hook_run>& run, bool ok) noexcept {
+    bool live;
+    {
+        guard g(*s_);
+        live = end_run_locked(*run);
+    }
+    if (live) return finish_release(run->n, false, !ok);
+    destroy_node(run->n, run->why);  // failed at reset_timeout or close, and counted out then
+    after_change();
+}
+
+void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken, const resource_node* keep) noexcept {
     std::chrono::nanoseconds held{};
     const bool timed = opts_.record_timings || s_->obs;  // otherwise the node is not even read
-    if (timed && n->taken_at != clock::time_point{}) held = clock::now() - n->taken_at;
+    if (timed && n->taken_at != clock::time_point{}) held = now() - n->taken_at;
     if (timed) notify(s_->obs, [held](observer& o) { o.on_released(held); });
     core::effects fx;
     bool closed;
@@ -1110,71 +1274,60 @@ void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken) noe
                          fx);
         closed = s_->core.closed();
     }
-    if (!fx.empty()) apply(fx);
+    if (!fx.empty()) apply(fx, {}, keep);
     if (closed) after_change();  // may be the last resource of a dropped pool: may free *this
 }
 
 // ---- health check ----------------------------------------------------------------------------
 
 void pool_impl::arm_health_timer() noexcept {
-    if (!s_->health_timer || s_->core.closed()) return;
-    s_->health_timer->expires_after(opts_.healthcheck_interval);
-    s_->health_timer->async_wait([weak = weak_from_this()](const error_code& ec) {
-        if (ec) return;
-        if (auto self = weak.lock()) {
-            auto ex = self->ex_;
-            asio::post(ex, [self = std::move(self)] { self->health_tick(); });
-        }
-    });
+    if (s_->core.closed()) return;
+    try {
+        s_->health_timer = s_->schedule(opts_.healthcheck_interval, [this] { health_tick(); });
+    } catch (...) {
+    }
 }
 
 void pool_impl::health_tick() noexcept {
     core::effects fx;
     {
         guard g(*s_);
+        s_->health_timer = {};
         ++s_->tick;
-        s_->core.set_now(clock::now());
+        s_->core.set_now(now());
         if (s_->cache) s_->drain_cache_locked(fx);  // cached resources are idle: they are checked too
     }
     apply(fx);
     health_step();
 }
 
-// One resource at a time, so acquirers keep finding the rest of the idle set.
+// One resource at a time, so acquirers keep finding the rest of the idle set. A coroutine check is
+// bounded by check_timeout: a stuck one fails there and the round goes on with the next resource.
 void pool_impl::health_step() noexcept {
     for (;;) {
-        core::resource* r;
-        std::uint64_t tick;
+        resource_node* n;
+        std::shared_ptr<hook_run> run;
         {
             guard g(*s_);
-            tick = s_->tick;
-            r = s_->core.begin_check(tick);
-        }
-        if (!r) break;
-        auto* n = static_cast<resource_node*>(r);
-        if (healthcheck_ == hook_mode::async) {
-            try {
-                hooks_->check_async(check_kind::healthcheck, *n, ex_, [self = shared_from_this(), n](bool ok) {
-                    core::effects fx;
-                    {
-                        guard g(*self->s_);
-                        self->s_->core.end_check(n, ok, fx);
-                    }
-                    self->apply(fx);
-                    self->health_step();
-                });
-                return;
-            } catch (...) {
-                core::effects fx;
-                {
-                    guard g(*s_);
-                    s_->core.end_check(n, false, fx);
+            n = static_cast<resource_node*>(s_->core.begin_check(s_->tick));
+            if (n && healthcheck_ == hook_mode::async) {
+                try {
+                    run = begin_run_locked(run_kind::healthcheck, n, opts_.check_timeout);
+                } catch (...) {
                 }
-                apply(fx);
-                continue;
             }
         }
-        const bool ok = hooks_->check_sync(check_kind::healthcheck, *n);
+        if (!n) break;
+        if (run) {
+            try {
+                hooks_->check_async(check_kind::healthcheck, *n, ex_, run->signal.slot(),
+                                    [self = shared_from_this(), run](bool ok) { self->health_done(run, ok); });
+            } catch (...) {
+                health_done(run, false);
+            }
+            return;  // health_done (or hook_overdue) goes on with the next resource
+        }
+        const bool ok = healthcheck_ == hook_mode::sync && hooks_->check_sync(check_kind::healthcheck, *n);
         core::effects fx;
         {
             guard g(*s_);
@@ -1192,6 +1345,22 @@ void pool_impl::health_step() noexcept {
     after_change();
 }
 
+void pool_impl::health_done(const std::shared_ptr<hook_run>& run, bool ok) noexcept {
+    core::effects fx;
+    bool live;
+    {
+        guard g(*s_);
+        live = end_run_locked(*run);
+        if (live) s_->core.end_check(run->n, ok, fx);
+    }
+    if (!live) {  // failed at check_timeout or close: the round went on then
+        destroy_node(run->n, run->why);
+        return after_change();
+    }
+    apply(fx);
+    health_step();
+}
+
 // ---- circuit ---------------------------------------------------------------------------------
 
 circuit_state pool_impl::state() const {
@@ -1203,7 +1372,7 @@ void pool_impl::set_circuit(circuit_state s, std::uint32_t probes) noexcept {
     core::effects fx;
     {
         guard g(*s_);
-        ++s_->recover_generation;  // any explicit change supersedes a scheduled recovery
+        s_->cancel_timer(s_->recover_timer);  // any explicit change supersedes a scheduled recovery
         s_->core.set_circuit(to_core(s), fx, probes);
     }
     apply(fx);
@@ -1216,15 +1385,15 @@ void pool_impl::recover(std::uint32_t max_probes) { set_circuit(circuit_state::h
 
 void pool_impl::recover_after(duration delay, std::uint32_t max_probes) {
     guard g(*s_);
-    if (s_->core.closed() || !s_->recover_timer) return;
-    const std::uint64_t generation = ++s_->recover_generation;
-    after(*s_->recover_timer, delay, weak_from_this(), ex_, [generation, max_probes](pool_impl& self) {
+    if (s_->core.closed()) return;
+    s_->cancel_timer(s_->recover_timer);  // the latest schedule wins
+    s_->recover_timer = s_->schedule(delay, [this, max_probes] {
         {
-            guard g2(*self.s_);
-            if (self.s_->recover_generation != generation || self.s_->core.circuit_state() != core::circuit::open)
-                return;  // someone changed the state meanwhile
+            guard g2(*s_);
+            s_->recover_timer = {};
+            if (s_->core.circuit_state() != core::circuit::open) return;  // someone changed it meanwhile
         }
-        self.set_circuit(circuit_state::half_open, max_probes);
+        set_circuit(circuit_state::half_open, max_probes);
     });
 }
 
@@ -1268,17 +1437,19 @@ void pool_impl::close() noexcept {
     core::effects fx;
     std::vector<signal_handler> ready;
     std::vector<acquire_op_base*> abandoned;
+    std::vector<std::shared_ptr<hook_run>> interrupted;
     {
         guard g(*s_);
         if (!s_->core.close(fx)) return;
-        while (!s_->in_hook.empty()) abandoned.push_back(detach_locked(*s_, s_->in_hook.back().get()));
-        if (s_->armed) {
-            s_->armed = false;
-            s_->deadline_timer.cancel();
+        // No timer outlives close (but async_close's grace): once this returns, nothing rings.
+        for (auto* t : {&s_->health_timer, &s_->housekeeping_timer, &s_->retry_timer, &s_->recover_timer})
+            s_->cancel_timer(*t);
+        for (auto& run : s_->runs) {
+            s_->cancel_timer(run->bound);
+            if (acquire_op_base* op = detach_op_locked(*s_, *run)) abandoned.push_back(op);
         }
-        for (auto* t : {s_->health_timer.get(), s_->housekeeping_timer.get(), s_->retry_timer.get(),
-                        s_->recover_timer.get()})
-            if (t) t->cancel();
+        interrupted = s_->runs;
+        s_->rearm();
         if (!s_->ready) {
             s_->ready = true;
             s_->ready_ec = errc::closed;
@@ -1288,33 +1459,45 @@ void pool_impl::close() noexcept {
     fire(ready, errc::closed);
     apply(fx);
     for (auto* op : abandoned) op->complete(op, errc::closed, nullptr, true);
+    // Hooks under way are interrupted on the pool's executor (their cancellation slots live there).
+    if (!interrupted.empty()) {
+        try {
+            asio::post(ex_, [self = shared_from_this(), runs = std::move(interrupted)] {
+                for (const auto& r : runs) self->hook_overdue(r);
+            });
+        } catch (...) {
+        }
+    }
 }
 
 void pool_impl::async_close(duration grace, signal_handler done) {
     close();
-    auto timer = std::make_shared<asio::steady_timer>(ex_, grace);
-    auto shared_done = std::make_shared<signal_handler>(std::move(done));
-    auto once = std::make_shared<bool>(false);
-    // Completed by whichever comes first: the drain (after_change) or the grace timer.
-    signal_handler finish = [timer, shared_done, once](error_code ec) {
-        if (*once) return;
-        *once = true;
-        timer->cancel();
-        // Moved out so the handler (and its work guard) dies now, not when the drain happens.
-        signal_handler d = std::move(*shared_done);
-        *shared_done = nullptr;
-        d(ec);
-    };
-    bool drained;
     {
         guard g(*s_);
-        drained = s_->core.total() == 0;
-        if (!drained) s_->close_waiters.push_back(finish);
+        if (s_->core.total() != 0) {
+            // Completed exactly once, under the lock: by the drain (after_change) or by the grace timer.
+            const std::uint64_t key = ++s_->close_keys;
+            auto h = s_->schedule(grace, [this, key] { close_grace_over(key); });
+            s_->close_waiters.push_back({std::move(done), h, key});
+            return;
+        }
     }
-    if (drained) return finish({});
-    timer->async_wait([finish](const error_code& ec) {
-        if (ec != asio::error::operation_aborted) finish(errc::timeout);
-    });
+    done({});
+}
+
+void pool_impl::close_grace_over(std::uint64_t key) noexcept {
+    signal_handler done;
+    {
+        guard g(*s_);
+        auto& v = s_->close_waiters;
+        for (auto it = v.begin(); it != v.end(); ++it)
+            if (it->key == key) {
+                done = std::move(it->done);
+                v.erase(it);
+                break;
+            }
+    }
+    if (done) done(errc::timeout);
 }
 
 void pool_impl::handle_dropped() noexcept {
@@ -1326,15 +1509,17 @@ void pool_impl::handle_dropped() noexcept {
 
 // Called after anything that may have destroyed the last resource of a closed pool.
 void pool_impl::after_change() noexcept {
-    std::vector<signal_handler> waiters;
+    std::vector<engine::close_waiter> waiters;
     std::shared_ptr<pool_impl> last;
     {
         guard g(*s_);
         if (!s_->core.closed() || s_->core.total() != 0) return;
         waiters.swap(s_->close_waiters);
+        for (auto& w : waiters) s_->cancel_timer(w.grace);
+        s_->rearm();
         if (s_->dropped) last = std::move(s_->keep_alive);
     }
-    fire(waiters, {});
+    for (auto& w : waiters) w.done({});
     // `last` may be the final reference: *this dies here, and nothing touches it afterwards.
 }
 

@@ -53,6 +53,7 @@ int status_of(const error_code& ec) noexcept {
         case errc::broken:
         case errc::poisoned: return RESPOOL_E_INVALID;  // never an acquire outcome
         case errc::not_supported: return RESPOOL_E_INTERNAL;
+        case errc::hook_timeout: return RESPOOL_E_CREATE;  // C factories are synchronous: never seen
         }
     }
     return RESPOOL_E_INTERNAL;
@@ -97,7 +98,7 @@ public:
             return nullptr;
         }
     }
-    void create_async(const asio::any_io_executor&, respool::detail::create_done done) override {
+    void create_async(const asio::any_io_executor&, asio::cancellation_slot, respool::detail::create_done done) override {
         done(errc::not_supported, nullptr);  // never called: the C factory is synchronous
     }
     bool check_sync(respool::detail::check_kind k, resource_node& n) noexcept override {
@@ -107,7 +108,7 @@ public:
             return false;
         }
     }
-    void check_async(respool::detail::check_kind, resource_node&, const asio::any_io_executor&,
+    void check_async(respool::detail::check_kind, resource_node&, const asio::any_io_executor&, asio::cancellation_slot,
                      respool::detail::check_done done) override {
         done(false);  // never called: C checks are synchronous
     }

@@ -48,3 +48,31 @@ inline bool run_until(asio::io_context& io, const std::function<bool()>& done,
 }
 
 }  // namespace test
+
+#include <respool/clock.hpp>
+
+namespace test {
+
+// Moves a manual clock forward by `d`, stopping at every alarm on the way and running the pool's
+// timer work there, so each timer fires at its own time. Bounded: a pool that re-armed at the same
+// instant forever would be a bug, and fails the test.
+inline void step(asio::io_context& io, respool::manual_clock& clock, respool::duration d) {
+    const auto target = clock.now() + d;
+    io.restart();
+    io.poll();
+    for (int i = 0; i < 100000; ++i) {
+        const auto next = clock.next_alarm();
+        if (!next || *next > target) {
+            clock.advance(target - clock.now());
+            io.restart();
+            io.poll();
+            return;
+        }
+        clock.advance(*next > clock.now() ? *next - clock.now() : respool::duration::zero());
+        io.restart();
+        io.poll();
+    }
+    ADD_FAILURE() << "the pool's alarm kept ringing at one instant";
+}
+
+}  // namespace test

@@ -11,6 +11,7 @@
 #include <respool/stats.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -45,27 +46,32 @@ struct typed_node final : resource_node {
 
 enum class check_kind : std::uint8_t { healthcheck, before_acquire, before_release };
 enum class hook_mode : std::uint8_t { none, sync, async };
+// What a coroutine hook run is doing (its bound and what its failure means).
+enum class run_kind : std::uint8_t { create, validate, before_acquire, healthcheck, before_release };
 
 using create_done = std::function<void(error_code, resource_node*)>;
 using check_done = std::function<void(bool)>;
 
 // The user's hooks behind one vtable. Synchronous calls never throw (exceptions become failures);
-// asynchronous ones run as coroutines on the pool's executor and call `done` exactly once.
+// asynchronous ones run as coroutines on the pool's executor, bound to `stop` (the pool emits a
+// terminal cancellation there when the hook is past its bound or the pool closes), and call `done`
+// exactly once.
 class hooks_base {
 public:
     virtual ~hooks_base() = default;
     virtual hook_mode factory_mode() const noexcept = 0;
     virtual hook_mode mode(check_kind) const noexcept = 0;
     virtual resource_node* create_sync(error_code& ec) noexcept = 0;
-    virtual void create_async(const asio::any_io_executor& ex, create_done done) = 0;
+    virtual void create_async(const asio::any_io_executor& ex, asio::cancellation_slot stop, create_done done) = 0;
     virtual bool check_sync(check_kind, resource_node&) noexcept = 0;
-    virtual void check_async(check_kind, resource_node&, const asio::any_io_executor& ex, check_done done) = 0;
+    virtual void check_async(check_kind, resource_node&, const asio::any_io_executor& ex, asio::cancellation_slot stop,
+                             check_done done) = 0;
     // Runs the destructor hook, then frees the node. false when the destructor hook threw.
     virtual bool destroy(resource_node*) noexcept = 0;
 };
 
 class pool_impl;
-struct hook_ticket;     // src/asio/pool_impl.cpp
+struct hook_run;        // src/asio/pool_impl.cpp
 struct affinity_cache;  // src/asio/pool_impl.cpp
 
 // The part of an acquire operation the driver sees. The typed operation (pool.hpp) derives from it
@@ -73,9 +79,10 @@ struct affinity_cache;  // src/asio/pool_impl.cpp
 struct acquire_op_base : core::waiter {
     std::shared_ptr<pool_impl> impl;
     std::optional<core::duration> timeout;
+    std::optional<core::time_point> deadline;  // set when it starts (timeout), or given absolute
     error_code create_error;                         // the factory's error, when it failed this waiter
     std::chrono::steady_clock::time_point started{};  // only with an observer
-    struct hook_ticket* ticket = nullptr;  // a coroutine check runs on a resource taken for this op
+    struct hook_run* check = nullptr;      // a coroutine check runs on a resource taken for this op
     bool cancel_requested = false;         // cancellation that arrived while not parked
     // The handler runs on the pool's own executor: its resumption goes through the pool's ready
     // queue (one posted drain for many hand-offs) instead of a post of its own.
@@ -116,8 +123,8 @@ public:
     [[nodiscard]] bool can_acquire_inline() const noexcept { return inline_ok_; }
     // Slow path: steps 1-3 again, then park. Completion is posted.
     void start_acquire(acquire_op_base* op) noexcept;
-    // A woken waiter, running on its handler's executor.
-    void resume(acquire_op_base* op) noexcept;
+    // A woken waiter, running on the pool's executor or (thread_safe pools) on its handler's.
+    void resume(acquire_op_base* op, bool on_handler_executor) noexcept;
     // Asio cancellation of a pending acquire.
     void cancel(acquire_op_base* op) noexcept;
 
@@ -152,8 +159,18 @@ public:
 
 private:
     void handle_taken(acquire_op_base* op, resource_node* n, bool post, stage from) noexcept;
-    void after_async_check(const std::shared_ptr<hook_ticket>& ticket, bool ok, stage at) noexcept;
-    void abandon_ticket(hook_ticket* t, error_code ec) noexcept;
+    void check_done(const std::shared_ptr<hook_run>& run, bool ok, stage at) noexcept;
+    void abandon_check(hook_run& run, error_code ec) noexcept;
+    std::shared_ptr<hook_run> begin_run_locked(run_kind kind, resource_node* n, duration limit);
+    bool end_run_locked(hook_run& run) noexcept;
+    void hook_overdue(const std::shared_ptr<hook_run>& run) noexcept;
+    void creation_done(const std::shared_ptr<hook_run>& run, error_code ec, resource_node* n) noexcept;
+    void health_done(const std::shared_ptr<hook_run>& run, bool ok) noexcept;
+    void reset_done(const std::shared_ptr<hook_run>& run, bool ok) noexcept;
+    resource_node* create_inline(error_code& ec, const std::source_location& where) noexcept;
+    [[nodiscard]] std::chrono::steady_clock::time_point now() const noexcept;
+    void on_alarm() noexcept;
+    void close_grace_over(std::uint64_t key) noexcept;
     bool check_inline(stage at, resource_node* n) noexcept;  // sync verdict of a stage (true = pass)
     void hand_out(resource_node* n, const std::source_location& where, const acquire_op_base* op) noexcept;
     void housekeep_tick() noexcept;
@@ -162,21 +179,22 @@ private:
     void log(log_level level, const std::string& message) noexcept;
     [[nodiscard]] bool logging(log_level level) const noexcept;
     void stamp_new(resource_node* n) noexcept;
-    void finish_release(resource_node* n, bool poisoned, bool broken) noexcept;
+    void finish_release(resource_node* n, bool poisoned, bool broken, const resource_node* keep = nullptr) noexcept;
     void release_general(resource_node* n, bool poisoned) noexcept;
     resource_node* take_affine() noexcept;
     resource_node* take_cached(unsigned me) noexcept;
     resource_node* cache_take(unsigned from, unsigned me) noexcept;
     void reclaim(std::atomic<resource_node*>& slot) noexcept;
-    void on_deadline_timer() noexcept;
     void arm_health_timer() noexcept;
     void health_tick() noexcept;
     void health_step() noexcept;
     void set_circuit(circuit_state s, std::uint32_t probes) noexcept;
     void check_ready_locked() noexcept;
     void after_change() noexcept;
-    void apply(core::effects& fx, const error_code& create_ec = {}) noexcept;
-    int process(core::effects& fx, const error_code& create_ec) noexcept;  // all but creates
+    // Runs the effects of a core call. `keep`: a resource a hook still works on; its destroy effect is
+    // left to the hook's completion.
+    void apply(core::effects& fx, const error_code& create_ec = {}, const resource_node* keep = nullptr) noexcept;
+    int process(core::effects& fx, const error_code& create_ec, const resource_node* keep = nullptr) noexcept;
     void process_rare(const core::effect& e, const error_code& create_ec) noexcept;
     void start_creations(int n) noexcept;
     int settle_creation(const error_code& ec, resource_node* n) noexcept;  // returns creates to start
