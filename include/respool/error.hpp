@@ -3,6 +3,8 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <exception>
+#include <string>
 #include <type_traits>
 
 namespace respool {
@@ -23,6 +25,17 @@ enum class errc {
 };
 
 const boost::system::error_category& category() noexcept;
+
+// What an error_code cannot carry: the factory's own message and the error object it threw, for the
+// acquire it failed (async_acquire(diagnostics&, ...)). Hooks must keep credentials out of messages.
+struct diagnostics {
+    std::string message;       // e.g. the exception's what(): "FATAL: password authentication failed ..."
+    std::exception_ptr error;  // rethrow to inspect a driver's own error type
+    void clear() noexcept {
+        message.clear();
+        error = nullptr;
+    }
+};
 
 inline error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), category()}; }
 

@@ -53,48 +53,66 @@ inline error_code error_of(const std::exception_ptr& e) noexcept {
     }
 }
 
+// The library's view of the hooks' callables (private to users).
+struct hook_access {
+    template <class T>
+    static auto& sync(factory_hook<T>& h) noexcept { return h.sync_; }
+    template <class T>
+    static auto& async(factory_hook<T>& h) noexcept { return h.async_; }
+    template <class T>
+    static auto& sync(check_hook<T>& h) noexcept { return h.sync_; }
+    template <class T>
+    static auto& async(check_hook<T>& h) noexcept { return h.async_; }
+    template <class T>
+    static bool wants_context(const check_hook<T>& h) noexcept { return h.wants_context_; }
+};
+
 // The user's hooks<T> behind hooks_base.
 template <class T>
 class typed_hooks final : public hooks_base {
 public:
     explicit typed_hooks(hooks<T> h) : h_(std::move(h)) {}
 
-    hook_mode factory_mode() const noexcept override {
-        return h_.factory.async_ ? hook_mode::async : h_.factory.sync_ ? hook_mode::sync : hook_mode::none;
+    hook_mode factory_mode() const noexcept override { return mode_of(h_.factory); }
+    hook_mode mode(check_kind k) const noexcept override { return mode_of(pick(k)); }
+    bool wants_context() const noexcept override {
+        for (auto k : {check_kind::validate, check_kind::before_acquire, check_kind::healthcheck, check_kind::needs_reset,
+                       check_kind::before_release})
+            if (hook_access::wants_context(pick(k))) return true;
+        return false;
     }
-    hook_mode mode(check_kind k) const noexcept override {
-        const check_hook<T>& c = pick(k);
-        return c.async_ ? hook_mode::async : c.sync_ ? hook_mode::sync : hook_mode::none;
-    }
-    resource_node* create_sync(error_code& ec) noexcept override {
+    resource_node* create_sync(error_code& ec, std::exception_ptr& error) noexcept override {
         try {
-            return new typed_node<T>(h_.factory.sync_());
+            return new typed_node<T>(hook_access::sync(h_.factory)());
         } catch (...) {
-            ec = error_of(std::current_exception());
+            error = std::current_exception();
+            ec = error_of(error);
             return nullptr;
         }
     }
     void create_async(const asio::any_io_executor& ex, asio::cancellation_slot stop, create_done done) override {
         // The result is owned until the pool takes it: a completion destroyed unrun (its io_context
-        // torn down) frees the value instead of leaking it.
+        // torn down) frees the value instead of leaking it. The factory lives in the pool, which the
+        // completion keeps alive.
         using owned = std::unique_ptr<typed_node<T>>;
+        auto& f = hook_access::async(h_.factory);
         asio::co_spawn(
-            ex, [f = h_.factory.async_]() -> asio::awaitable<owned> { co_return std::make_unique<typed_node<T>>(co_await f()); },
+            ex, [&f]() -> asio::awaitable<owned> { co_return std::make_unique<typed_node<T>>(co_await f()); },
             asio::bind_cancellation_slot(stop, [done = std::move(done)](std::exception_ptr e, owned n) {
-                if (e) done(error_of(e), nullptr);
-                else done({}, n.release());
+                if (e) done(error_of(e), e, nullptr);
+                else done({}, nullptr, n.release());
             }));
     }
-    bool check_sync(check_kind k, resource_node& n) noexcept override {
+    bool check_sync(check_kind k, resource_node& n, const hook_context& ctx) noexcept override {
         try {
-            return pick(k).sync_(static_cast<typed_node<T>&>(n).value);
+            return hook_access::sync(pick(k))(static_cast<typed_node<T>&>(n).value, ctx);
         } catch (...) {
             return false;  // hook errors other than the factory's become "no"
         }
     }
-    void check_async(check_kind k, resource_node& n, const asio::any_io_executor& ex, asio::cancellation_slot stop,
-                     check_done done) override {
-        asio::co_spawn(ex, pick(k).async_(static_cast<typed_node<T>&>(n).value),
+    void check_async(check_kind k, resource_node& n, const hook_context& ctx, const asio::any_io_executor& ex,
+                     asio::cancellation_slot stop, check_done done) override {
+        asio::co_spawn(ex, hook_access::async(pick(k))(static_cast<typed_node<T>&>(n).value, ctx),
                        asio::bind_cancellation_slot(
                            stop, [done = std::move(done)](std::exception_ptr e, bool ok) { done(!e && ok); }));
     }
@@ -113,12 +131,21 @@ public:
     }
 
 private:
-    const check_hook<T>& pick(check_kind k) const noexcept {
-        return k == check_kind::healthcheck      ? h_.healthcheck
-               : k == check_kind::before_acquire ? h_.before_acquire
-                                                 : h_.before_release;
+    template <class H>
+    static hook_mode mode_of(H& h) noexcept {
+        return hook_access::async(h) ? hook_mode::async : hook_access::sync(h) ? hook_mode::sync : hook_mode::none;
     }
-    hooks<T> h_;
+    check_hook<T>& pick(check_kind k) const noexcept {
+        switch (k) {
+        case check_kind::validate: return h_.validate ? h_.validate : h_.healthcheck;  // healthcheck doubles for it
+        case check_kind::before_acquire: return h_.before_acquire;
+        case check_kind::healthcheck: return h_.healthcheck;
+        case check_kind::needs_reset: return h_.needs_reset;
+        case check_kind::before_release: return h_.before_release;
+        }
+        return h_.before_release;
+    }
+    mutable hooks<T> h_;  // calling a hook is not a change of the pool's configuration
 };
 
 // True when a handler completes on the pool's own executor (then the pool's ready queue serves it).
@@ -181,6 +208,10 @@ private:
 
     static void do_complete(acquire_op_base* base, error_code ec, resource_node* n, bool post) {
         auto* self = static_cast<acquire_op*>(base);
+        if (self->diag && ec && ec == self->create_error) {  // the factory failed it: say why
+            self->diag->error = self->create_exception;
+            self->diag->message = exception_message(self->create_exception, ec);
+        }
         auto slot = asio::get_associated_cancellation_slot(self->handler_);
         if (slot.is_connected()) slot.clear();
         Handler h(std::move(self->handler_));
@@ -203,25 +234,28 @@ private:
     work_type work_;
 };
 
+// What one async_acquire asks for: its deadline (relative or absolute, or the pool's default) and
+// where to put the factory's error detail.
+struct acquire_request {
+    std::optional<duration> timeout;
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    diagnostics* diag = nullptr;
+    std::source_location where{};
+};
+
 template <class T>
 struct initiate_acquire {
     pool_impl* impl;
     template <class Handler>
     void operator()(Handler&& handler, std::optional<duration> timeout, std::source_location where = {}) const {
-        (*this)(std::forward<Handler>(handler), timeout, std::nullopt, where);
+        (*this)(std::forward<Handler>(handler), acquire_request{timeout, std::nullopt, nullptr, where});
     }
     template <class Handler>
-    void operator()(Handler&& handler, std::chrono::steady_clock::time_point deadline,
-                    std::source_location where = {}) const {
-        (*this)(std::forward<Handler>(handler), std::nullopt, deadline, where);
-    }
-    template <class Handler>
-    void operator()(Handler&& handler, std::optional<duration> timeout,
-                    std::optional<std::chrono::steady_clock::time_point> deadline, std::source_location where) const {
+    void operator()(Handler&& handler, acquire_request req) const {
         using H = std::decay_t<Handler>;
         if (impl->can_acquire_inline()) {
             error_code ec;
-            resource_node* n = impl->acquire_now(ec, where);
+            resource_node* n = impl->acquire_now(ec, req.where);
             if (n || ec) {  // decided now; completes through the handler's executor, never inline
                 auto ex = asio::get_associated_executor(handler, impl->executor());
                 lease<T> l = n ? lease<T>::adopt(impl, n) : lease<T>{};
@@ -236,9 +270,10 @@ struct initiate_acquire {
                 return;
             }
         }
-        auto* op = acquire_op<T, H>::create(H(std::forward<Handler>(handler)), impl->shared_from_this(), timeout);
-        op->deadline = deadline;
-        op->where = where;
+        auto* op = acquire_op<T, H>::create(H(std::forward<Handler>(handler)), impl->shared_from_this(), req.timeout);
+        op->deadline = req.deadline;
+        op->diag = req.diag;
+        op->where = req.where;
         op->install_cancellation();
         impl->start_acquire(op);
     }
@@ -290,31 +325,52 @@ public:
     [[nodiscard]] const pool_options& options() const noexcept { return impl_->options(); }
 
     // Acquire with the pool's default deadline (pool_options::acquire_timeout).
-    // Handler: void(error_code, lease<T>). See docs/02-operations.md. `where` (the call site, captured
-    // by default) names the acquirer in leak reports.
+    //  Handler:      void(error_code, lease<T>); the lease is empty exactly when the error is set.
+    //  Executor:     the handler's associated executor (the pool's by default); never called inside
+    //                async_acquire itself. The pool's own work stays on the pool's executor.
+    //  Cancellation: terminal, partial and total (the acquire fails with errc::cancelled; a place
+    //                reserved for it moves on to the next waiter; a lease never reaches a cancelled op).
+    //  Errors:       closed, timeout, unavailable (circuit open), exhausted (max_waiters), cancelled,
+    //                the factory's own error (or create_failed, hook_timeout) when a creation made for
+    //                this acquire failed.
+    //  Threads:      from the pool's executor, or any thread with pool_options::thread_safe.
+    // `where` (the call site, captured by default) names the acquirer in leak reports.
     template <class CompletionToken = asio::deferred_t>
         requires(!std::is_convertible_v<CompletionToken, duration> &&
-                 !std::is_convertible_v<CompletionToken, std::chrono::steady_clock::time_point>)
+                 !std::is_convertible_v<CompletionToken, std::chrono::steady_clock::time_point> &&
+                 !std::is_same_v<std::decay_t<CompletionToken>, diagnostics>)
     auto async_acquire(CompletionToken&& token = {}, std::source_location where = std::source_location::current()) {
-        return asio::async_initiate<CompletionToken, void(error_code, lease<T>)>(
-            detail::initiate_acquire<T>{impl_.get()}, token, impl_->options().acquire_timeout, where);
+        return initiate(token, {impl_->options().acquire_timeout, std::nullopt, nullptr, where});
     }
-    // Acquire with this call's own deadline (overrides the default; zero fails at once when nothing is free).
+    // As above, with this call's own timeout (overrides the default; zero fails at once when nothing is
+    // free now) or absolute deadline on the pool's clock (pool_options::clock; the steady clock by
+    // default). Deadlines of any mix of values cost O(log n) each.
     template <class CompletionToken = asio::deferred_t>
     auto async_acquire(duration timeout, CompletionToken&& token = {},
                        std::source_location where = std::source_location::current()) {
-        return asio::async_initiate<CompletionToken, void(error_code, lease<T>)>(
-            detail::initiate_acquire<T>{impl_.get()}, token, std::optional<duration>(timeout), where);
+        return initiate(token, {timeout, std::nullopt, nullptr, where});
     }
-
-    // Acquire with an absolute deadline on the pool's clock (pool_options::clock; the steady clock by
-    // default): per-request deadlines of any value cost O(log n) each. A deadline already past only
-    // takes what is free now.
     template <class CompletionToken = asio::deferred_t>
     auto async_acquire(std::chrono::steady_clock::time_point deadline, CompletionToken&& token = {},
                        std::source_location where = std::source_location::current()) {
-        return asio::async_initiate<CompletionToken, void(error_code, lease<T>)>(
-            detail::initiate_acquire<T>{impl_.get()}, token, deadline, where);
+        return initiate(token, {std::nullopt, deadline, nullptr, where});
+    }
+    // The same three, filling `diag` with the factory's message and error object when the acquire fails
+    // because a creation made for it failed. `diag` must outlive the operation.
+    template <class CompletionToken = asio::deferred_t>
+    auto async_acquire(diagnostics& diag, CompletionToken&& token = {},
+                       std::source_location where = std::source_location::current()) {
+        return initiate(token, {impl_->options().acquire_timeout, std::nullopt, &diag, where});
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_acquire(duration timeout, diagnostics& diag, CompletionToken&& token = {},
+                       std::source_location where = std::source_location::current()) {
+        return initiate(token, {timeout, std::nullopt, &diag, where});
+    }
+    template <class CompletionToken = asio::deferred_t>
+    auto async_acquire(std::chrono::steady_clock::time_point deadline, diagnostics& diag,
+                       CompletionToken&& token = {}, std::source_location where = std::source_location::current()) {
+        return initiate(token, {std::nullopt, deadline, &diag, where});
     }
 
     // Never waits. An empty lease when closed, circuit open, or nothing is free for the caller
@@ -370,7 +426,9 @@ public:
 private:
     static std::shared_ptr<detail::pool_impl> make(executor_type ex, const pool_options& opts, hooks<T> h) {
         validate(opts);
-        if (!h.factory.sync_ && !h.factory.async_) throw std::invalid_argument("respool: factory hook is required");
+        if (!h.factory) throw std::invalid_argument("respool: factory hook is required");
+        if (detail::hook_access::async(h.needs_reset))
+            throw std::invalid_argument("respool: needs_reset must be synchronous (it decides whether a coroutine runs)");
         auto impl = std::make_shared<detail::pool_impl>(std::move(ex), opts,
                                                         std::make_unique<detail::typed_hooks<T>>(std::move(h)));
         impl->start();
@@ -381,6 +439,12 @@ private:
             impl_->handle_dropped();
             impl_.reset();
         }
+    }
+
+    template <class CompletionToken>
+    auto initiate(CompletionToken& token, detail::acquire_request req) {
+        return asio::async_initiate<CompletionToken, void(error_code, lease<T>)>(detail::initiate_acquire<T>{impl_.get()},
+                                                                                  token, req);
     }
 
     std::shared_ptr<detail::pool_impl> impl_;

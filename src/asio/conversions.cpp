@@ -8,6 +8,18 @@ const char* to_string(destroy_reason r) noexcept { return core::to_string(detail
 
 namespace respool::detail {
 
+std::string exception_message(const std::exception_ptr& e, const error_code& ec) {
+    if (e) {
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+            return x.what();
+        } catch (...) {
+        }
+    }
+    return ec.message();
+}
+
 pool_stats to_stats(const core::snapshot& s) noexcept {
     pool_stats p;
     p.idle = s.idle;

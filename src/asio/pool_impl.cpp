@@ -37,17 +37,18 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-core::config to_config(const pool_options& o, hook_mode before_acquire, hook_mode healthcheck) {
+core::config to_config(const pool_options& o, hook_mode before_acquire, hook_mode validate, bool context) {
     core::config c;
     c.min = static_cast<std::uint32_t>(o.min);
     c.max = static_cast<std::uint32_t>(o.max);
     c.max_waiters = static_cast<std::uint32_t>(o.max_waiters);
     c.max_concurrent_creations = static_cast<std::uint32_t>(o.max_concurrent_creations);
     c.lifo = o.order == idle_order::lifo;
-    c.confirm_takes = before_acquire != hook_mode::none || (o.health_check_on_borrow && healthcheck != hook_mode::none);
+    c.confirm_takes = before_acquire != hook_mode::none || (o.health_check_on_borrow && validate != hook_mode::none);
     c.idle_ttl = o.idle_ttl;
     c.acquire_ttl = o.acquire_ttl;
-    c.validate_on_borrow = o.health_check_on_borrow && healthcheck != hook_mode::none;
+    c.validate_on_borrow = o.health_check_on_borrow && validate != hook_mode::none;
+    c.stamp_idle = context;  // hooks read idle times (the core adds its own reasons)
     c.validate_after = o.validate_after;
     c.retry_initial = o.create_retry_initial;
     c.retry_max = o.create_retry_max;
@@ -87,6 +88,7 @@ struct hook_run {
     asio::cancellation_signal signal;
     timer_list::handle bound;        // create_timeout / check_timeout / reset_timeout
     timer_list::handle op_deadline;  // borrow checks: the acquire's own deadline
+    hook_context ctx;                // what the hook was told (its coroutine may hold the reference)
     destroy_reason why = destroy_reason::closed;  // decided: what its resource dies of
     bool decided = false;  // past its bound or interrupted by close: the failure is counted
 };
@@ -364,15 +366,18 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
       opts_(opts),
       hooks_(std::move(hooks)),
       factory_(hooks_->factory_mode()),
+      validate_(hooks_->mode(check_kind::validate)),
       before_acquire_(hooks_->mode(check_kind::before_acquire)),
+      healthcheck_(hooks_->mode(check_kind::healthcheck)),
+      needs_reset_(hooks_->mode(check_kind::needs_reset)),
       before_release_(hooks_->mode(check_kind::before_release)),
-      healthcheck_(hooks_->mode(check_kind::healthcheck)) {
+      context_(hooks_->wants_context()) {
     validate(opts_);
     if (factory_ == hook_mode::none) throw std::invalid_argument("respool: factory hook is required");
-    s_ = std::make_unique<engine>(this, ex_, to_config(opts_, before_acquire_, healthcheck_), opts_.thread_safe,
+    s_ = std::make_unique<engine>(this, ex_, to_config(opts_, before_acquire_, validate_, context_), opts_.thread_safe,
                                   opts_.clock ? opts_.clock : default_clock());
-    const bool validate = opts_.health_check_on_borrow && healthcheck_ != hook_mode::none;
-    inline_ok_ = before_acquire_ != hook_mode::async && !(validate && healthcheck_ == hook_mode::async);
+    const bool validate = opts_.health_check_on_borrow && validate_ != hook_mode::none;
+    inline_ok_ = before_acquire_ != hook_mode::async && !(validate && validate_ == hook_mode::async);
     // Housekeeping runs at a quarter of the shortest lifecycle period (at least every 10 ms): that is
     // the precision of idle_ttl, max_lifetime, acquire_ttl and validate_after.
     duration period{};
@@ -383,7 +388,7 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
     if (period > duration::zero() && period < std::chrono::milliseconds(10)) period = std::chrono::milliseconds(10);
     housekeeping_period_ = period;
     // Neither lifecycle stamps nor hold times: the inline take/release paths may apply.
-    plain_ = opts_.acquire_ttl == duration::zero() && !opts_.record_timings;
+    plain_ = opts_.acquire_ttl == duration::zero() && !opts_.record_timings && !context_;
     // The cache lends without checks or stamps: only when no hook runs on the way out or back in.
     if (opts_.thread_affinity && plain_ && before_acquire_ == hook_mode::none &&
         before_release_ == hook_mode::none && !validate)
@@ -481,7 +486,7 @@ void pool_impl::stamp_new(resource_node* n) noexcept {
         std::uniform_real_distribution<double> jitter(0.0, 0.025);  // up to 2.5 % earlier
         guard g(*s_);
         const auto life = opts_.max_lifetime - std::chrono::duration_cast<duration>(opts_.max_lifetime * jitter(s_->rng));
-        n->expires_at = n->created_at + life;
+        n->expires_at = time_after(n->created_at, life);
     }
 }
 
@@ -649,10 +654,11 @@ void pool_impl::start_creations(int n) noexcept {
                     guard g(*s_);
                     run = begin_run_locked(run_kind::create, nullptr, opts_.create_timeout);
                 }
-                hooks_->create_async(ex_, run->signal.slot(),
-                                     [self = shared_from_this(), run](error_code ec, resource_node* node) {
-                                         self->creation_done(run, ec, node);
-                                     });
+                hooks_->create_async(
+                    ex_, run->signal.slot(),
+                    [self = shared_from_this(), run](error_code ec, std::exception_ptr error, resource_node* node) {
+                        self->creation_done(run, ec, std::move(error), node);
+                    });
             } catch (...) {
                 const int more = settle_creation(errc::create_failed, nullptr);
                 if (more) start_creations(more);
@@ -663,12 +669,14 @@ void pool_impl::start_creations(int n) noexcept {
     // Synchronous factory: run the creations here, iteratively (a long pre-warm does not recurse).
     while (n-- > 0) {
         error_code ec;
-        resource_node* node = hooks_->create_sync(ec);
-        n += settle_creation(ec, node);
+        std::exception_ptr error;
+        resource_node* node = hooks_->create_sync(ec, error);
+        n += settle_creation(ec, node, error);
     }
 }
 
-void pool_impl::creation_done(const std::shared_ptr<hook_run>& run, error_code ec, resource_node* node) noexcept {
+void pool_impl::creation_done(const std::shared_ptr<hook_run>& run, error_code ec, std::exception_ptr error,
+                              resource_node* node) noexcept {
     bool live;
     {
         guard g(*s_);
@@ -678,7 +686,7 @@ void pool_impl::creation_done(const std::shared_ptr<hook_run>& run, error_code e
         if (node && !hooks_->destroy(node)) log(log_level::warning, "destructor hook failed (late creation)");
         return;
     }
-    const int more = settle_creation(ec, node);
+    const int more = settle_creation(ec, node, error);
     if (more) start_creations(more);
     after_change();
 }
@@ -775,17 +783,21 @@ void pool_impl::hook_overdue(const std::shared_ptr<hook_run>& run) noexcept {
     after_change();
 }
 
-int pool_impl::settle_creation(const error_code& ec, resource_node* n) noexcept {
+int pool_impl::settle_creation(const error_code& ec, resource_node* n, const std::exception_ptr& error) noexcept {
     core::effects fx;
     std::vector<signal_handler> ready;
+    if (!n && logging(log_level::warning))
+        log(log_level::warning, "creation failed: " + exception_message(error, creation_error(ec)));
     {
         if (n) stamp_new(n);
         guard g(*s_);
         if (n) {
             s_->core.creation_succeeded(n, fx);
         } else {
-            core::waiter* w = s_->core.creation_failed(fx);
-            if (w) static_cast<acquire_op_base*>(w)->create_error = creation_error(ec);
+            if (auto* op = static_cast<acquire_op_base*>(s_->core.creation_failed(fx))) {
+                op->create_error = creation_error(ec);
+                op->create_exception = error;
+            }
             if (!s_->ready) {
                 s_->ready = true;
                 s_->ready_ec = creation_error(ec);
@@ -821,13 +833,28 @@ void pool_impl::async_wait_ready(signal_handler done) {
 
 // The synchronous verdict of one check stage on a taken resource (true = lend it).
 bool pool_impl::check_inline(stage at, resource_node* n) noexcept {
-    if (at == stage::validate) return hooks_->check_sync(check_kind::healthcheck, *n);
-    return hooks_->check_sync(check_kind::before_acquire, *n);
+    return check(at == stage::validate ? check_kind::validate : check_kind::before_acquire, *n, hook_reason::on_borrow);
+}
+
+hook_context pool_impl::context_of(const resource_node& n, hook_reason why) const noexcept {
+    hook_context c;
+    c.reason = why;
+    if (!context_) return c;  // no hook reads it: no clock read
+    const auto t = now();
+    c.age = t - n.created_at;
+    if (why != hook_reason::on_release) c.idle_for = t - n.idle_since;
+    c.uses = n.uses;
+    return c;
+}
+
+bool pool_impl::check(check_kind k, resource_node& n, hook_reason why) noexcept {
+    return hooks_->check_sync(k, n, context_of(n, why));
 }
 
 // A resource leaves the pool for a caller: stamps for leak reports, hold times, the observer.
 void pool_impl::hand_out(resource_node* n, const std::source_location& where, const acquire_op_base* op) noexcept {
     if (opts_.acquire_ttl > duration::zero()) n->acquired_at = where;  // only leak reports read it
+    if (context_) ++n->uses;
     const bool timed = opts_.record_timings || s_->obs;
     if (timed) n->taken_at = now();
     if (!timed) return;
@@ -858,14 +885,16 @@ resource_node* pool_impl::try_acquire(error_code& ec, const std::source_location
 
 // A synchronous factory creates for the caller, in a place nobody waits for (try_acquire, and an
 // acquire whose deadline has already passed). nullptr without error: no such place.
-resource_node* pool_impl::create_inline(error_code& ec, const std::source_location& where) noexcept {
+resource_node* pool_impl::create_inline(error_code& ec, const std::source_location& where,
+                                        std::exception_ptr* error_out) noexcept {
     if (factory_ != hook_mode::sync) return nullptr;
     {
         guard g(*s_);
         if (!s_->core.begin_inline_creation()) return nullptr;
     }
     error_code cec;
-    resource_node* fresh = hooks_->create_sync(cec);
+    std::exception_ptr error;
+    resource_node* fresh = hooks_->create_sync(cec, error);
     if (fresh) stamp_new(fresh);
     core::effects fx;
     core::status st;
@@ -886,6 +915,8 @@ resource_node* pool_impl::create_inline(error_code& ec, const std::source_locati
     apply(fx, cec);
     if (!fresh) {
         ec = creation_error(cec);
+        if (logging(log_level::warning)) log(log_level::warning, "creation failed: " + exception_message(error, ec));
+        if (error_out) *error_out = error;
         return nullptr;
     }
     if (st != core::status::ok) {  // closed meanwhile: destroyed
@@ -972,7 +1003,8 @@ void pool_impl::start_acquire(acquire_op_base* op) noexcept {
     if (t.st != core::status::ok) return op->complete(op, to_error(t.st), nullptr, true);
     if (expired) {  // no time to wait: only a place that is free now (a synchronous creation) serves
         error_code ec;
-        resource_node* n = create_inline(ec, op->where);
+        resource_node* n = create_inline(ec, op->where, &op->create_exception);
+        if (ec) op->create_error = ec;
         if (!n && !ec) {
             guard g(*s_);
             s_->core.count_timeout();
@@ -1021,7 +1053,7 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
         if (at == stage::before_acquire && before_acquire_ == hook_mode::none) at = stage::done;
         bool ok = true;
         while (at != stage::done) {
-            const hook_mode mode = at == stage::validate ? healthcheck_ : before_acquire_;
+            const hook_mode mode = at == stage::validate ? validate_ : before_acquire_;
             if (mode == hook_mode::async) {
                 std::shared_ptr<hook_run> run;
                 try {
@@ -1029,6 +1061,7 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
                     run = begin_run_locked(at == stage::validate ? run_kind::validate : run_kind::before_acquire, n,
                                            opts_.check_timeout);
                     run->op = op;
+                    run->ctx = context_of(*n, hook_reason::on_borrow);
                     op->check = run.get();
                     if (op->deadline)  // the acquire's own deadline ends the wait, not the check
                         run->op_deadline = s_->schedule(*op->deadline - now(), [this, weak = std::weak_ptr<hook_run>(run)] {
@@ -1039,8 +1072,8 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
                     break;
                 }
                 try {
-                    hooks_->check_async(at == stage::validate ? check_kind::healthcheck : check_kind::before_acquire, *n,
-                                        ex_, run->signal.slot(),
+                    hooks_->check_async(at == stage::validate ? check_kind::validate : check_kind::before_acquire, *n,
+                                        run->ctx, ex_, run->signal.slot(),
                                         [self = op->impl, run, at](bool pass) { self->check_done(run, pass, at); });
                 } catch (...) {
                     check_done(run, false, at);
@@ -1212,7 +1245,9 @@ void pool_impl::release(resource_node* n, bool poisoned) noexcept {
                 return;
             }
         }  // else: poisoned, past max_lifetime (the core retires it), or the cache is closed
-    } else if (plain_ && !poisoned && before_release_ == hook_mode::none && !s_->obs) {
+    } else if (plain_ && !poisoned && !s_->obs &&
+               (before_release_ == hook_mode::none ||
+                (needs_reset_ == hook_mode::sync && !check(check_kind::needs_reset, *n, hook_reason::on_release)))) {
         plain_guard g(*s_);
         if (s_->core.release_fast(n)) return;
     }
@@ -1226,14 +1261,18 @@ void pool_impl::reclaim(std::atomic<resource_node*>& slot) noexcept {
 }
 
 [[gnu::noinline]] void pool_impl::release_general(resource_node* n, bool poisoned) noexcept {
-    if (!poisoned && before_release_ == hook_mode::async) {
+    // A clean resource (needs_reset said no) skips before_release, coroutine or not.
+    const bool reset = !poisoned && before_release_ != hook_mode::none &&
+                       (needs_reset_ == hook_mode::none || check(check_kind::needs_reset, *n, hook_reason::on_release));
+    if (reset && before_release_ == hook_mode::async) {
         std::shared_ptr<hook_run> run;
         try {
             {
                 guard g(*s_);
                 run = begin_run_locked(run_kind::before_release, n, opts_.reset_timeout);
+                run->ctx = context_of(*n, hook_reason::on_release);
             }
-            hooks_->check_async(check_kind::before_release, *n, ex_, run->signal.slot(),
+            hooks_->check_async(check_kind::before_release, *n, run->ctx, ex_, run->signal.slot(),
                                 [self = shared_from_this(), run](bool ok) { self->reset_done(run, ok); });
             return;
         } catch (...) {
@@ -1241,8 +1280,7 @@ void pool_impl::reclaim(std::atomic<resource_node*>& slot) noexcept {
             return finish_release(n, false, true);
         }
     }
-    const bool broken =
-        !poisoned && before_release_ == hook_mode::sync && !hooks_->check_sync(check_kind::before_release, *n);
+    const bool broken = reset && !check(check_kind::before_release, *n, hook_reason::on_release);
     finish_release(n, poisoned, broken);
 }
 
@@ -1264,6 +1302,7 @@ void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken, con
     if (timed) notify(s_->obs, [held](observer& o) { o.on_released(held); });
     core::effects fx;
     bool closed;
+    std::shared_ptr<pool_impl> self;
     {
         guard g(*s_);
         if (opts_.record_timings) s_->hold_time.record(held);
@@ -1273,6 +1312,10 @@ void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken, con
                                   : core::pool_core::release_kind::ok,
                          fx);
         closed = s_->core.closed();
+        // In a thread_safe pool another thread may drop the pool object as soon as this section
+        // ends, and a closed pool lives only until its count is zero: keep it for the rest of this
+        // call (destructor hook, strategy, drain). Taken under the lock, while something holds it.
+        if (closed || (s_->thread_safe && !fx.empty())) self = shared_from_this();
     }
     if (!fx.empty()) apply(fx, {}, keep);
     if (closed) after_change();  // may be the last resource of a dropped pool: may free *this
@@ -1313,6 +1356,7 @@ void pool_impl::health_step() noexcept {
             if (n && healthcheck_ == hook_mode::async) {
                 try {
                     run = begin_run_locked(run_kind::healthcheck, n, opts_.check_timeout);
+                    run->ctx = context_of(*n, hook_reason::in_background);
                 } catch (...) {
                 }
             }
@@ -1320,14 +1364,14 @@ void pool_impl::health_step() noexcept {
         if (!n) break;
         if (run) {
             try {
-                hooks_->check_async(check_kind::healthcheck, *n, ex_, run->signal.slot(),
+                hooks_->check_async(check_kind::healthcheck, *n, run->ctx, ex_, run->signal.slot(),
                                     [self = shared_from_this(), run](bool ok) { self->health_done(run, ok); });
             } catch (...) {
                 health_done(run, false);
             }
             return;  // health_done (or hook_overdue) goes on with the next resource
         }
-        const bool ok = healthcheck_ == hook_mode::sync && hooks_->check_sync(check_kind::healthcheck, *n);
+        const bool ok = healthcheck_ == hook_mode::sync && check(check_kind::healthcheck, *n, hook_reason::in_background);
         core::effects fx;
         {
             guard g(*s_);

@@ -68,7 +68,8 @@ public:
     respool::detail::hook_mode mode(respool::detail::check_kind k) const noexcept override {
         return pick(k) ? respool::detail::hook_mode::sync : respool::detail::hook_mode::none;
     }
-    resource_node* create_sync(error_code& ec) noexcept override {
+    bool wants_context() const noexcept override { return false; }
+    resource_node* create_sync(error_code& ec, std::exception_ptr&) noexcept override {
         void* r = nullptr;
         int rc;
         try {
@@ -99,16 +100,17 @@ public:
         }
     }
     void create_async(const asio::any_io_executor&, asio::cancellation_slot, respool::detail::create_done done) override {
-        done(errc::not_supported, nullptr);  // never called: the C factory is synchronous
+        done(errc::not_supported, nullptr, nullptr);  // never called: the C factory is synchronous
     }
-    bool check_sync(respool::detail::check_kind k, resource_node& n) noexcept override {
+    bool check_sync(respool::detail::check_kind k, resource_node& n, const respool::hook_context&) noexcept override {
         try {
             return pick(k)(p_->hooks.ctx, static_cast<c_node&>(n).value);
         } catch (...) {
             return false;
         }
     }
-    void check_async(respool::detail::check_kind, resource_node&, const asio::any_io_executor&, asio::cancellation_slot,
+    void check_async(respool::detail::check_kind, resource_node&, const respool::hook_context&,
+                     const asio::any_io_executor&, asio::cancellation_slot,
                      respool::detail::check_done done) override {
         done(false);  // never called: C checks are synchronous
     }
@@ -134,9 +136,11 @@ public:
 private:
     bool (*pick(respool::detail::check_kind k) const noexcept)(void*, void*) {
         switch (k) {
+        case respool::detail::check_kind::validate:  // C pools validate on borrow with their healthcheck
         case respool::detail::check_kind::healthcheck: return p_->hooks.healthcheck;
         case respool::detail::check_kind::before_acquire: return p_->hooks.before_acquire;
         case respool::detail::check_kind::before_release: return p_->hooks.before_release;
+        case respool::detail::check_kind::needs_reset: return nullptr;
         }
         return nullptr;
     }

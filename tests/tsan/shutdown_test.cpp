@@ -5,6 +5,9 @@
 // use-after-free. Bounded: a fixed number of short rounds.
 #include "../asio/test_support.hpp"
 
+#include <boost/asio/executor_work_guard.hpp>
+
+#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -62,4 +65,71 @@ TEST(shutdown, a_pool_closed_before_its_io_context_dies_outlives_it) {
         std::this_thread::sleep_for(2ms);  // timers that were due stay due: none may fire into the dead context
     }
     EXPECT_EQ(t->live(), 0);
+}
+
+// Review appendix 1: async_close on a thread_safe pool completes exactly once when its grace period
+// ends while other threads return the last leases (the drain and the grace timer race).
+TEST(shutdown, async_close_completes_once_when_the_grace_period_races_the_last_release) {
+    auto t = std::make_shared<test::tracker>();
+    for (int round = 0; round < 200; ++round) {
+        asio::io_context io;
+        auto work = asio::make_work_guard(io);
+        std::thread loop([&] { io.run(); });
+        respool::pool<test::conn> p(io.get_executor(), {.max = 4, .thread_safe = true}, test::counting_hooks(t));
+        std::vector<respool::lease<test::conn>> held;
+        for (int i = 0; i < 4; ++i) held.push_back(p.try_acquire());
+        std::atomic<int> completions{0};
+        std::atomic<bool> go{false};
+        std::vector<std::thread> releasers;
+        for (auto& l : held)
+            releasers.emplace_back([&go, l = std::move(l)]() mutable {
+                while (!go) std::this_thread::yield();
+                l.release();
+            });
+        p.async_close(std::chrono::microseconds(round % 50), [&](respool::error_code) { ++completions; });
+        go = true;
+        for (auto& r : releasers) r.join();
+        ASSERT_TRUE(test::run_until(io, [&] { return completions > 0; }));  // never mind who won
+        work.reset();
+        loop.join();
+        EXPECT_EQ(completions, 1) << "round " << round;
+    }
+    EXPECT_EQ(t->live(), 0);
+}
+
+// Review appendix 2: the pool object is destroyed on one thread while another returns the last lease.
+// The releasing thread still runs the destructor hook and the drain after the pool's count reached
+// zero: the pool's state must outlive that. The destructor hooks are slow on purpose, to hold each
+// thread inside the window where the other one acts: close() destroys the idle resource (main thread)
+// while the releaser's own destruction is under way.
+TEST(shutdown, a_pool_destroyed_while_another_thread_returns_the_last_lease_outlives_the_release) {
+    auto created = std::make_shared<std::atomic<int>>(0);
+    auto destroyed = std::make_shared<std::atomic<int>>(0);
+    asio::io_context io;
+    for (int round = 0; round < 100; ++round) {
+        respool::hooks<int> h;
+        h.factory = [created] { return ++*created; };
+        h.destructor = [destroyed](int&) {
+            std::this_thread::sleep_for(std::chrono::microseconds(300));
+            ++*destroyed;
+        };
+        auto p = std::make_unique<respool::pool<int>>(io.get_executor(),
+                                                      respool::pool_options{.min = 1, .max = 2, .thread_safe = true},
+                                                      std::move(h));
+        auto first = p->try_acquire();
+        auto l = p->try_acquire();  // created: two resources
+        ASSERT_TRUE(first && l);
+        first.release();  // idle: close() destroys it on the main thread
+        std::atomic<bool> go{false};
+        std::thread releaser([&go, l = std::move(l)]() mutable {
+            while (!go) std::this_thread::yield();
+            std::this_thread::sleep_for(std::chrono::microseconds(100 + 5 * (std::rand() % 40)));
+            l.release();
+        });
+        go = true;
+        p.reset();  // close: destroys the idle one (slowly) while the releaser returns its lease
+        releaser.join();
+    }
+    io.poll();
+    EXPECT_EQ(created->load(), destroyed->load());
 }

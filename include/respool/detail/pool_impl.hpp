@@ -6,6 +6,7 @@
 #include <respool/circuit_breaker.hpp>
 #include <respool/detail/core_nodes.hpp>
 #include <respool/error.hpp>
+#include <respool/hooks.hpp>
 #include <respool/observer.hpp>
 #include <respool/options.hpp>
 #include <respool/stats.hpp>
@@ -16,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -35,6 +37,7 @@ namespace asio = boost::asio;
 struct resource_node : core::resource {
     std::chrono::steady_clock::time_point taken_at{};  // precise; stamped only when hold times are wanted
     std::source_location acquired_at{};                // the acquire call that holds it (leak reports)
+    std::uint64_t uses = 0;                            // leases handed out (only when a hook reads it)
 };
 
 template <class T>
@@ -44,12 +47,13 @@ struct typed_node final : resource_node {
     T value;
 };
 
-enum class check_kind : std::uint8_t { healthcheck, before_acquire, before_release };
+enum class check_kind : std::uint8_t { validate, before_acquire, healthcheck, needs_reset, before_release };
 enum class hook_mode : std::uint8_t { none, sync, async };
 // What a coroutine hook run is doing (its bound and what its failure means).
 enum class run_kind : std::uint8_t { create, validate, before_acquire, healthcheck, before_release };
 
-using create_done = std::function<void(error_code, resource_node*)>;
+// The factory's outcome: a node, or its error code and what it threw (message, driver error object).
+using create_done = std::function<void(error_code, std::exception_ptr, resource_node*)>;
 using check_done = std::function<void(bool)>;
 
 // The user's hooks behind one vtable. Synchronous calls never throw (exceptions become failures);
@@ -61,11 +65,13 @@ public:
     virtual ~hooks_base() = default;
     virtual hook_mode factory_mode() const noexcept = 0;
     virtual hook_mode mode(check_kind) const noexcept = 0;
-    virtual resource_node* create_sync(error_code& ec) noexcept = 0;
+    virtual bool wants_context() const noexcept = 0;  // a check reads its hook_context
+    virtual resource_node* create_sync(error_code& ec, std::exception_ptr& error) noexcept = 0;
     virtual void create_async(const asio::any_io_executor& ex, asio::cancellation_slot stop, create_done done) = 0;
-    virtual bool check_sync(check_kind, resource_node&) noexcept = 0;
-    virtual void check_async(check_kind, resource_node&, const asio::any_io_executor& ex, asio::cancellation_slot stop,
-                             check_done done) = 0;
+    virtual bool check_sync(check_kind, resource_node&, const hook_context&) noexcept = 0;
+    // `ctx` stays valid until `done` runs (the coroutine may hold the reference).
+    virtual void check_async(check_kind, resource_node&, const hook_context& ctx, const asio::any_io_executor& ex,
+                             asio::cancellation_slot stop, check_done done) = 0;
     // Runs the destructor hook, then frees the node. false when the destructor hook threw.
     virtual bool destroy(resource_node*) noexcept = 0;
 };
@@ -81,6 +87,8 @@ struct acquire_op_base : core::waiter {
     std::optional<core::duration> timeout;
     std::optional<core::time_point> deadline;  // set when it starts (timeout), or given absolute
     error_code create_error;                         // the factory's error, when it failed this waiter
+    std::exception_ptr create_exception;             // and what it threw
+    diagnostics* diag = nullptr;                     // the caller's, filled when it fails with that error
     std::chrono::steady_clock::time_point started{};  // only with an observer
     struct hook_run* check = nullptr;      // a coroutine check runs on a resource taken for this op
     bool cancel_requested = false;         // cancellation that arrived while not parked
@@ -164,10 +172,12 @@ private:
     std::shared_ptr<hook_run> begin_run_locked(run_kind kind, resource_node* n, duration limit);
     bool end_run_locked(hook_run& run) noexcept;
     void hook_overdue(const std::shared_ptr<hook_run>& run) noexcept;
-    void creation_done(const std::shared_ptr<hook_run>& run, error_code ec, resource_node* n) noexcept;
+    void creation_done(const std::shared_ptr<hook_run>& run, error_code ec, std::exception_ptr error,
+                       resource_node* n) noexcept;
     void health_done(const std::shared_ptr<hook_run>& run, bool ok) noexcept;
     void reset_done(const std::shared_ptr<hook_run>& run, bool ok) noexcept;
-    resource_node* create_inline(error_code& ec, const std::source_location& where) noexcept;
+    resource_node* create_inline(error_code& ec, const std::source_location& where,
+                                 std::exception_ptr* error = nullptr) noexcept;
     [[nodiscard]] std::chrono::steady_clock::time_point now() const noexcept;
     void on_alarm() noexcept;
     void close_grace_over(std::uint64_t key) noexcept;
@@ -197,7 +207,10 @@ private:
     int process(core::effects& fx, const error_code& create_ec, const resource_node* keep = nullptr) noexcept;
     void process_rare(const core::effect& e, const error_code& create_ec) noexcept;
     void start_creations(int n) noexcept;
-    int settle_creation(const error_code& ec, resource_node* n) noexcept;  // returns creates to start
+    // Returns how many creations to start next.
+    int settle_creation(const error_code& ec, resource_node* n, const std::exception_ptr& error = {}) noexcept;
+    [[nodiscard]] hook_context context_of(const resource_node& n, hook_reason why) const noexcept;
+    bool check(check_kind k, resource_node& n, hook_reason why) noexcept;  // a synchronous check
     void destroy_node(resource_node* n, destroy_reason why) noexcept;
     void make_ready(acquire_op_base* op) noexcept;
     void drain_ready() noexcept;
@@ -206,13 +219,17 @@ private:
     asio::any_io_executor post_ex_;
     pool_options opts_;
     std::unique_ptr<hooks_base> hooks_;
-    hook_mode factory_, before_acquire_, before_release_, healthcheck_;
+    hook_mode factory_, validate_, before_acquire_, healthcheck_, needs_reset_, before_release_;
+    bool context_ = false;  // a check reads its hook_context: stamp uses and idle times
     bool inline_ok_ = true;       // no coroutine check between taking a resource and lending it
     bool plain_ = true;           // no per-lease stamps wanted: core take_fast/release_fast may serve
     affinity_cache* cache_ = nullptr;  // thread_affinity (owned by the engine), or none
     duration housekeeping_period_{};
     std::unique_ptr<engine> s_;  // core, lock, timers: kept out of this header
 };
+
+// The text of what a hook threw, or the error code's message.
+std::string exception_message(const std::exception_ptr& e, const error_code& ec);
 
 // The lease's way back (keeps lease.hpp free of the driver).
 void release_node(pool_impl* impl, resource_node* n, bool poisoned) noexcept;

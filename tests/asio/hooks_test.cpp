@@ -1,0 +1,204 @@
+// What hooks get (SPEC.md §1.1): a context (age, idle time, uses, why), a validate hook apart from the
+// background healthcheck, a synchronous needs_reset that lets clean releases skip before_release,
+// move-only callables, and the factory's own error detail for the acquire it fails. Manual clock.
+#include "test_support.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+using namespace std::chrono_literals;
+using respool::errc;
+using respool::error_code;
+using respool::hook_context;
+using respool::hook_reason;
+using respool::lease;
+using respool::pool;
+using test::conn;
+namespace asio = boost::asio;
+
+namespace {
+
+struct fixture {
+    asio::io_context io;
+    std::shared_ptr<respool::manual_clock> clock = std::make_shared<respool::manual_clock>();
+    std::shared_ptr<test::tracker> t = std::make_shared<test::tracker>();
+
+    respool::pool_options options() {
+        respool::pool_options o;
+        o.max = 2;
+        o.clock = clock;
+        return o;
+    }
+    lease<conn> acquire(pool<conn>& p) {
+        lease<conn> got;
+        error_code result;
+        p.async_acquire(5s, [&](error_code ec, lease<conn> l) {
+            result = ec;
+            got = std::move(l);
+        });
+        test::step(io, *clock, 0ms);
+        EXPECT_FALSE(result) << result.message();
+        return got;
+    }
+};
+
+}  // namespace
+
+TEST(hooks, checks_receive_age_idle_time_uses_and_the_reason_they_run) {
+    fixture f;
+    std::vector<hook_context> seen;
+    auto h = test::counting_hooks(f.t);
+    h.validate = [&](conn&, const hook_context& c) {
+        seen.push_back(c);
+        return true;
+    };
+    h.healthcheck = [&](conn&, const hook_context& c) {
+        seen.push_back(c);
+        return true;
+    };
+    h.before_release = [&](conn&, const hook_context& c) {
+        seen.push_back(c);
+        return true;
+    };
+    auto o = f.options();
+    o.min = 1;
+    o.health_check_on_borrow = true;
+    o.validate_after = 1s;
+    o.healthcheck_interval = 10s;
+    pool<conn> p(f.io.get_executor(), o, std::move(h));
+
+    test::step(f.io, *f.clock, 3s);
+    auto l = f.acquire(p);  // idle 3 s > validate_after: validated on borrow
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_EQ(seen[0].reason, hook_reason::on_borrow);
+    EXPECT_EQ(seen[0].age, 3s);
+    EXPECT_EQ(seen[0].idle_for, 3s);
+    EXPECT_EQ(seen[0].uses, 0u) << "not lent before";
+
+    test::step(f.io, *f.clock, 2s);
+    l.release();
+    ASSERT_EQ(seen.size(), 2u);
+    EXPECT_EQ(seen[1].reason, hook_reason::on_release);
+    EXPECT_EQ(seen[1].age, 5s);
+    EXPECT_EQ(seen[1].idle_for, 0s);
+    EXPECT_EQ(seen[1].uses, 1u);
+
+    test::step(f.io, *f.clock, 5s);  // the first health tick, at 10 s
+    ASSERT_EQ(seen.size(), 3u);
+    EXPECT_EQ(seen[2].reason, hook_reason::in_background);
+    EXPECT_EQ(seen[2].age, 10s);
+    EXPECT_EQ(seen[2].idle_for, 5s);
+    EXPECT_EQ(seen[2].uses, 1u);
+}
+
+TEST(hooks, validate_runs_on_borrow_and_healthcheck_only_in_the_background) {
+    fixture f;
+    int validations = 0, health_checks = 0;
+    auto h = test::counting_hooks(f.t);
+    h.validate = [&](conn&) {
+        ++validations;
+        return false;  // the idle one is dead: replaced for the caller
+    };
+    h.healthcheck = [&](conn&) {
+        ++health_checks;
+        return true;
+    };
+    auto o = f.options();
+    o.min = 1;
+    o.health_check_on_borrow = true;
+    o.validate_after = 1s;
+    pool<conn> p(f.io.get_executor(), o, std::move(h));
+    test::step(f.io, *f.clock, 2s);
+    auto l = f.acquire(p);
+    EXPECT_EQ(validations, 1);
+    EXPECT_EQ(health_checks, 0);
+    EXPECT_EQ(l->id, 2) << "a replacement, created for the caller and not validated again";
+    EXPECT_EQ(p.stats().rejected, 1u);
+}
+
+TEST(hooks, a_clean_release_skips_before_release_when_needs_reset_says_no) {
+    fixture f;
+    int resets = 0;
+    auto h = test::counting_hooks(f.t);
+    h.needs_reset = [](conn& c) { return !c.healthy; };  // "dirty" stands for a touched session here
+    h.before_release = [&](conn& c) -> asio::awaitable<bool> {
+        ++resets;
+        c.healthy = true;
+        co_return true;
+    };
+    pool<conn> p(f.io.get_executor(), f.options(), std::move(h));
+    auto l = f.acquire(p);
+    l.release();  // clean: no coroutine
+    test::step(f.io, *f.clock, 0ms);
+    EXPECT_EQ(resets, 0);
+    EXPECT_EQ(p.stats().idle, 1u) << "back in idle at once";
+    l = f.acquire(p);
+    l->healthy = false;
+    l.release();  // dirty: the coroutine resets it
+    EXPECT_EQ(p.stats().idle, 0u) << "the reset runs before it is idle again";
+    test::step(f.io, *f.clock, 0ms);
+    EXPECT_EQ(resets, 1);
+    EXPECT_EQ(p.stats().idle, 1u);
+}
+
+TEST(hooks, needs_reset_must_be_synchronous) {
+    fixture f;
+    auto h = test::counting_hooks(f.t);
+    h.needs_reset = [](conn&) -> asio::awaitable<bool> { co_return true; };
+    EXPECT_THROW(pool<conn>(f.io.get_executor(), f.options(), std::move(h)), std::invalid_argument);
+}
+
+TEST(hooks, hooks_may_own_move_only_state) {
+    fixture f;
+    respool::hooks<conn> h;
+    auto secret = std::make_unique<int>(7);
+    h.factory = [s = std::move(secret)] { return conn{*s}; };
+    h.destructor = [u = std::make_unique<int>(1)](conn&) {};
+    pool<conn> p(f.io.get_executor(), f.options(), std::move(h));
+    auto l = f.acquire(p);
+    EXPECT_EQ(l->id, 7);
+}
+
+TEST(hooks, the_factory_error_detail_reaches_the_acquire_it_fails) {
+    fixture f;
+    respool::hooks<conn> h;
+    h.factory = []() -> asio::awaitable<conn> {
+        throw std::runtime_error("FATAL: password authentication failed for user \"app\"");
+        co_return conn{};
+    };
+    auto o = f.options();
+    o.create_retry_initial = {};
+    o.create_retry_max = {};
+    std::ostringstream log;
+    pool<conn> p(f.io.get_executor(), o, std::move(h));
+    p.set_log_sink(respool::make_ostream_log_sink(log, respool::log_level::warning));
+    respool::diagnostics diag;
+    error_code result;
+    p.async_acquire(5s, diag, [&](error_code ec, lease<conn>) { result = ec; });
+    test::step(f.io, *f.clock, 0ms);
+    EXPECT_EQ(result, errc::create_failed);
+    EXPECT_EQ(diag.message, "FATAL: password authentication failed for user \"app\"");
+    ASSERT_TRUE(diag.error);
+    EXPECT_THROW(std::rethrow_exception(diag.error), std::runtime_error);
+    EXPECT_NE(log.str().find("creation failed: FATAL: password authentication failed"), std::string::npos) << log.str();
+}
+
+TEST(hooks, a_factory_error_code_of_its_own_reaches_the_acquire_as_is) {
+    fixture f;
+    respool::hooks<conn> h;
+    h.factory = []() -> conn {
+        throw boost::system::system_error(make_error_code(boost::system::errc::connection_refused), "connect 127.0.0.1:1");
+    };
+    pool<conn> p(f.io.get_executor(), f.options(), std::move(h));
+    respool::diagnostics diag;
+    error_code result;
+    p.async_acquire(5s, diag, [&](error_code ec, lease<conn>) { result = ec; });
+    test::step(f.io, *f.clock, 0ms);
+    EXPECT_EQ(result, boost::system::errc::connection_refused);
+    EXPECT_NE(diag.message.find("connect 127.0.0.1:1"), std::string::npos) << diag.message;
+}
