@@ -414,8 +414,12 @@ public:
     void recover(std::uint32_t max_probes) { impl_->recover(max_probes); }
     // Called on every accepted release (success) and broken/poisoned release or failed creation.
     void set_circuit_strategy(std::shared_ptr<circuit_strategy> s) { impl_->set_strategy(std::move(s)); }
-    // Install before use; no cost when none is installed.
+    // Observers (several may watch one pool: the user's and a metrics exporter, say). Install them
+    // before the pool is in use by other threads; with none installed events cost nothing.
+    // set_observer replaces them all (nullptr removes them all).
     void set_observer(std::shared_ptr<observer> o) { impl_->set_observer(std::move(o)); }
+    void add_observer(std::shared_ptr<observer> o) { impl_->add_observer(std::move(o)); }
+    void remove_observer(const std::shared_ptr<observer>& o) { impl_->remove_observer(o); }
     // Logging (default: none). make_ostream_log_sink(std::cerr) writes human-readable lines.
     void set_log_sink(std::shared_ptr<log_sink> s) { impl_->set_log_sink(std::move(s)); }
     // The pool's circuit breaker, for strategies and tools.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 
@@ -11,20 +12,25 @@ namespace respool {
 enum class circuit_state { closed = 0, open = 1, half_open = 2 };
 
 // Fixed log-scale histogram of durations: bucket 0 counts < 1 us, bucket k (1..24) counts
-// [2^(k-1), 2^k) us, bucket 25 counts >= 2^24 us (~16.8 s). Recording is one shift and one increment.
+// [2^(k-1), 2^k) us, bucket 25 counts >= 2^24 us (~16.8 s). Recording is a shift, an increment and an
+// add; `sum` (all recorded durations) is Prometheus' `_sum`.
 struct histogram {
     static constexpr std::size_t size = 26;
     std::array<std::uint64_t, size> counts{};
+    std::chrono::nanoseconds sum{};
 
     static std::size_t bucket(std::chrono::nanoseconds d) noexcept {
         const auto us = static_cast<std::uint64_t>(d.count() < 0 ? 0 : d.count() / 1000);
         if (us == 0) return 0;
-        const auto k = static_cast<std::size_t>(64 - __builtin_clzll(us));
+        const auto k = static_cast<std::size_t>(std::bit_width(us));
         return k < size - 1 ? k : size - 1;
     }
     // Exclusive upper bound of bucket k in microseconds (the last bucket is open).
     static std::uint64_t upper_us(std::size_t k) noexcept { return k == 0 ? 1 : std::uint64_t{1} << k; }
-    void record(std::chrono::nanoseconds d) noexcept { ++counts[bucket(d)]; }
+    void record(std::chrono::nanoseconds d) noexcept {
+        ++counts[bucket(d)];
+        if (d.count() > 0) sum += d;
+    }
     [[nodiscard]] std::uint64_t total() const noexcept {
         std::uint64_t n = 0;
         for (auto c : counts) n += c;

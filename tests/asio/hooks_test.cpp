@@ -202,3 +202,59 @@ TEST(hooks, a_factory_error_code_of_its_own_reaches_the_acquire_as_is) {
     EXPECT_EQ(result, boost::system::errc::connection_refused);
     EXPECT_NE(diag.message.find("connect 127.0.0.1:1"), std::string::npos) << diag.message;
 }
+
+namespace {
+struct counting_observer : respool::observer {
+    int created = 0, taken = 0;
+    void on_created() override { ++created; }
+    void on_taken(std::chrono::nanoseconds) override { ++taken; }
+};
+struct throwing_observer : respool::observer {
+    void on_created() override { throw std::runtime_error("observer bug"); }
+};
+}  // namespace
+
+TEST(observers, several_observers_each_see_every_event_and_one_that_throws_stops_none) {
+    fixture f;
+    auto a = std::make_shared<counting_observer>();
+    auto b = std::make_shared<counting_observer>();
+    pool<conn> p(f.io.get_executor(), f.options(), test::counting_hooks(f.t));
+    p.add_observer(a);
+    p.add_observer(std::make_shared<throwing_observer>());
+    p.add_observer(b);
+    auto l = f.acquire(p);
+    EXPECT_EQ(a->created, 1);
+    EXPECT_EQ(b->created, 1);
+    EXPECT_EQ(a->taken, 1);
+    EXPECT_EQ(b->taken, 1);
+    p.remove_observer(a);
+    l.release();
+    l = f.acquire(p);
+    EXPECT_EQ(a->taken, 1) << "removed";
+    EXPECT_EQ(b->taken, 2);
+    p.set_observer(nullptr);
+    l.release();
+    l = f.acquire(p);
+    EXPECT_EQ(b->taken, 2) << "set_observer(nullptr) removes them all";
+}
+
+TEST(observers, histograms_carry_the_sum_of_what_they_recorded) {
+    fixture f;
+    auto o = f.options();
+    o.record_timings = true;
+    o.max = 1;
+    pool<conn> p(f.io.get_executor(), o, test::counting_hooks(f.t));
+    auto held = f.acquire(p);
+    test::step(f.io, *f.clock, 250ms);
+    lease<conn> second;
+    p.async_acquire(5s, [&](error_code, lease<conn> l) { second = std::move(l); });
+    test::step(f.io, *f.clock, 100ms);
+    held.release();  // held 350 ms; the waiter waited 100 ms
+    test::step(f.io, *f.clock, 50ms);
+    second.release();  // held 50 ms
+    const auto s = p.stats();
+    EXPECT_EQ(s.hold_time.total(), 2u);
+    EXPECT_EQ(s.hold_time.sum, std::chrono::nanoseconds(400ms));
+    EXPECT_EQ(s.wait_time.total(), 2u);
+    EXPECT_EQ(s.wait_time.sum, std::chrono::nanoseconds(100ms)) << "the immediate take adds nothing";
+}

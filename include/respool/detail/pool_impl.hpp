@@ -151,6 +151,8 @@ public:
     [[nodiscard]] pool_stats stats() const noexcept;
     void set_strategy(std::shared_ptr<circuit_strategy> s);
     void set_observer(std::shared_ptr<observer> o);
+    void add_observer(std::shared_ptr<observer> o);
+    void remove_observer(const std::shared_ptr<observer>& o);
     void set_log_sink(std::shared_ptr<log_sink> l);
 
     // circuit_breaker
