@@ -161,9 +161,15 @@ private:
     respool_pool* p_;
 };
 
-std::optional<respool::duration> timeout_of(int64_t ms) {
+// timeout_ms <= 0 waits forever; a positive value is a deadline. The pool's duration counts
+// nanoseconds in 64 bits (about 292 years), and the deadline is now + timeout: anything longer than
+// 100 years is 100 years, so neither the conversion nor the addition can overflow.
+constexpr int64_t max_timeout_ms = int64_t{36525} * 24 * 3600 * 1000;  // 100 years of 365.25 days
+static_assert(std::chrono::milliseconds(max_timeout_ms) < respool::duration::max() / 2);
+
+std::optional<respool::duration> timeout_of(int64_t ms) noexcept {
     if (ms <= 0) return std::nullopt;
-    return std::chrono::milliseconds(ms);
+    return std::chrono::milliseconds(ms < max_timeout_ms ? ms : max_timeout_ms);
 }
 
 void* lend(respool_pool* p, resource_node* n) {

@@ -398,6 +398,94 @@ static void test_acquire_async(void) {
     CHECK(atomic_load(&x.created) == atomic_load(&x.destroyed));
 }
 
+static int calls_of(async_state* s) {
+    pthread_mutex_lock(&s->m);
+    int n = s->calls;
+    pthread_mutex_unlock(&s->m);
+    return n;
+}
+
+/* A blocking acquire on its own thread, with a flag that says it has returned. */
+typedef struct timed_arg {
+    respool_pool* p;
+    int64_t timeout_ms;
+    int status;
+    void* resource;
+    atomic_int done;
+} timed_arg;
+
+static void* timed_thread(void* a) {
+    timed_arg* arg = a;
+    arg->status = respool_acquire(arg->p, &arg->resource, arg->timeout_ms);
+    atomic_store(&arg->done, 1);
+    return NULL;
+}
+
+/* A timeout too large for the clock's nanosecond count (above about 9.2e12 ms) is a very long
+ * deadline, not an overflow that has already expired: served at once when a place is free, parked
+ * (not timed out) when none is, and served by the next release. */
+static void test_huge_timeout_is_a_long_deadline(void) {
+    const int64_t huge[] = {INT64_MAX, 10000000000000LL};
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; ++i) {
+        ctx x;
+        respool_pool* p = open_pool(&x, false, 0, 1, 0, 0); /* cold: the first acquire creates */
+        async_state s;
+        memset(&s, 0, sizeof s);
+        pthread_mutex_init(&s.m, NULL);
+        pthread_cond_init(&s.cv, NULL);
+
+        CHECK_STATUS(respool_acquire_async(p, huge[i], async_cb, &s), RESPOOL_OK);
+        wait_calls(&s, 1);
+        CHECK_STATUS(s.status, RESPOOL_OK);
+        void* held = s.resource;
+        CHECK(held != NULL);
+
+        /* Exhausted: the async acquire parks. It either parks or completes; which one is decided
+         * before the release below, so nothing here depends on timing. */
+        CHECK_STATUS(respool_acquire_async(p, huge[i], async_cb, &s), RESPOOL_OK);
+        for (int k = 0; k < 20000 && calls_of(&s) == 1 && stats_of(p).waiting != 1; ++k) sleep_ms(1);
+        CHECK(calls_of(&s) == 1); /* not completed with RESPOOL_E_TIMEOUT */
+        CHECK(stats_of(p).waiting == 1);
+        CHECK_STATUS(respool_release(p, held), RESPOOL_OK);
+        wait_calls(&s, 2);
+        CHECK_STATUS(s.status, RESPOOL_OK);
+        CHECK(s.resource == held);
+        held = s.resource;
+
+        /* The same for a blocking acquire. */
+        timed_arg t;
+        memset(&t, 0, sizeof t);
+        t.p = p;
+        t.timeout_ms = huge[i];
+        pthread_t th;
+        pthread_create(&th, NULL, timed_thread, &t);
+        for (int k = 0; k < 20000 && !atomic_load(&t.done) && stats_of(p).waiting != 1; ++k) sleep_ms(1);
+        CHECK(!atomic_load(&t.done)); /* not returned with RESPOOL_E_TIMEOUT */
+        CHECK(stats_of(p).waiting == 1);
+        CHECK_STATUS(respool_release(p, held), RESPOOL_OK);
+        pthread_join(th, NULL);
+        CHECK_STATUS(t.status, RESPOOL_OK);
+        CHECK(t.resource == held);
+        CHECK_STATUS(respool_release(p, t.resource), RESPOOL_OK);
+
+        /* With an idle resource, both kinds are served at once. */
+        void* r = NULL;
+        CHECK_STATUS(respool_acquire(p, &r, huge[i]), RESPOOL_OK);
+        CHECK_STATUS(respool_release(p, r), RESPOOL_OK);
+        CHECK_STATUS(respool_acquire_async(p, huge[i], async_cb, &s), RESPOOL_OK);
+        wait_calls(&s, 3);
+        CHECK_STATUS(s.status, RESPOOL_OK);
+        if (s.resource) CHECK_STATUS(respool_release(p, s.resource), RESPOOL_OK);
+
+        respool_stats st = stats_of(p);
+        CHECK(st.timeouts == 0 && st.waiting == 0);
+        respool_free(p);
+        pthread_cond_destroy(&s.cv);
+        pthread_mutex_destroy(&s.m);
+        CHECK(atomic_load(&x.created) == 1 && atomic_load(&x.destroyed) == 1);
+    }
+}
+
 /* Circuit breaker: manual states and a strategy. */
 typedef struct strat_state {
     atomic_int ok, bad, last_status;
@@ -533,6 +621,7 @@ int main(void) {
     test_blocking_fifo_no_barging();
     test_close_wakes_blocked_and_timeouts();
     test_acquire_async();
+    test_huge_timeout_is_a_long_deadline();
     test_circuit();
     test_create_failures_and_hooks();
     test_healthcheck_runs_on_the_background();
