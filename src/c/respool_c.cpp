@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -275,8 +276,10 @@ int respool_create(const respool_config* config, const respool_hooks* hooks, res
         p->thread_id = p->thread.get_id();
         *out_pool = p.release();
         return RESPOOL_OK;
-    } catch (const std::bad_alloc&) {
-        return RESPOOL_E_INTERNAL;
+    } catch (const std::invalid_argument&) {
+        // The pool's validation names the option (e.g. max above INT32_MAX); v1 has no way to
+        // hand the message to C, so only the status says what happened.
+        return RESPOOL_E_INVALID;
     } catch (...) {
         return RESPOOL_E_INTERNAL;
     }

@@ -167,6 +167,32 @@ static void test_bad_inputs(void) {
     CHECK(atomic_load(&x.created) == atomic_load(&x.destroyed));
 }
 
+/* Values the pool's own validation rejects (max and max_waiters above INT32_MAX) are bad
+ * arguments: RESPOOL_E_INVALID, nothing created; the largest accepted values still work. */
+static void test_create_rejects_out_of_range_config(void) {
+    ctx x;
+    memset(&x, 0, sizeof x);
+    respool_hooks h = hooks_for(&x);
+    const respool_config bad[] = {
+        {0, 0x80000000u, 0, 0}, {1, UINT32_MAX, 0, 0}, {1, 2, 0, UINT32_MAX}, {1, 2, 0, 0x80000000u}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        respool_pool* p = NULL;
+        CHECK_STATUS(respool_create(&bad[i], &h, &p), RESPOOL_E_INVALID);
+        CHECK(p == NULL);
+    }
+    CHECK(atomic_load(&x.created) == 0);
+    respool_config largest = {0, 0x7fffffffu, 0, 0x7fffffffu};
+    respool_pool* p = NULL;
+    CHECK_STATUS(respool_create(&largest, &h, &p), RESPOOL_OK);
+    if (p) {
+        void* r = NULL;
+        CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_OK);
+        CHECK_STATUS(respool_release(p, r), RESPOOL_OK);
+        respool_free(p);
+    }
+    CHECK(atomic_load(&x.created) == 1 && atomic_load(&x.destroyed) == 1);
+}
+
 static void test_basic_cycle_and_stats(void) {
     ctx x;
     respool_pool* p = open_pool(&x, false, 2, 3, 0, 0);
@@ -616,6 +642,7 @@ static void test_free_with_resources_lent(void) {
 int main(void) {
     test_status_strings();
     test_bad_inputs();
+    test_create_rejects_out_of_range_config();
     test_basic_cycle_and_stats();
     test_macros_and_table();
     test_blocking_fifo_no_barging();
