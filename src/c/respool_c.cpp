@@ -173,36 +173,50 @@ std::optional<respool::duration> timeout_of(int64_t ms) noexcept {
     return std::chrono::milliseconds(ms < max_timeout_ms ? ms : max_timeout_ms);
 }
 
-void* lend(respool_pool* p, resource_node* n) {
+// Records a node as lent and returns its resource. When it cannot be recorded (no memory), the node
+// goes back to the pool and the result is nullptr: the caller never gets a resource that
+// respool_release would refuse.
+void* lend(respool_pool* p, resource_node* n) noexcept {
     void* r = static_cast<c_node*>(n)->value;
-    std::lock_guard<std::mutex> g(p->mu);
-    p->lent.emplace(r, n);
-    return r;
+    try {
+        std::lock_guard<std::mutex> g(p->mu);
+        p->lent.emplace(r, n);
+        return r;
+    } catch (...) {
+        p->impl->release(n, false);
+        return nullptr;
+    }
 }
 
-// Frees the pool once it is freed, nothing is lent and no acquire is under way. The pool thread
-// cannot join itself: from there a helper thread finishes the job.
-void finish(respool_pool* p) {
+// The handle's lifetime. respool_free marks it freed; it is deleted when, in addition, nothing is
+// lent and no operation is under way (`inflight`: blocking and async acquires, releases, the free
+// itself). Every change of these conditions decides, under `mu` and in the same critical section,
+// whether it was the last one (last_out); only that caller deletes the handle, and it touches
+// nothing of it afterwards. Deciding in a second critical section would let another thread delete
+// the handle in between.
+bool last_out(respool_pool* p) noexcept {  // under p->mu
+    if (!p->freed || p->finishing || !p->lent.empty() || p->inflight != 0) return false;
+    p->finishing = true;
+    return true;
+}
+
+// Deletes the handle. The pool thread cannot join itself: from there a helper thread does it.
+void finish(respool_pool* p) noexcept {
     p->impl.reset();
     p->work.reset();
     if (std::this_thread::get_id() == p->thread_id) {
-        std::thread([p] {
-            p->thread.join();
-            delete p;
-        }).detach();
+        try {
+            std::thread([p] {
+                p->thread.join();
+                delete p;
+            }).detach();
+        } catch (...) {
+            p->thread.detach();  // no thread to join it: the handle is leaked rather than freed early
+        }
     } else {
         if (p->thread.joinable()) p->thread.join();
         delete p;
     }
-}
-
-void maybe_finish(respool_pool* p) {
-    {
-        std::lock_guard<std::mutex> g(p->mu);
-        if (!p->freed || p->finishing || !p->lent.empty() || p->inflight != 0) return;
-        p->finishing = true;
-    }
-    finish(p);
 }
 
 void begin_op(respool_pool* p) {
@@ -210,26 +224,45 @@ void begin_op(respool_pool* p) {
     ++p->inflight;
 }
 
-void end_op(respool_pool* p) {
+// Ends an operation (and with `freed`, marks the handle freed); may delete the handle.
+void end_op(respool_pool* p, bool freed = false) noexcept {
+    bool last;
     {
         std::lock_guard<std::mutex> g(p->mu);
         --p->inflight;
+        if (freed) p->freed = true;
+        last = last_out(p);
     }
-    maybe_finish(p);
+    if (last) finish(p);
 }
+
+// An operation counted from construction to destruction (which may delete the handle).
+class op_scope {
+public:
+    explicit op_scope(respool_pool* p) : p_(p) { begin_op(p); }
+    ~op_scope() { end_op(p_); }
+    op_scope(const op_scope&) = delete;
+    op_scope& operator=(const op_scope&) = delete;
+
+private:
+    respool_pool* p_;
+};
 
 int release_impl(respool_pool* p, void* r, bool broken) noexcept {
     if (!p || !r) return RESPOOL_E_INVALID;
     resource_node* n;
-    {
+    try {
         std::lock_guard<std::mutex> g(p->mu);
         auto it = p->lent.find(r);
         if (it == p->lent.end()) return RESPOOL_E_INVALID;  // never lent, or released twice
         n = it->second;
         p->lent.erase(it);
+        ++p->inflight;  // no longer lent, but the handle must live until the pool has it back
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
     }
     p->impl->release(n, broken);
-    maybe_finish(p);
+    end_op(p);
     return RESPOOL_OK;
 }
 
@@ -290,7 +323,9 @@ int respool_try_acquire(respool_pool* pool, void** out_resource) {
     try {
         error_code ec;
         if (resource_node* n = pool->impl->try_acquire(ec)) {
-            *out_resource = lend(pool, n);
+            void* r = lend(pool, n);
+            if (!r) return RESPOOL_E_INTERNAL;
+            *out_resource = r;
             return RESPOOL_OK;
         }
         return status_of(ec);
@@ -303,9 +338,12 @@ int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms)
     if (!pool || !out_resource) return RESPOOL_E_INVALID;
     if (std::this_thread::get_id() == pool->thread_id) return RESPOOL_E_INVALID;  // would deadlock
     try {
+        op_scope op(pool);  // respool_free may run meanwhile: the handle lives until this returns
         error_code ec;
         if (resource_node* n = pool->impl->acquire_now(ec)) {
-            *out_resource = lend(pool, n);
+            void* r = lend(pool, n);
+            if (!r) return RESPOOL_E_INTERNAL;
+            *out_resource = r;
             return RESPOOL_OK;
         }
         if (ec) return status_of(ec);
@@ -316,7 +354,6 @@ int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms)
             error_code ec;
             resource_node* n = nullptr;
         } w;
-        begin_op(pool);
         respool::detail::initiate_acquire<void*>{pool->impl.get()}(
             [&w](error_code e, respool::lease<void*> l) {
                 std::lock_guard<std::mutex> g(w.m);
@@ -330,10 +367,11 @@ int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms)
             std::unique_lock<std::mutex> lk(w.m);
             w.cv.wait(lk, [&] { return w.done; });
         }
-        int st = status_of(w.ec);
-        if (w.n) *out_resource = lend(pool, w.n);
-        end_op(pool);
-        return st;
+        if (!w.n) return status_of(w.ec);
+        void* r = lend(pool, w.n);
+        if (!r) return RESPOOL_E_INTERNAL;
+        *out_resource = r;
+        return RESPOOL_OK;
     } catch (...) {
         return RESPOOL_E_INTERNAL;
     }
@@ -341,17 +379,29 @@ int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms)
 
 int respool_acquire_async(respool_pool* pool, int64_t timeout_ms, respool_acquire_cb cb, void* user) {
     if (!pool || !cb) return RESPOOL_E_INVALID;
-    begin_op(pool);
+    try {
+        begin_op(pool);  // ended after the callback has run
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
+    }
     try {
         respool::detail::initiate_acquire<void*>{pool->impl.get()}(
             [pool, cb, user](error_code e, respool::lease<void*> l) {
-                void* r = l ? lend(pool, l.detach_node()) : nullptr;
-                cb(user, status_of(e), r);
-                end_op(pool);
+                int st = status_of(e);
+                void* r = nullptr;
+                if (l) {
+                    r = lend(pool, l.detach_node());
+                    if (!r) st = RESPOOL_E_INTERNAL;
+                }
+                try {
+                    cb(user, st, r);
+                } catch (...) {  // a C++ callback that throws: nothing crosses into the pool's thread
+                }
+                end_op(pool);  // may delete the handle
             },
             timeout_of(timeout_ms));
         return RESPOOL_OK;
-    } catch (...) {
+    } catch (...) {  // not started: the callback will not run
         end_op(pool);
         return RESPOOL_E_INTERNAL;
     }
@@ -369,16 +419,16 @@ int respool_close(respool_pool* pool) {
 
 void respool_free(respool_pool* pool) {
     if (!pool) return;
-    {
-        std::lock_guard<std::mutex> g(pool->mu);
-        if (pool->freed) return;
+    try {
+        {
+            std::lock_guard<std::mutex> g(pool->mu);
+            if (pool->freed) return;
+            ++pool->inflight;  // the handle cannot be deleted while this closes it
+        }
+        pool->impl->close();
+        end_op(pool, true);  // freed: deleted now, or by the last release or acquire still under way
+    } catch (...) {
     }
-    pool->impl->close();
-    {
-        std::lock_guard<std::mutex> g(pool->mu);
-        pool->freed = true;
-    }
-    maybe_finish(pool);
 }
 
 int respool_get_stats(respool_pool* pool, respool_stats* out) {
