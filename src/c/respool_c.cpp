@@ -8,6 +8,8 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <pthread.h>
+
 #include <condition_variable>
 #include <mutex>
 #include <new>
@@ -59,6 +61,55 @@ int status_of(const error_code& ec) noexcept {
     return RESPOOL_E_INTERNAL;
 }
 
+// Marks the calling thread as inside a callback of `pool` while it runs: a blocking respool_acquire
+// there would wait for the pool that is waiting for the callback. Callbacks run on the thread of the
+// call that needs them as well as on the pool's own thread, so the thread alone does not tell.
+// Scopes nest (a callback of one pool may call into another pool whose callbacks run in turn).
+//
+// The innermost scope is kept under a POSIX thread-specific key, not in a thread_local: this library
+// is often dlopen'ed (plugins, FFI), where a thread_local is dynamic TLS reached through
+// __tls_get_addr, whose interceptor in GCC 12's sanitizer runtime can misread such a block: the
+// LeakSanitizer tracer then crashes at exit (tests/c_api/dlopen_consumer.c under asan-ubsan did, on
+// every run, with a thread_local here). Without a key (creation failed) nothing is detected.
+class callback_scope {
+public:
+    explicit callback_scope(const respool_pool* p) noexcept : pool_(p) {
+        if (key().ok) {
+            outer_ = static_cast<const callback_scope*>(pthread_getspecific(key().k));
+            set_ = pthread_setspecific(key().k, this) == 0;
+        }
+    }
+    ~callback_scope() {
+        if (set_) pthread_setspecific(key().k, outer_);
+    }
+    callback_scope(const callback_scope&) = delete;
+    callback_scope& operator=(const callback_scope&) = delete;
+
+    static bool inside(const respool_pool* p) noexcept {
+        if (!key().ok) return false;
+        for (auto* s = static_cast<const callback_scope*>(pthread_getspecific(key().k)); s; s = s->outer_)
+            if (s->pool_ == p) return true;
+        return false;
+    }
+
+private:
+    struct thread_key {
+        pthread_key_t k{};
+        bool ok = pthread_key_create(&k, nullptr) == 0;
+        ~thread_key() {
+            if (ok) pthread_key_delete(k);
+        }
+    };
+    static const thread_key& key() noexcept {
+        static const thread_key instance;
+        return instance;
+    }
+
+    const respool_pool* pool_;
+    const callback_scope* outer_ = nullptr;
+    bool set_ = false;
+};
+
 // The hooks of a C pool: direct calls through the function pointers.
 class c_hooks final : public respool::detail::hooks_base {
 public:
@@ -72,6 +123,7 @@ public:
         void* r = nullptr;
         int rc;
         try {
+            callback_scope in(p_);
             rc = p_->hooks.create(p_->hooks.ctx, &r);
         } catch (...) {
             rc = -1;
@@ -103,6 +155,7 @@ public:
     }
     bool check_sync(respool::detail::check_kind k, resource_node& n) noexcept override {
         try {
+            callback_scope in(p_);
             return pick(k)(p_->hooks.ctx, static_cast<c_node&>(n).value);
         } catch (...) {
             return false;
@@ -118,6 +171,7 @@ public:
         bool ok = true;
         if (p_->hooks.destroy) {
             try {
+                callback_scope in(p_);
                 p_->hooks.destroy(p_->hooks.ctx, r);
             } catch (...) {
                 ok = false;
@@ -147,6 +201,7 @@ class c_strategy final : public respool::circuit_strategy {
 public:
     c_strategy(const respool_circuit_strategy& s, respool_pool* p) : s_(s), p_(p) {}
     void report_success(respool::circuit_breaker&) override {
+        callback_scope in(p_);
         if (s_.report_success) s_.report_success(s_.ctx, p_);
     }
     void report_failure(respool::circuit_breaker&, const error_code& ec) override {
@@ -154,6 +209,7 @@ public:
         int st = status_of(ec);
         if (ec == errc::broken || ec == errc::poisoned) st = RESPOOL_E_INVALID;
         else if (st == RESPOOL_E_INTERNAL) st = RESPOOL_E_CREATE;  // a factory error of its own
+        callback_scope in(p_);
         s_.report_failure(s_.ctx, p_, st);
     }
 
@@ -261,13 +317,20 @@ int release_impl(respool_pool* p, void* r, bool broken) noexcept {
     } catch (...) {
         return RESPOOL_E_INTERNAL;
     }
-    p->impl->release(n, broken);
+    int st = RESPOOL_OK;
+    try {
+        p->impl->release(n, broken);
+    } catch (...) {
+        st = RESPOOL_E_INTERNAL;
+    }
     end_op(p);
-    return RESPOOL_OK;
+    return st;
 }
 
 }  // namespace
 
+// Every entry point catches everything: nothing thrown in C++ (by the library or by a C++ callback)
+// reaches the C caller. respool_status_string and respool_get_api call nothing that can throw.
 extern "C" {
 
 const char* respool_status_string(int status) {
@@ -288,8 +351,16 @@ const char* respool_status_string(int status) {
 int respool_create(const respool_config* config, const respool_hooks* hooks, respool_pool** out_pool) {
     if (!config || !hooks || !out_pool || !hooks->create) return RESPOOL_E_INVALID;
     if (config->max == 0 || config->min > config->max) return RESPOOL_E_INVALID;
+    std::unique_ptr<respool_pool> p;
+    // On failure the pool is closed and dropped before the handle: its hooks use the handle.
+    auto discard = [&p]() noexcept {
+        if (p && p->impl) {
+            p->impl->close();  // destroys what was created
+            p->impl.reset();
+        }
+    };
     try {
-        auto p = std::make_unique<respool_pool>();
+        p = std::make_unique<respool_pool>();
         p->hooks = *hooks;
         respool::pool_options o;
         o.min = config->min;
@@ -301,8 +372,7 @@ int respool_create(const respool_config* config, const respool_hooks* hooks, res
                                                                 std::make_unique<c_hooks>(p.get()));
         p->impl->start();  // the synchronous pre-warm runs here, on the caller's thread
         if (p->impl->stats().idle < config->min) {
-            p->impl->close();  // destroys what was created
-            p->impl.reset();
+            discard();
             return RESPOOL_E_CREATE;
         }
         p->thread = std::thread([raw = p.get()] { raw->io.run(); });
@@ -312,8 +382,10 @@ int respool_create(const respool_config* config, const respool_hooks* hooks, res
     } catch (const std::invalid_argument&) {
         // The pool's validation names the option (e.g. max above INT32_MAX); v1 has no way to
         // hand the message to C, so only the status says what happened.
+        discard();
         return RESPOOL_E_INVALID;
     } catch (...) {
+        discard();
         return RESPOOL_E_INTERNAL;
     }
 }
@@ -336,7 +408,10 @@ int respool_try_acquire(respool_pool* pool, void** out_resource) {
 
 int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms) {
     if (!pool || !out_resource) return RESPOOL_E_INVALID;
-    if (std::this_thread::get_id() == pool->thread_id) return RESPOOL_E_INVALID;  // would deadlock
+    // From the pool's own thread, or from inside one of its callbacks on any thread: it would wait
+    // for the pool that waits for it.
+    if (std::this_thread::get_id() == pool->thread_id || callback_scope::inside(pool))
+        return RESPOOL_E_INVALID;
     try {
         op_scope op(pool);  // respool_free may run meanwhile: the handle lives until this returns
         error_code ec;
@@ -394,6 +469,7 @@ int respool_acquire_async(respool_pool* pool, int64_t timeout_ms, respool_acquir
                     if (!r) st = RESPOOL_E_INTERNAL;
                 }
                 try {
+                    callback_scope in(pool);
                     cb(user, st, r);
                 } catch (...) {  // a C++ callback that throws: nothing crosses into the pool's thread
                 }
@@ -413,8 +489,12 @@ int respool_release_broken(respool_pool* pool, void* resource) { return release_
 
 int respool_close(respool_pool* pool) {
     if (!pool) return RESPOOL_E_INVALID;
-    pool->impl->close();
-    return RESPOOL_OK;
+    try {
+        pool->impl->close();
+        return RESPOOL_OK;
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
+    }
 }
 
 void respool_free(respool_pool* pool) {
@@ -433,28 +513,36 @@ void respool_free(respool_pool* pool) {
 
 int respool_get_stats(respool_pool* pool, respool_stats* out) {
     if (!pool || !out) return RESPOOL_E_INVALID;
-    const respool::pool_stats s = pool->impl->stats();
-    out->idle = s.idle;
-    out->active = s.active;
-    out->total = s.total;
-    out->waiting = s.waiting;
-    out->max = s.max;
-    out->acquires = s.acquires;
-    out->waits = s.waits;
-    out->timeouts = s.timeouts;
-    out->cancellations = s.cancellations;
-    out->creations = s.creations;
-    out->create_failures = s.create_failures;
-    out->destructions = s.destructions;
-    out->poisoned = s.poisoned;
-    out->unavailable_rejections = s.unavailable_rejections;
-    return RESPOOL_OK;
+    try {
+        const respool::pool_stats s = pool->impl->stats();
+        out->idle = s.idle;
+        out->active = s.active;
+        out->total = s.total;
+        out->waiting = s.waiting;
+        out->max = s.max;
+        out->acquires = s.acquires;
+        out->waits = s.waits;
+        out->timeouts = s.timeouts;
+        out->cancellations = s.cancellations;
+        out->creations = s.creations;
+        out->create_failures = s.create_failures;
+        out->destructions = s.destructions;
+        out->poisoned = s.poisoned;
+        out->unavailable_rejections = s.unavailable_rejections;
+        return RESPOOL_OK;
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
+    }
 }
 
 int respool_get_circuit_state(respool_pool* pool, respool_circuit_state* out) {
     if (!pool || !out) return RESPOOL_E_INVALID;
-    *out = static_cast<respool_circuit_state>(pool->impl->state());
-    return RESPOOL_OK;
+    try {
+        *out = static_cast<respool_circuit_state>(pool->impl->state());
+        return RESPOOL_OK;
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
+    }
 }
 
 int respool_set_circuit_state(respool_pool* pool, respool_circuit_state state) {

@@ -512,6 +512,90 @@ static void test_huge_timeout_is_a_long_deadline(void) {
     }
 }
 
+/* A blocking respool_acquire from inside one of the pool's callbacks returns RESPOOL_E_INVALID on
+ * whichever thread the callback runs: create and before_release on the caller's thread, the async
+ * callback on the pool's own thread. Non-blocking calls from callbacks still work. */
+typedef struct nested_ctx {
+    respool_pool* pool;
+    atomic_int created, destroyed, armed, nested_status, stats_status, try_status;
+} nested_ctx;
+
+static void nested_acquire(nested_ctx* n) {
+    void* r = NULL;
+    int st = respool_acquire(n->pool, &r, 50);
+    if (st == RESPOOL_OK) respool_release(n->pool, r);
+    atomic_store(&n->nested_status, st);
+    respool_stats s;
+    atomic_store(&n->stats_status, respool_get_stats(n->pool, &s));
+    st = respool_try_acquire(n->pool, &r); /* max 1, and the one place is in use: exhausted */
+    if (st == RESPOOL_OK) respool_release(n->pool, r);
+    atomic_store(&n->try_status, st);
+}
+static int n_create(void* c, void** out) {
+    nested_ctx* n = c;
+    res* r = malloc(sizeof *r);
+    if (!r) return -1;
+    r->id = atomic_fetch_add(&n->created, 1) + 1;
+    *out = r;
+    if (atomic_exchange(&n->armed, 0)) nested_acquire(n);
+    return 0;
+}
+static void n_destroy(void* c, void* r) {
+    atomic_fetch_add(&((nested_ctx*)c)->destroyed, 1);
+    free(r);
+}
+static bool n_before_release(void* c, void* r) {
+    (void)r;
+    nested_ctx* n = c;
+    if (atomic_exchange(&n->armed, 0)) nested_acquire(n);
+    return true;
+}
+static void nested_async_cb(void* user, int status, void* resource) {
+    nested_ctx* n = user;
+    (void)status;
+    nested_acquire(n);
+    if (resource) respool_release(n->pool, resource);
+    atomic_store(&n->armed, 2); /* done */
+}
+
+static void test_nested_blocking_acquire_from_callbacks(void) {
+    nested_ctx n;
+    memset(&n, 0, sizeof n);
+    respool_hooks h;
+    memset(&h, 0, sizeof h);
+    h.ctx = &n;
+    h.create = n_create;
+    h.destroy = n_destroy;
+    h.before_release = n_before_release;
+    respool_config cfg = {0, 1, 0, 0};
+    CHECK_STATUS(respool_create(&cfg, &h, &n.pool), RESPOOL_OK);
+
+    void* r = NULL;
+    atomic_store(&n.nested_status, 1);
+    atomic_store(&n.armed, 1);
+    CHECK_STATUS(respool_try_acquire(n.pool, &r), RESPOOL_OK); /* create runs on this thread */
+    CHECK_STATUS(atomic_load(&n.nested_status), RESPOOL_E_INVALID);
+    CHECK_STATUS(atomic_load(&n.stats_status), RESPOOL_OK);
+    CHECK_STATUS(atomic_load(&n.try_status), RESPOOL_E_EXHAUSTED);
+
+    atomic_store(&n.nested_status, 1);
+    atomic_store(&n.armed, 1);
+    CHECK_STATUS(respool_release(n.pool, r), RESPOOL_OK); /* before_release runs on this thread */
+    CHECK_STATUS(atomic_load(&n.nested_status), RESPOOL_E_INVALID);
+
+    atomic_store(&n.nested_status, 1);
+    CHECK_STATUS(respool_acquire_async(n.pool, 0, nested_async_cb, &n), RESPOOL_OK);
+    for (int i = 0; i < 20000 && atomic_load(&n.armed) != 2; ++i) sleep_ms(1);
+    CHECK(atomic_load(&n.armed) == 2);
+    CHECK_STATUS(atomic_load(&n.nested_status), RESPOOL_E_INVALID);
+
+    /* Outside the callbacks the same thread acquires normally. */
+    CHECK_STATUS(respool_acquire(n.pool, &r, 50), RESPOOL_OK);
+    CHECK_STATUS(respool_release(n.pool, r), RESPOOL_OK);
+    respool_free(n.pool);
+    CHECK(atomic_load(&n.created) == 1 && atomic_load(&n.destroyed) == 1);
+}
+
 /* Circuit breaker: manual states and a strategy. */
 typedef struct strat_state {
     atomic_int ok, bad, last_status;
@@ -649,6 +733,7 @@ int main(void) {
     test_close_wakes_blocked_and_timeouts();
     test_acquire_async();
     test_huge_timeout_is_a_long_deadline();
+    test_nested_blocking_acquire_from_callbacks();
     test_circuit();
     test_create_failures_and_hooks();
     test_healthcheck_runs_on_the_background();
