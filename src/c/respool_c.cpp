@@ -8,9 +8,12 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <pthread.h>
+
 #include <condition_variable>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -59,6 +62,55 @@ int status_of(const error_code& ec) noexcept {
     return RESPOOL_E_INTERNAL;
 }
 
+// Marks the calling thread as inside a callback of `pool` while it runs: a blocking respool_acquire
+// there would wait for the pool that is waiting for the callback. Callbacks run on the thread of the
+// call that needs them as well as on the pool's own thread, so the thread alone does not tell.
+// Scopes nest (a callback of one pool may call into another pool whose callbacks run in turn).
+//
+// The innermost scope is kept under a POSIX thread-specific key, not in a thread_local: this library
+// is often dlopen'ed (plugins, FFI), where a thread_local is dynamic TLS reached through
+// __tls_get_addr, whose interceptor in GCC 12's sanitizer runtime can misread such a block: the
+// LeakSanitizer tracer then crashes at exit (tests/c_api/dlopen_consumer.c under asan-ubsan did, on
+// every run, with a thread_local here). Without a key (creation failed) nothing is detected.
+class callback_scope {
+public:
+    explicit callback_scope(const respool_pool* p) noexcept : pool_(p) {
+        if (key().ok) {
+            outer_ = static_cast<const callback_scope*>(pthread_getspecific(key().k));
+            set_ = pthread_setspecific(key().k, this) == 0;
+        }
+    }
+    ~callback_scope() {
+        if (set_) pthread_setspecific(key().k, outer_);
+    }
+    callback_scope(const callback_scope&) = delete;
+    callback_scope& operator=(const callback_scope&) = delete;
+
+    static bool inside(const respool_pool* p) noexcept {
+        if (!key().ok) return false;
+        for (auto* s = static_cast<const callback_scope*>(pthread_getspecific(key().k)); s; s = s->outer_)
+            if (s->pool_ == p) return true;
+        return false;
+    }
+
+private:
+    struct thread_key {
+        pthread_key_t k{};
+        bool ok = pthread_key_create(&k, nullptr) == 0;
+        ~thread_key() {
+            if (ok) pthread_key_delete(k);
+        }
+    };
+    static const thread_key& key() noexcept {
+        static const thread_key instance;
+        return instance;
+    }
+
+    const respool_pool* pool_;
+    const callback_scope* outer_ = nullptr;
+    bool set_ = false;
+};
+
 // The hooks of a C pool: direct calls through the function pointers.
 class c_hooks final : public respool::detail::hooks_base {
 public:
@@ -73,6 +125,7 @@ public:
         void* r = nullptr;
         int rc;
         try {
+            callback_scope in(p_);
             rc = p_->hooks.create(p_->hooks.ctx, &r);
         } catch (...) {
             rc = -1;
@@ -104,6 +157,7 @@ public:
     }
     bool check_sync(respool::detail::check_kind k, resource_node& n, const respool::hook_context&) noexcept override {
         try {
+            callback_scope in(p_);
             return pick(k)(p_->hooks.ctx, static_cast<c_node&>(n).value);
         } catch (...) {
             return false;
@@ -120,6 +174,7 @@ public:
         bool ok = true;
         if (p_->hooks.destroy) {
             try {
+                callback_scope in(p_);
                 p_->hooks.destroy(p_->hooks.ctx, r);
             } catch (...) {
                 ok = false;
@@ -151,6 +206,7 @@ class c_strategy final : public respool::circuit_strategy {
 public:
     c_strategy(const respool_circuit_strategy& s, respool_pool* p) : s_(s), p_(p) {}
     void report_success(respool::circuit_breaker&) override {
+        callback_scope in(p_);
         if (s_.report_success) s_.report_success(s_.ctx, p_);
     }
     void report_failure(respool::circuit_breaker&, const error_code& ec) override {
@@ -158,6 +214,7 @@ public:
         int st = status_of(ec);
         if (ec == errc::broken || ec == errc::poisoned) st = RESPOOL_E_INVALID;
         else if (st == RESPOOL_E_INTERNAL) st = RESPOOL_E_CREATE;  // a factory error of its own
+        callback_scope in(p_);
         s_.report_failure(s_.ctx, p_, st);
     }
 
@@ -166,41 +223,61 @@ private:
     respool_pool* p_;
 };
 
-std::optional<respool::duration> timeout_of(int64_t ms) {
+// timeout_ms <= 0 waits forever; a positive value is a deadline. The pool's duration counts
+// nanoseconds in 64 bits (about 292 years), and the deadline is now + timeout: anything longer than
+// 100 years is 100 years, so neither the conversion nor the addition can overflow.
+constexpr int64_t max_timeout_ms = int64_t{36525} * 24 * 3600 * 1000;  // 100 years of 365.25 days
+static_assert(std::chrono::milliseconds(max_timeout_ms) < respool::duration::max() / 2);
+
+std::optional<respool::duration> timeout_of(int64_t ms) noexcept {
     if (ms <= 0) return std::nullopt;
-    return std::chrono::milliseconds(ms);
+    return std::chrono::milliseconds(ms < max_timeout_ms ? ms : max_timeout_ms);
 }
 
-void* lend(respool_pool* p, resource_node* n) {
+// Records a node as lent and returns its resource. When it cannot be recorded (no memory), the node
+// goes back to the pool and the result is nullptr: the caller never gets a resource that
+// respool_release would refuse.
+void* lend(respool_pool* p, resource_node* n) noexcept {
     void* r = static_cast<c_node*>(n)->value;
-    std::lock_guard<std::mutex> g(p->mu);
-    p->lent.emplace(r, n);
-    return r;
+    try {
+        std::lock_guard<std::mutex> g(p->mu);
+        p->lent.emplace(r, n);
+        return r;
+    } catch (...) {
+        p->impl->release(n, false);
+        return nullptr;
+    }
 }
 
-// Frees the pool once it is freed, nothing is lent and no acquire is under way. The pool thread
-// cannot join itself: from there a helper thread finishes the job.
-void finish(respool_pool* p) {
+// The handle's lifetime. respool_free marks it freed; it is deleted when, in addition, nothing is
+// lent and no operation is under way (`inflight`: blocking and async acquires, releases, the free
+// itself). Every change of these conditions decides, under `mu` and in the same critical section,
+// whether it was the last one (last_out); only that caller deletes the handle, and it touches
+// nothing of it afterwards. Deciding in a second critical section would let another thread delete
+// the handle in between.
+bool last_out(respool_pool* p) noexcept {  // under p->mu
+    if (!p->freed || p->finishing || !p->lent.empty() || p->inflight != 0) return false;
+    p->finishing = true;
+    return true;
+}
+
+// Deletes the handle. The pool thread cannot join itself: from there a helper thread does it.
+void finish(respool_pool* p) noexcept {
     p->impl.reset();
     p->work.reset();
     if (std::this_thread::get_id() == p->thread_id) {
-        std::thread([p] {
-            p->thread.join();
-            delete p;
-        }).detach();
+        try {
+            std::thread([p] {
+                p->thread.join();
+                delete p;
+            }).detach();
+        } catch (...) {
+            p->thread.detach();  // no thread to join it: the handle is leaked rather than freed early
+        }
     } else {
         if (p->thread.joinable()) p->thread.join();
         delete p;
     }
-}
-
-void maybe_finish(respool_pool* p) {
-    {
-        std::lock_guard<std::mutex> g(p->mu);
-        if (!p->freed || p->finishing || !p->lent.empty() || p->inflight != 0) return;
-        p->finishing = true;
-    }
-    finish(p);
 }
 
 void begin_op(respool_pool* p) {
@@ -208,31 +285,57 @@ void begin_op(respool_pool* p) {
     ++p->inflight;
 }
 
-void end_op(respool_pool* p) {
+// Ends an operation (and with `freed`, marks the handle freed); may delete the handle.
+void end_op(respool_pool* p, bool freed = false) noexcept {
+    bool last;
     {
         std::lock_guard<std::mutex> g(p->mu);
         --p->inflight;
+        if (freed) p->freed = true;
+        last = last_out(p);
     }
-    maybe_finish(p);
+    if (last) finish(p);
 }
+
+// An operation counted from construction to destruction (which may delete the handle).
+class op_scope {
+public:
+    explicit op_scope(respool_pool* p) : p_(p) { begin_op(p); }
+    ~op_scope() { end_op(p_); }
+    op_scope(const op_scope&) = delete;
+    op_scope& operator=(const op_scope&) = delete;
+
+private:
+    respool_pool* p_;
+};
 
 int release_impl(respool_pool* p, void* r, bool broken) noexcept {
     if (!p || !r) return RESPOOL_E_INVALID;
     resource_node* n;
-    {
+    try {
         std::lock_guard<std::mutex> g(p->mu);
         auto it = p->lent.find(r);
         if (it == p->lent.end()) return RESPOOL_E_INVALID;  // never lent, or released twice
         n = it->second;
         p->lent.erase(it);
+        ++p->inflight;  // no longer lent, but the handle must live until the pool has it back
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
     }
-    p->impl->release(n, broken);
-    maybe_finish(p);
-    return RESPOOL_OK;
+    int st = RESPOOL_OK;
+    try {
+        p->impl->release(n, broken);
+    } catch (...) {
+        st = RESPOOL_E_INTERNAL;
+    }
+    end_op(p);
+    return st;
 }
 
 }  // namespace
 
+// Every entry point catches everything: nothing thrown in C++ (by the library or by a C++ callback)
+// reaches the C caller. respool_status_string and respool_get_api call nothing that can throw.
 extern "C" {
 
 const char* respool_status_string(int status) {
@@ -253,8 +356,16 @@ const char* respool_status_string(int status) {
 int respool_create(const respool_config* config, const respool_hooks* hooks, respool_pool** out_pool) {
     if (!config || !hooks || !out_pool || !hooks->create) return RESPOOL_E_INVALID;
     if (config->max == 0 || config->min > config->max) return RESPOOL_E_INVALID;
+    std::unique_ptr<respool_pool> p;
+    // On failure the pool is closed and dropped before the handle: its hooks use the handle.
+    auto discard = [&p]() noexcept {
+        if (p && p->impl) {
+            p->impl->close();  // destroys what was created
+            p->impl.reset();
+        }
+    };
     try {
-        auto p = std::make_unique<respool_pool>();
+        p = std::make_unique<respool_pool>();
         p->hooks = *hooks;
         respool::pool_options o;
         o.min = config->min;
@@ -266,17 +377,20 @@ int respool_create(const respool_config* config, const respool_hooks* hooks, res
                                                                 std::make_unique<c_hooks>(p.get()));
         p->impl->start();  // the synchronous pre-warm runs here, on the caller's thread
         if (p->impl->stats().idle < config->min) {
-            p->impl->close();  // destroys what was created
-            p->impl.reset();
+            discard();
             return RESPOOL_E_CREATE;
         }
         p->thread = std::thread([raw = p.get()] { raw->io.run(); });
         p->thread_id = p->thread.get_id();
         *out_pool = p.release();
         return RESPOOL_OK;
-    } catch (const std::bad_alloc&) {
-        return RESPOOL_E_INTERNAL;
+    } catch (const std::invalid_argument&) {
+        // The pool's validation names the option (e.g. max above INT32_MAX); v1 has no way to
+        // hand the message to C, so only the status says what happened.
+        discard();
+        return RESPOOL_E_INVALID;
     } catch (...) {
+        discard();
         return RESPOOL_E_INTERNAL;
     }
 }
@@ -286,7 +400,9 @@ int respool_try_acquire(respool_pool* pool, void** out_resource) {
     try {
         error_code ec;
         if (resource_node* n = pool->impl->try_acquire(ec)) {
-            *out_resource = lend(pool, n);
+            void* r = lend(pool, n);
+            if (!r) return RESPOOL_E_INTERNAL;
+            *out_resource = r;
             return RESPOOL_OK;
         }
         return status_of(ec);
@@ -297,11 +413,17 @@ int respool_try_acquire(respool_pool* pool, void** out_resource) {
 
 int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms) {
     if (!pool || !out_resource) return RESPOOL_E_INVALID;
-    if (std::this_thread::get_id() == pool->thread_id) return RESPOOL_E_INVALID;  // would deadlock
+    // From the pool's own thread, or from inside one of its callbacks on any thread: it would wait
+    // for the pool that waits for it.
+    if (std::this_thread::get_id() == pool->thread_id || callback_scope::inside(pool))
+        return RESPOOL_E_INVALID;
     try {
+        op_scope op(pool);  // respool_free may run meanwhile: the handle lives until this returns
         error_code ec;
         if (resource_node* n = pool->impl->acquire_now(ec)) {
-            *out_resource = lend(pool, n);
+            void* r = lend(pool, n);
+            if (!r) return RESPOOL_E_INTERNAL;
+            *out_resource = r;
             return RESPOOL_OK;
         }
         if (ec) return status_of(ec);
@@ -312,7 +434,6 @@ int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms)
             error_code ec;
             resource_node* n = nullptr;
         } w;
-        begin_op(pool);
         respool::detail::initiate_acquire<void*>{pool->impl.get()}(
             [&w](error_code e, respool::lease<void*> l) {
                 std::lock_guard<std::mutex> g(w.m);
@@ -326,10 +447,11 @@ int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms)
             std::unique_lock<std::mutex> lk(w.m);
             w.cv.wait(lk, [&] { return w.done; });
         }
-        int st = status_of(w.ec);
-        if (w.n) *out_resource = lend(pool, w.n);
-        end_op(pool);
-        return st;
+        if (!w.n) return status_of(w.ec);
+        void* r = lend(pool, w.n);
+        if (!r) return RESPOOL_E_INTERNAL;
+        *out_resource = r;
+        return RESPOOL_OK;
     } catch (...) {
         return RESPOOL_E_INTERNAL;
     }
@@ -337,17 +459,30 @@ int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms)
 
 int respool_acquire_async(respool_pool* pool, int64_t timeout_ms, respool_acquire_cb cb, void* user) {
     if (!pool || !cb) return RESPOOL_E_INVALID;
-    begin_op(pool);
+    try {
+        begin_op(pool);  // ended after the callback has run
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
+    }
     try {
         respool::detail::initiate_acquire<void*>{pool->impl.get()}(
             [pool, cb, user](error_code e, respool::lease<void*> l) {
-                void* r = l ? lend(pool, l.detach_node()) : nullptr;
-                cb(user, status_of(e), r);
-                end_op(pool);
+                int st = status_of(e);
+                void* r = nullptr;
+                if (l) {
+                    r = lend(pool, l.detach_node());
+                    if (!r) st = RESPOOL_E_INTERNAL;
+                }
+                try {
+                    callback_scope in(pool);
+                    cb(user, st, r);
+                } catch (...) {  // a C++ callback that throws: nothing crosses into the pool's thread
+                }
+                end_op(pool);  // may delete the handle
             },
             timeout_of(timeout_ms));
         return RESPOOL_OK;
-    } catch (...) {
+    } catch (...) {  // not started: the callback will not run
         end_op(pool);
         return RESPOOL_E_INTERNAL;
     }
@@ -359,48 +494,60 @@ int respool_release_broken(respool_pool* pool, void* resource) { return release_
 
 int respool_close(respool_pool* pool) {
     if (!pool) return RESPOOL_E_INVALID;
-    pool->impl->close();
-    return RESPOOL_OK;
+    try {
+        pool->impl->close();
+        return RESPOOL_OK;
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
+    }
 }
 
 void respool_free(respool_pool* pool) {
     if (!pool) return;
-    {
-        std::lock_guard<std::mutex> g(pool->mu);
-        if (pool->freed) return;
+    try {
+        {
+            std::lock_guard<std::mutex> g(pool->mu);
+            if (pool->freed) return;
+            ++pool->inflight;  // the handle cannot be deleted while this closes it
+        }
+        pool->impl->close();
+        end_op(pool, true);  // freed: deleted now, or by the last release or acquire still under way
+    } catch (...) {
     }
-    pool->impl->close();
-    {
-        std::lock_guard<std::mutex> g(pool->mu);
-        pool->freed = true;
-    }
-    maybe_finish(pool);
 }
 
 int respool_get_stats(respool_pool* pool, respool_stats* out) {
     if (!pool || !out) return RESPOOL_E_INVALID;
-    const respool::pool_stats s = pool->impl->stats();
-    out->idle = s.idle;
-    out->active = s.active;
-    out->total = s.total;
-    out->waiting = s.waiting;
-    out->max = s.max;
-    out->acquires = s.acquires;
-    out->waits = s.waits;
-    out->timeouts = s.timeouts;
-    out->cancellations = s.cancellations;
-    out->creations = s.creations;
-    out->create_failures = s.create_failures;
-    out->destructions = s.destructions;
-    out->poisoned = s.poisoned;
-    out->unavailable_rejections = s.unavailable_rejections;
-    return RESPOOL_OK;
+    try {
+        const respool::pool_stats s = pool->impl->stats();
+        out->idle = s.idle;
+        out->active = s.active;
+        out->total = s.total;
+        out->waiting = s.waiting;
+        out->max = s.max;
+        out->acquires = s.acquires;
+        out->waits = s.waits;
+        out->timeouts = s.timeouts;
+        out->cancellations = s.cancellations;
+        out->creations = s.creations;
+        out->create_failures = s.create_failures;
+        out->destructions = s.destructions;
+        out->poisoned = s.poisoned;
+        out->unavailable_rejections = s.unavailable_rejections;
+        return RESPOOL_OK;
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
+    }
 }
 
 int respool_get_circuit_state(respool_pool* pool, respool_circuit_state* out) {
     if (!pool || !out) return RESPOOL_E_INVALID;
-    *out = static_cast<respool_circuit_state>(pool->impl->state());
-    return RESPOOL_OK;
+    try {
+        *out = static_cast<respool_circuit_state>(pool->impl->state());
+        return RESPOOL_OK;
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
+    }
 }
 
 int respool_set_circuit_state(respool_pool* pool, respool_circuit_state state) {

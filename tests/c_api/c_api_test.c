@@ -167,6 +167,32 @@ static void test_bad_inputs(void) {
     CHECK(atomic_load(&x.created) == atomic_load(&x.destroyed));
 }
 
+/* Values the pool's own validation rejects (max and max_waiters above INT32_MAX) are bad
+ * arguments: RESPOOL_E_INVALID, nothing created; the largest accepted values still work. */
+static void test_create_rejects_out_of_range_config(void) {
+    ctx x;
+    memset(&x, 0, sizeof x);
+    respool_hooks h = hooks_for(&x);
+    const respool_config bad[] = {
+        {0, 0x80000000u, 0, 0}, {1, UINT32_MAX, 0, 0}, {1, 2, 0, UINT32_MAX}, {1, 2, 0, 0x80000000u}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        respool_pool* p = NULL;
+        CHECK_STATUS(respool_create(&bad[i], &h, &p), RESPOOL_E_INVALID);
+        CHECK(p == NULL);
+    }
+    CHECK(atomic_load(&x.created) == 0);
+    respool_config largest = {0, 0x7fffffffu, 0, 0x7fffffffu};
+    respool_pool* p = NULL;
+    CHECK_STATUS(respool_create(&largest, &h, &p), RESPOOL_OK);
+    if (p) {
+        void* r = NULL;
+        CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_OK);
+        CHECK_STATUS(respool_release(p, r), RESPOOL_OK);
+        respool_free(p);
+    }
+    CHECK(atomic_load(&x.created) == 1 && atomic_load(&x.destroyed) == 1);
+}
+
 static void test_basic_cycle_and_stats(void) {
     ctx x;
     respool_pool* p = open_pool(&x, false, 2, 3, 0, 0);
@@ -398,6 +424,178 @@ static void test_acquire_async(void) {
     CHECK(atomic_load(&x.created) == atomic_load(&x.destroyed));
 }
 
+static int calls_of(async_state* s) {
+    pthread_mutex_lock(&s->m);
+    int n = s->calls;
+    pthread_mutex_unlock(&s->m);
+    return n;
+}
+
+/* A blocking acquire on its own thread, with a flag that says it has returned. */
+typedef struct timed_arg {
+    respool_pool* p;
+    int64_t timeout_ms;
+    int status;
+    void* resource;
+    atomic_int done;
+} timed_arg;
+
+static void* timed_thread(void* a) {
+    timed_arg* arg = a;
+    arg->status = respool_acquire(arg->p, &arg->resource, arg->timeout_ms);
+    atomic_store(&arg->done, 1);
+    return NULL;
+}
+
+/* A timeout too large for the clock's nanosecond count (above about 9.2e12 ms) is a very long
+ * deadline, not an overflow that has already expired: served at once when a place is free, parked
+ * (not timed out) when none is, and served by the next release. */
+static void test_huge_timeout_is_a_long_deadline(void) {
+    const int64_t huge[] = {INT64_MAX, 10000000000000LL};
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; ++i) {
+        ctx x;
+        respool_pool* p = open_pool(&x, false, 0, 1, 0, 0); /* cold: the first acquire creates */
+        async_state s;
+        memset(&s, 0, sizeof s);
+        pthread_mutex_init(&s.m, NULL);
+        pthread_cond_init(&s.cv, NULL);
+
+        CHECK_STATUS(respool_acquire_async(p, huge[i], async_cb, &s), RESPOOL_OK);
+        wait_calls(&s, 1);
+        CHECK_STATUS(s.status, RESPOOL_OK);
+        void* held = s.resource;
+        CHECK(held != NULL);
+
+        /* Exhausted: the async acquire parks. It either parks or completes; which one is decided
+         * before the release below, so nothing here depends on timing. */
+        CHECK_STATUS(respool_acquire_async(p, huge[i], async_cb, &s), RESPOOL_OK);
+        for (int k = 0; k < 20000 && calls_of(&s) == 1 && stats_of(p).waiting != 1; ++k) sleep_ms(1);
+        CHECK(calls_of(&s) == 1); /* not completed with RESPOOL_E_TIMEOUT */
+        CHECK(stats_of(p).waiting == 1);
+        CHECK_STATUS(respool_release(p, held), RESPOOL_OK);
+        wait_calls(&s, 2);
+        CHECK_STATUS(s.status, RESPOOL_OK);
+        CHECK(s.resource == held);
+        held = s.resource;
+
+        /* The same for a blocking acquire. */
+        timed_arg t;
+        memset(&t, 0, sizeof t);
+        t.p = p;
+        t.timeout_ms = huge[i];
+        pthread_t th;
+        pthread_create(&th, NULL, timed_thread, &t);
+        for (int k = 0; k < 20000 && !atomic_load(&t.done) && stats_of(p).waiting != 1; ++k) sleep_ms(1);
+        CHECK(!atomic_load(&t.done)); /* not returned with RESPOOL_E_TIMEOUT */
+        CHECK(stats_of(p).waiting == 1);
+        CHECK_STATUS(respool_release(p, held), RESPOOL_OK);
+        pthread_join(th, NULL);
+        CHECK_STATUS(t.status, RESPOOL_OK);
+        CHECK(t.resource == held);
+        CHECK_STATUS(respool_release(p, t.resource), RESPOOL_OK);
+
+        /* With an idle resource, both kinds are served at once. */
+        void* r = NULL;
+        CHECK_STATUS(respool_acquire(p, &r, huge[i]), RESPOOL_OK);
+        CHECK_STATUS(respool_release(p, r), RESPOOL_OK);
+        CHECK_STATUS(respool_acquire_async(p, huge[i], async_cb, &s), RESPOOL_OK);
+        wait_calls(&s, 3);
+        CHECK_STATUS(s.status, RESPOOL_OK);
+        if (s.resource) CHECK_STATUS(respool_release(p, s.resource), RESPOOL_OK);
+
+        respool_stats st = stats_of(p);
+        CHECK(st.timeouts == 0 && st.waiting == 0);
+        respool_free(p);
+        pthread_cond_destroy(&s.cv);
+        pthread_mutex_destroy(&s.m);
+        CHECK(atomic_load(&x.created) == 1 && atomic_load(&x.destroyed) == 1);
+    }
+}
+
+/* A blocking respool_acquire from inside one of the pool's callbacks returns RESPOOL_E_INVALID on
+ * whichever thread the callback runs: create and before_release on the caller's thread, the async
+ * callback on the pool's own thread. Non-blocking calls from callbacks still work. */
+typedef struct nested_ctx {
+    respool_pool* pool;
+    atomic_int created, destroyed, armed, nested_status, stats_status, try_status;
+} nested_ctx;
+
+static void nested_acquire(nested_ctx* n) {
+    void* r = NULL;
+    int st = respool_acquire(n->pool, &r, 50);
+    if (st == RESPOOL_OK) respool_release(n->pool, r);
+    atomic_store(&n->nested_status, st);
+    respool_stats s;
+    atomic_store(&n->stats_status, respool_get_stats(n->pool, &s));
+    st = respool_try_acquire(n->pool, &r); /* max 1, and the one place is in use: exhausted */
+    if (st == RESPOOL_OK) respool_release(n->pool, r);
+    atomic_store(&n->try_status, st);
+}
+static int n_create(void* c, void** out) {
+    nested_ctx* n = c;
+    res* r = malloc(sizeof *r);
+    if (!r) return -1;
+    r->id = atomic_fetch_add(&n->created, 1) + 1;
+    *out = r;
+    if (atomic_exchange(&n->armed, 0)) nested_acquire(n);
+    return 0;
+}
+static void n_destroy(void* c, void* r) {
+    atomic_fetch_add(&((nested_ctx*)c)->destroyed, 1);
+    free(r);
+}
+static bool n_before_release(void* c, void* r) {
+    (void)r;
+    nested_ctx* n = c;
+    if (atomic_exchange(&n->armed, 0)) nested_acquire(n);
+    return true;
+}
+static void nested_async_cb(void* user, int status, void* resource) {
+    nested_ctx* n = user;
+    (void)status;
+    nested_acquire(n);
+    if (resource) respool_release(n->pool, resource);
+    atomic_store(&n->armed, 2); /* done */
+}
+
+static void test_nested_blocking_acquire_from_callbacks(void) {
+    nested_ctx n;
+    memset(&n, 0, sizeof n);
+    respool_hooks h;
+    memset(&h, 0, sizeof h);
+    h.ctx = &n;
+    h.create = n_create;
+    h.destroy = n_destroy;
+    h.before_release = n_before_release;
+    respool_config cfg = {0, 1, 0, 0};
+    CHECK_STATUS(respool_create(&cfg, &h, &n.pool), RESPOOL_OK);
+
+    void* r = NULL;
+    atomic_store(&n.nested_status, 1);
+    atomic_store(&n.armed, 1);
+    CHECK_STATUS(respool_try_acquire(n.pool, &r), RESPOOL_OK); /* create runs on this thread */
+    CHECK_STATUS(atomic_load(&n.nested_status), RESPOOL_E_INVALID);
+    CHECK_STATUS(atomic_load(&n.stats_status), RESPOOL_OK);
+    CHECK_STATUS(atomic_load(&n.try_status), RESPOOL_E_EXHAUSTED);
+
+    atomic_store(&n.nested_status, 1);
+    atomic_store(&n.armed, 1);
+    CHECK_STATUS(respool_release(n.pool, r), RESPOOL_OK); /* before_release runs on this thread */
+    CHECK_STATUS(atomic_load(&n.nested_status), RESPOOL_E_INVALID);
+
+    atomic_store(&n.nested_status, 1);
+    CHECK_STATUS(respool_acquire_async(n.pool, 0, nested_async_cb, &n), RESPOOL_OK);
+    for (int i = 0; i < 20000 && atomic_load(&n.armed) != 2; ++i) sleep_ms(1);
+    CHECK(atomic_load(&n.armed) == 2);
+    CHECK_STATUS(atomic_load(&n.nested_status), RESPOOL_E_INVALID);
+
+    /* Outside the callbacks the same thread acquires normally. */
+    CHECK_STATUS(respool_acquire(n.pool, &r, 50), RESPOOL_OK);
+    CHECK_STATUS(respool_release(n.pool, r), RESPOOL_OK);
+    respool_free(n.pool);
+    CHECK(atomic_load(&n.created) == 1 && atomic_load(&n.destroyed) == 1);
+}
+
 /* Circuit breaker: manual states and a strategy. */
 typedef struct strat_state {
     atomic_int ok, bad, last_status;
@@ -528,11 +726,14 @@ static void test_free_with_resources_lent(void) {
 int main(void) {
     test_status_strings();
     test_bad_inputs();
+    test_create_rejects_out_of_range_config();
     test_basic_cycle_and_stats();
     test_macros_and_table();
     test_blocking_fifo_no_barging();
     test_close_wakes_blocked_and_timeouts();
     test_acquire_async();
+    test_huge_timeout_is_a_long_deadline();
+    test_nested_blocking_acquire_from_callbacks();
     test_circuit();
     test_create_failures_and_hooks();
     test_healthcheck_runs_on_the_background();
