@@ -1,0 +1,156 @@
+// Creation: coroutine and synchronous factories, stamping, readiness of the pre-warm, inline creation.
+
+#include "engine.hpp"
+
+namespace respool::detail {
+
+// ---- creation --------------------------------------------------------------------------------
+
+void pool_impl::start_creations(int n) noexcept {
+    if (factory_ == hook_mode::async) {
+        for (int i = 0; i < n; ++i) {
+            try {
+                std::shared_ptr<hook_run> run;
+                {
+                    guard g(*s_);
+                    run = begin_run_locked(run_kind::create, nullptr, opts_.create_timeout);
+                }
+                hooks_->create_async(
+                    ex_, run->signal.slot(),
+                    [self = shared_from_this(), run](error_code ec, std::exception_ptr error, resource_node* node) {
+                        self->creation_done(run, ec, std::move(error), node);
+                    });
+            } catch (...) {
+                const int more = settle_creation(errc::create_failed, nullptr);
+                if (more) start_creations(more);
+            }
+        }
+        return;
+    }
+    // Synchronous factory: run the creations here, iteratively (a long pre-warm does not recurse).
+    while (n-- > 0) {
+        error_code ec;
+        std::exception_ptr error;
+        resource_node* node = hooks_->create_sync(ec, error);
+        n += settle_creation(ec, node, error);
+    }
+}
+
+void pool_impl::creation_done(const std::shared_ptr<hook_run>& run, error_code ec, std::exception_ptr error,
+                              resource_node* node) noexcept {
+    bool live;
+    {
+        guard g(*s_);
+        live = end_run_locked(*run);
+    }
+    if (!live) {  // past create_timeout (or closed): its slot was freed then; the late resource goes
+        if (node && !hooks_->destroy(node)) log(log_level::warning, "destructor hook failed (late creation)");
+        return;
+    }
+    const int more = settle_creation(ec, node, error);
+    if (more) start_creations(more);
+    after_change();
+}
+
+void pool_impl::stamp_new(resource_node* n) noexcept {
+    n->created_at = now();
+    if (opts_.max_lifetime > duration::zero()) {
+        std::uniform_real_distribution<double> jitter(0.0, 0.025);  // up to 2.5 % earlier
+        guard g(*s_);
+        const auto life = opts_.max_lifetime - std::chrono::duration_cast<duration>(opts_.max_lifetime * jitter(s_->rng));
+        n->expires_at = time_after(n->created_at, life);
+    }
+}
+
+int pool_impl::settle_creation(const error_code& ec, resource_node* n, const std::exception_ptr& error) noexcept {
+    core::effects fx;
+    std::vector<signal_handler> ready;
+    if (!n && logging(log_level::warning))
+        log(log_level::warning, "creation failed: " + exception_message(error, creation_error(ec)));
+    {
+        if (n) stamp_new(n);
+        guard g(*s_);
+        if (n) {
+            s_->core.creation_succeeded(n, fx);
+        } else {
+            if (auto* op = static_cast<acquire_op_base*>(s_->core.creation_failed(fx))) {
+                op->create_error = creation_error(ec);
+                op->create_exception = error;
+            }
+            if (!s_->ready) {
+                s_->ready = true;
+                s_->ready_ec = creation_error(ec);
+            }
+        }
+        check_ready_locked();
+        if (s_->ready) ready.swap(s_->ready_waiters);
+    }
+    notify(s_->obs, [&](observer& o) {
+        if (n) o.on_created();
+        else o.on_create_failed(ec);
+    });
+    fire(ready, s_->ready_ec);
+    return process(fx, ec);
+}
+
+void pool_impl::check_ready_locked() noexcept {
+    if (!s_->ready && s_->core.creating() == 0) s_->ready = true;
+}
+
+void pool_impl::async_wait_ready(signal_handler done) {
+    {
+        guard g(*s_);
+        if (!s_->ready) {
+            s_->ready_waiters.push_back(std::move(done));
+            return;
+        }
+    }
+    done(s_->ready_ec);
+}
+
+// A synchronous factory creates for the caller, in a place nobody waits for (try_acquire, and an
+// acquire whose deadline has already passed). nullptr without error: no such place.
+resource_node* pool_impl::create_inline(error_code& ec, const std::source_location& where,
+                                        std::exception_ptr* error_out) noexcept {
+    if (factory_ != hook_mode::sync) return nullptr;
+    {
+        guard g(*s_);
+        if (!s_->core.begin_inline_creation()) return nullptr;
+    }
+    error_code cec;
+    std::exception_ptr error;
+    resource_node* fresh = hooks_->create_sync(cec, error);
+    if (fresh) stamp_new(fresh);
+    core::effects fx;
+    core::status st;
+    {
+        guard g(*s_);
+        if (fresh) {
+            st = s_->core.inline_created(fresh, fx);
+            if (st == core::status::ok && s_->core.cfg().confirm_takes) st = s_->core.confirm_take(fresh, fx);
+        } else {
+            s_->core.inline_failed(fx);
+            st = core::status::create_failed;
+        }
+    }
+    notify(s_->obs, [&](observer& o) {
+        if (fresh) o.on_created();
+        else o.on_create_failed(cec);
+    });
+    apply(fx, cec);
+    if (!fresh) {
+        ec = creation_error(cec);
+        if (logging(log_level::warning)) log(log_level::warning, "creation failed: " + exception_message(error, ec));
+        if (error_out) *error_out = error;
+        return nullptr;
+    }
+    if (st != core::status::ok) {  // closed meanwhile: destroyed
+        after_change();
+        ec = to_error(st);
+        return nullptr;
+    }
+    hand_out(fresh, where, nullptr);  // a fresh resource skips the checks
+    return fresh;
+}
+
+}  // namespace respool::detail

@@ -1,0 +1,115 @@
+// Runs the effects of core calls: resumptions, creations, destructions, reports, events, log lines.
+
+#include "engine.hpp"
+
+#include "duration_text.hpp"
+
+#include <sstream>
+
+namespace respool::detail {
+
+// ---- effects ---------------------------------------------------------------------------------
+
+int pool_impl::process(core::effects& fx, const error_code& create_ec, const resource_node* keep) noexcept {
+    int creates = 0;
+    for (std::size_t i = 0; i < fx.size(); ++i) {
+        const core::effect& e = fx[i];
+        switch (e.what) {
+        case core::effect::kind::wake: {
+            // A pool on one executor resumes every waiter there (its state is touched nowhere else); a
+            // thread_safe one may resume a waiter on the waiter's own executor, saving a hop.
+            auto* op = static_cast<acquire_op_base*>(e.w);
+            if (op->direct || !s_->thread_safe) make_ready(op);
+            else op->post_resume(op);
+            break;
+        }
+        case core::effect::kind::create: ++creates; break;
+        case core::effect::kind::destroy:
+            if (e.r != keep) destroy_node(static_cast<resource_node*>(e.r), to_public(e.reason));
+            break;
+        default: process_rare(e, create_ec); break;
+        }
+    }
+    fx.clear();
+    return creates;
+}
+
+// Reports, circuit changes, back-offs and leaks: rare, and kept out of the hot loop's frame.
+void pool_impl::process_rare(const core::effect& e, const error_code& create_ec) noexcept {
+    switch (e.what) {
+        case core::effect::kind::report_success:
+            if (auto* st = s_->strategy.get()) {
+                try {
+                    st->report_success(*this);
+                } catch (...) {
+                }
+            }
+            break;
+        case core::effect::kind::report_failure:
+            if (auto* st = s_->strategy.get()) {
+                error_code ec = e.st == core::status::create_failed
+                                    ? creation_error(create_ec)
+                                : e.reason == core::destroy_reason::poisoned ? error_code(errc::poisoned)
+                                                                             : error_code(errc::broken);
+                try {
+                    st->report_failure(*this, ec);
+                } catch (...) {
+                }
+            }
+            break;
+        case core::effect::kind::circuit_changed: {
+            const circuit_state cs = state();
+            notify(s_->obs, [&](observer& o) { o.on_circuit_changed(cs); });
+            log(cs == circuit_state::open ? log_level::warning : log_level::info,
+                std::string("circuit ") + (cs == circuit_state::open ? "open: acquires fail fast"
+                                           : cs == circuit_state::half_open ? "half-open: probing"
+                                                                            : "closed: normal operation"));
+            break;
+        }
+        case core::effect::kind::retry_after: {
+            const error_code cause = creation_error(create_ec);
+            notify(s_->obs, [&](observer& o) { o.on_creation_retry(cause, e.d); });
+            if (logging(log_level::warning))
+                log(log_level::warning, "creation failed (" + cause.message() + "); next attempt in about " +
+                                            duration_text(e.d));
+            arm_retry(e.d);
+            break;
+        }
+        case core::effect::kind::leak_suspected:
+        case core::effect::kind::leak_returned: {
+            auto* n = static_cast<resource_node*>(e.r);
+            const auto held = std::chrono::nanoseconds(now() - n->leased_at);
+            const bool back = e.what == core::effect::kind::leak_returned;
+            notify(s_->obs, [&](observer& o) {
+                if (back) o.on_leak_returned(held, n->acquired_at);
+                else o.on_leak_suspected(held, n->acquired_at);
+            });
+            if (logging(back ? log_level::info : log_level::warning)) {
+                std::ostringstream m;
+                m << (back ? "leaked lease returned after " : "leak suspected: lease held for ") << duration_text(held)
+                  << ", acquired at " << (n->acquired_at.file_name()[0] ? n->acquired_at.file_name() : "?") << ':'
+                  << n->acquired_at.line() << " (" << n->acquired_at.function_name() << ')';
+                log(back ? log_level::info : log_level::warning, m.str());
+            }
+            break;
+        }
+    default: break;
+    }
+}
+
+void pool_impl::apply(core::effects& fx, const error_code& create_ec, const resource_node* keep) noexcept {
+    const int creates = process(fx, create_ec, keep);
+    if (creates) start_creations(creates);
+}
+
+void pool_impl::destroy_node(resource_node* n, destroy_reason why) noexcept {
+    if (!hooks_->destroy(n)) log(log_level::warning, std::string("destructor hook failed (") + to_string(why) + ")");
+    else if (why == destroy_reason::idle_timeout || why == destroy_reason::lifetime)
+        log(log_level::debug, std::string("destroyed an idle resource: ") + to_string(why));
+    notify(s_->obs, [&](observer& o) {
+        if (why == destroy_reason::poisoned) o.on_poisoned();
+        o.on_destroyed(why);
+    });
+}
+
+}  // namespace respool::detail

@@ -1,0 +1,71 @@
+// The driver state's own work: its alarm, and keeping the affinity cache in line with the core.
+
+#include "engine.hpp"
+
+namespace respool::detail {
+
+const char* to_string(run_kind k) noexcept {
+    switch (k) {
+    case run_kind::create: return "factory";
+    case run_kind::validate: return "validation";
+    case run_kind::before_acquire: return "before_acquire";
+    case run_kind::healthcheck: return "healthcheck";
+    case run_kind::before_release: return "before_release";
+    }
+    return "hook";
+}
+
+unsigned pool_impl::engine::drain_cache_locked(core::effects& fx) noexcept {
+    unsigned n = 0;
+    for (unsigned i = 0, used = affinity_cache::used(); i < used; ++i) {
+        auto& sl = cache->slots[i];
+        if (!sl.node.load(std::memory_order_seq_cst)) continue;
+        if (resource_node* r = sl.node.exchange(nullptr, std::memory_order_seq_cst)) {
+            core.release(r, core::pool_core::release_kind::ok, fx);
+            ++n;
+        }
+    }
+    return n;
+}
+
+void pool_impl::engine::unlock_cached() noexcept {
+    const bool want = !obs && core.uncontended();
+    if (want == cache->open.load(std::memory_order_relaxed)) return mu.unlock();  // the common case
+    cache->open.store(want, std::memory_order_seq_cst);
+    core::effects fx;
+    const bool drained = !want && drain_cache_locked(fx) != 0;
+    const bool closed = core.closed();
+    mu.unlock();
+    if (!drained) return;
+    owner->apply(fx);  // a parked waiter gets its resource; a closed pool destroys them
+    if (closed) owner->after_change();
+}
+
+void pool_impl::engine::rearm() noexcept {
+    auto next = core.next_deadline();
+    if (auto t = timers.next(); t && (!next || *t < *next)) next = t;
+    if (!next) {  // also after a ring: the cancel orders that ring's post before whatever follows
+        clock->cancel(*this);
+        alarm_set = false;
+        return;
+    }
+    if (alarm_set && alarm_at <= *next) return;  // an earlier ring re-arms for the rest
+    try {
+        clock->set(*this, *next);
+        alarm_set = true;
+        alarm_at = *next;
+    } catch (...) {  // out of memory in the clock: the next timer change tries again
+    }
+}
+
+// On the clock's thread: only a post. The timer work runs on the pool's executor.
+void pool_impl::engine::ring() noexcept {
+    try {
+        asio::post(alarm_ex, [weak = self] {
+            if (auto p = weak.lock()) p->on_alarm();
+        });
+    } catch (...) {
+    }
+}
+
+}  // namespace respool::detail

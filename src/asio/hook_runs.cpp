@@ -1,0 +1,99 @@
+// Coroutine hooks under way: bounded by their timeouts, interrupted by close().
+
+#include "engine.hpp"
+
+namespace respool::detail {
+
+// ---- coroutine hook runs: bounded, interruptible ---------------------------------------------
+
+// Registers a coroutine hook run (lock held): bounded by `limit`, listed for close() to interrupt.
+std::shared_ptr<hook_run> pool_impl::begin_run_locked(run_kind kind, resource_node* n, duration limit) {
+    auto run = std::make_shared<hook_run>();
+    run->what = kind;
+    run->n = n;
+    run->bound = s_->schedule(limit, [this, weak = std::weak_ptr<hook_run>(run)] {
+        if (auto r = weak.lock()) hook_overdue(r);
+    });
+    s_->runs.push_back(run);
+    return run;
+}
+
+// The run's coroutine returned (lock held). False when its outcome was decided before (bound, close).
+bool pool_impl::end_run_locked(hook_run& run) noexcept {
+    s_->cancel_timer(run.bound);
+    s_->cancel_timer(run.op_deadline);
+    if (run.decided) return false;
+    auto& v = s_->runs;
+    for (auto it = v.begin(); it != v.end(); ++it)
+        if (it->get() == &run) {
+            v.erase(it);
+            break;
+        }
+    return true;
+}
+
+// Detaches the acquire waiting for a borrow check (lock held); the caller completes it.
+acquire_op_base* detach_op_locked(pool_impl::engine& s, hook_run& run) noexcept {
+    acquire_op_base* op = run.op;
+    if (!op) return nullptr;
+    run.op = nullptr;
+    op->check = nullptr;
+    s.cancel_timer(run.op_deadline);
+    return op;
+}
+
+// A hook past its bound, or interrupted by close(): it fails now. Its coroutine is asked to stop; the
+// resource it holds is counted out here and destroyed when the coroutine returns (end_run_locked).
+void pool_impl::hook_overdue(const std::shared_ptr<hook_run>& run) noexcept {
+    core::effects fx;
+    acquire_op_base* op = nullptr;
+    core::pool_core::take_result next;
+    {
+        guard g(*s_);
+        if (run->decided) return;
+        auto& v = s_->runs;
+        auto it = v.begin();
+        while (it != v.end() && it->get() != run.get()) ++it;
+        if (it == v.end()) return;  // it returned meanwhile
+        v.erase(it);
+        run->decided = true;
+        s_->cancel_timer(run->bound);
+        switch (run->what) {
+        case run_kind::create: break;  // settled below, like any failed creation
+        case run_kind::validate:
+        case run_kind::before_acquire:
+            run->why = destroy_reason::rejected;
+            op = detach_op_locked(*s_, *run);
+            if (op) next = reject_and_retry_locked(*s_, op, run->n, fx);
+            else s_->core.reject(run->n, fx);
+            break;
+        case run_kind::healthcheck:
+            run->why = destroy_reason::unhealthy;
+            s_->core.end_check(run->n, false, fx);
+            break;
+        case run_kind::before_release:
+            run->why = destroy_reason::broken;
+            s_->core.release(run->n, core::pool_core::release_kind::broken, fx);
+            break;
+        }
+    }
+    run->signal.emit(asio::cancellation_type::terminal);
+    if (logging(log_level::warning))
+        log(log_level::warning, std::string(to_string(run->what)) + " hook " +
+                                    (s_->core.closed() ? "interrupted by close" : "timed out") + ": cancelled");
+    if (run->what == run_kind::create) {
+        const int more = settle_creation(errc::hook_timeout, nullptr);
+        if (more) start_creations(more);
+        after_change();
+        return;
+    }
+    apply(fx, {}, run->n);
+    if (op) {
+        if (next.r) return handle_taken(op, static_cast<resource_node*>(next.r), true, first_stage(next));
+        if (next.st != core::status::ok) op->complete(op, to_error(next.st), nullptr, true);
+    }
+    if (run->what == run_kind::healthcheck) return health_step();
+    after_change();
+}
+
+}  // namespace respool::detail

@@ -1,0 +1,144 @@
+// Release and the fast take/release paths (the thread-affinity cache, the core's inline ones).
+
+#include "engine.hpp"
+
+namespace respool::detail {
+
+// ---- release ---------------------------------------------------------------------------------
+
+void release_node(pool_impl* impl, resource_node* n, bool poisoned) noexcept { impl->release(n, poisoned); }
+
+// The fast paths: small functions with small frames, tried before the general ones.
+resource_node* pool_impl::take_plain() noexcept {
+    if (cache_) return take_affine();
+    if (!plain_ || s_->obs) return nullptr;  // nothing to check, stamp or report
+    plain_guard g(*s_);
+    return static_cast<resource_node*>(s_->core.take_fast());
+}
+
+// Takes the resource in slot `from` (counted for this thread, slot `me`). The second look at `open`
+// makes a take that raced with a waiter parking give the resource to the core (the waiter's, then).
+[[gnu::always_inline]] inline resource_node* pool_impl::cache_take(unsigned from, unsigned me) noexcept {
+    affinity_cache& c = *cache_;
+    auto& sl = c.slots[from];
+    if (!c.open.load(std::memory_order_acquire) || !sl.node.load(std::memory_order_relaxed)) return nullptr;
+    resource_node* n = sl.node.exchange(nullptr, std::memory_order_seq_cst);
+    if (!n) return nullptr;
+    if (c.open.load(std::memory_order_seq_cst)) {
+        c.count_take(me);
+        return n;
+    }
+    finish_release(n, false, false);
+    return nullptr;
+}
+
+// take_plain with the thread-affinity cache: this thread's slot first, without the lock.
+resource_node* pool_impl::take_affine() noexcept {
+    const unsigned me = affinity_cache::self();
+    if (resource_node* n = cache_take(me, me)) return n;
+    return take_cached(me);
+}
+
+// take_affine with this thread's slot empty: the core, then the other threads' slots. (The cache
+// exists only when plain_; an observer closes it.)
+[[gnu::noinline]] resource_node* pool_impl::take_cached(unsigned me) noexcept {
+    if (s_->obs) return nullptr;
+    resource_node* n;
+    {
+        guard g(*s_);
+        n = static_cast<resource_node*>(s_->core.take_fast());
+    }
+    for (unsigned i = 1, used = affinity_cache::used(); i < used && !n; ++i) n = cache_take((me + i) % used, me);
+    return n;
+}
+
+void pool_impl::release(resource_node* n, bool poisoned) noexcept {
+    if (affinity_cache* c = cache_) {  // keep it in this thread's slot while nobody waits
+        if (!poisoned && c->open.load(std::memory_order_acquire) &&
+            (n->expires_at == clock::time_point{} ||
+             n->expires_at.time_since_epoch().count() > c->coarse_now.load(std::memory_order_relaxed))) {
+            auto& sl = c->slots[affinity_cache::self()];
+            resource_node* empty = nullptr;
+            // Fails when the slot is full (two leases on this thread, or a thread sharing the slot).
+            if (sl.node.compare_exchange_strong(empty, n, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+                if (!c->open.load(std::memory_order_seq_cst)) reclaim(sl.node);
+                return;
+            }
+        }  // else: poisoned, past max_lifetime (the core retires it), or the cache is closed
+    } else if (plain_ && !poisoned && !s_->obs &&
+               (before_release_ == hook_mode::none ||
+                (needs_reset_ == hook_mode::sync && !check(check_kind::needs_reset, *n, hook_reason::on_release)))) {
+        plain_guard g(*s_);
+        if (s_->core.release_fast(n)) return;
+    }
+    release_general(n, poisoned);
+}
+
+// The cache closed while a release filled its slot (a waiter parked, the circuit opened, the pool
+// closed): whoever empties the slot first hands the resource to the core.
+void pool_impl::reclaim(std::atomic<resource_node*>& slot) noexcept {
+    if (resource_node* r = slot.exchange(nullptr, std::memory_order_seq_cst)) finish_release(r, false, false);
+}
+
+[[gnu::noinline]] void pool_impl::release_general(resource_node* n, bool poisoned) noexcept {
+    // A clean resource (needs_reset said no) skips before_release, coroutine or not.
+    const bool reset = !poisoned && before_release_ != hook_mode::none &&
+                       (needs_reset_ == hook_mode::none || check(check_kind::needs_reset, *n, hook_reason::on_release));
+    if (reset && before_release_ == hook_mode::async) {
+        std::shared_ptr<hook_run> run;
+        try {
+            {
+                guard g(*s_);
+                run = begin_run_locked(run_kind::before_release, n, opts_.reset_timeout);
+                run->ctx = context_of(*n, hook_reason::on_release);
+            }
+            hooks_->check_async(check_kind::before_release, *n, run->ctx, ex_, run->signal.slot(),
+                                [self = shared_from_this(), run](bool ok) { self->reset_done(run, ok); });
+            return;
+        } catch (...) {
+            if (run) return reset_done(run, false);
+            return finish_release(n, false, true);
+        }
+    }
+    const bool broken = reset && !check(check_kind::before_release, *n, hook_reason::on_release);
+    finish_release(n, poisoned, broken);
+}
+
+void pool_impl::reset_done(const std::shared_ptr<hook_run>& run, bool ok) noexcept {
+    bool live;
+    {
+        guard g(*s_);
+        live = end_run_locked(*run);
+    }
+    if (live) return finish_release(run->n, false, !ok);
+    destroy_node(run->n, run->why);  // failed at reset_timeout or close, and counted out then
+    after_change();
+}
+
+void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken, const resource_node* keep) noexcept {
+    std::chrono::nanoseconds held{};
+    const bool timed = opts_.record_timings || s_->obs;  // otherwise the node is not even read
+    if (timed && n->taken_at != clock::time_point{}) held = now() - n->taken_at;
+    if (timed) notify(s_->obs, [held](observer& o) { o.on_released(held); });
+    core::effects fx;
+    bool closed;
+    std::shared_ptr<pool_impl> self;
+    {
+        guard g(*s_);
+        if (opts_.record_timings) s_->hold_time.record(held);
+        s_->core.release(n,
+                         poisoned ? core::pool_core::release_kind::poisoned
+                         : broken ? core::pool_core::release_kind::broken
+                                  : core::pool_core::release_kind::ok,
+                         fx);
+        closed = s_->core.closed();
+        // In a thread_safe pool another thread may drop the pool object as soon as this section
+        // ends, and a closed pool lives only until its count is zero: keep it for the rest of this
+        // call (destructor hook, strategy, drain). Taken under the lock, while something holds it.
+        if (closed || (s_->thread_safe && !fx.empty())) self = shared_from_this();
+    }
+    if (!fx.empty()) apply(fx, {}, keep);
+    if (closed) after_change();  // may be the last resource of a dropped pool: may free *this
+}
+
+}  // namespace respool::detail
