@@ -55,12 +55,14 @@ struct waiter {
     duration span{};  // the timeout that set the deadline: selects the deadline lane
     std::uint64_t seq = 0;  // arrival order, kept across a re-park after a rejected resource
     std::uint32_t lane = no_lane;
+    std::uint32_t heap_index = not_in_heap;  // slot in the deadline heap (pending, with a deadline)
     waiter_state state = waiter_state::none;
     status result = status::ok;
     bool has_deadline = false;
     bool counted_wait = false;  // `waits` counts each acquire once, however often it parks
 
     static constexpr std::uint32_t no_lane = 0xffffffffu;
+    static constexpr std::uint32_t not_in_heap = 0xffffffffu;
 };
 
 }  // namespace respool::core
