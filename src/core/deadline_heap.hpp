@@ -10,8 +10,9 @@
 // timeout time out in arrival order.
 #pragma once
 
-#include <cstddef>
 #include <respool/detail/core_nodes.hpp>
+
+#include <cstddef>
 #include <string>
 #include <vector>
 

@@ -64,49 +64,6 @@ void pool_core::list_insert_by_seq(list& l, waiter& w) noexcept {
     at->prev = &w;
 }
 
-void pool_core::lane_insert(waiter& w, duration span) {
-    std::uint32_t idx = waiter::no_lane;
-    std::uint32_t empty = waiter::no_lane;
-    for (std::uint32_t i = 0; i < lanes_.size(); ++i) {
-        if (lanes_[i].head && lanes_[i].span == span) {
-            idx = i;
-            break;
-        }
-        if (!lanes_[i].head && empty == waiter::no_lane) empty = i;
-    }
-    if (idx == waiter::no_lane) {
-        if (empty == waiter::no_lane) {
-            lanes_.push_back(lane{});
-            empty = static_cast<std::uint32_t>(lanes_.size() - 1);
-        }
-        idx = empty;
-        lanes_[idx].span = span;
-    }
-    lane& l = lanes_[idx];
-    w.lane = idx;
-    // Sorted insert from the tail: a newcomer's deadline is the latest in its lane (O(1)); only a
-    // re-parked waiter walks back.
-    waiter* at = l.tail;
-    while (at && at->deadline > w.deadline) at = at->dprev;
-    w.dprev = at;
-    w.dnext = at ? at->dnext : l.head;
-    if (w.dnext) w.dnext->dprev = &w;
-    else l.tail = &w;
-    if (at) at->dnext = &w;
-    else l.head = &w;
-}
-
-void pool_core::lane_remove(waiter& w) noexcept {
-    if (w.lane == waiter::no_lane) return;
-    lane& l = lanes_[w.lane];
-    if (w.dprev) w.dprev->dnext = w.dnext;
-    else l.head = w.dnext;
-    if (w.dnext) w.dnext->dprev = w.dprev;
-    else l.tail = w.dprev;
-    w.dprev = w.dnext = nullptr;
-    w.lane = waiter::no_lane;
-}
-
 // ---- helpers ---------------------------------------------------------------------------------
 
 resource* pool_core::pop_idle() noexcept { return cfg_.lifo ? idle_.pop_back() : idle_.pop_front(); }
@@ -145,7 +102,7 @@ void pool_core::maybe_create(effects& fx) {
 }
 
 void pool_core::fail(waiter& w, status st, effects& fx) {
-    lane_remove(w);
+    deadlines_.erase(w);
     w.result = st;
     if (w.state == waiter_state::parked) {
         list_remove(fifo_, w);
@@ -232,6 +189,11 @@ status pool_core::park(waiter& w, time_point now, std::optional<duration> timeou
         return status::timeout;
     }
     w.seq = next_seq_++;
+    w.has_deadline = timeout.has_value();
+    if (timeout) {
+        w.deadline = now + *timeout;
+        deadlines_.push(w);  // may allocate (and throw): before anything else changes
+    }
     w.state = waiter_state::parked;
     w.result = status::ok;
     if (!w.counted_wait) {
@@ -240,12 +202,6 @@ status pool_core::park(waiter& w, time_point now, std::optional<duration> timeou
     }
     list_push_back(fifo_, w);
     ++parked_;
-    w.has_deadline = timeout.has_value();
-    if (timeout) {
-        w.deadline = now + *timeout;
-        w.span = *timeout;
-        lane_insert(w, *timeout);
-    }
     maybe_create(fx);
     return status::ok;
 }
@@ -257,7 +213,7 @@ pool_core::take_result pool_core::resume(waiter& w, effects& fx) {
     }
     assert(w.state == waiter_state::reserved);
     assert(idle_.size() >= reserved_ && reserved_ > 0);
-    lane_remove(w);
+    deadlines_.erase(w);
     list_remove(reserved_list_, w);
     --reserved_;
     w.state = waiter_state::none;
@@ -277,10 +233,10 @@ pool_core::take_result pool_core::retry(waiter& w, time_point now, effects& fx) 
         ++c_.timeouts;
         return {status::timeout, nullptr};
     }
+    if (w.has_deadline) deadlines_.push(w);  // may allocate (and throw): before anything else changes
     w.state = waiter_state::parked;
     list_insert_by_seq(fifo_, w);
     ++parked_;
-    if (w.has_deadline) lane_insert(w, w.span);
     maybe_create(fx);
     return {};
 }
@@ -296,21 +252,12 @@ bool pool_core::cancel(waiter& w, effects& fx) {
 
 void pool_core::expire(time_point now, effects& fx) {
     bool handed_on = false;
-    for (auto& l : lanes_) {
-        while (l.head && l.head->deadline <= now) {
-            handed_on |= l.head->state == waiter_state::reserved;
-            ++c_.timeouts;
-            fail(*l.head, status::timeout, fx);
-        }
+    while (waiter* w = deadlines_.due(now)) {  // fail() takes it out of the heap
+        handed_on |= w->state == waiter_state::reserved;
+        ++c_.timeouts;
+        fail(*w, status::timeout, fx);
     }
     if (handed_on) reserve_for_parked(fx);
-}
-
-std::optional<time_point> pool_core::next_deadline() const noexcept {
-    std::optional<time_point> best;
-    for (const auto& l : lanes_)
-        if (l.head && (!best || l.head->deadline < *best)) best = l.head->deadline;
-    return best;
 }
 
 status pool_core::confirm_take(resource* r, effects& fx) {
@@ -591,9 +538,21 @@ std::string pool_core::audit() const {
     for (waiter* w = reserved_list_.head; w; w = w->next, ++n)
         if (w->state != waiter_state::reserved) e << "non-reserved waiter in reserved list; ";
     if (n != reserved_) e << "reserved list length " << n << " != reserved " << reserved_ << "; ";
-    for (const auto& l : lanes_)
-        for (waiter* w = l.head; w && w->dnext; w = w->dnext)
-            if (w->deadline > w->dnext->deadline) e << "deadline lane out of order; ";
+    // Exactly the pending waiters with a deadline are in the heap, each in its recorded slot.
+    e << deadlines_.check();
+    std::size_t timed = 0;
+    for (const list* l : {&fifo_, &reserved_list_}) {
+        for (waiter* w = l->head; w; w = w->next) {
+            if (!w->has_deadline) continue;
+            ++timed;
+            if (!deadline_heap::contains(*w) || w->heap_index >= deadlines_.size() ||
+                deadlines_.at(w->heap_index) != w)
+                e << "pending waiter with a deadline missing from the deadline heap; ";
+        }
+    }
+    if (timed != deadlines_.size())
+        e << "deadline heap holds " << deadlines_.size() << " waiters, " << timed
+          << " pending have a deadline; ";
     return e.str();
 }
 

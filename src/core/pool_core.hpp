@@ -9,6 +9,7 @@
 
 #include <respool/detail/core_nodes.hpp>
 
+#include "deadline_heap.hpp"
 #include "ring.hpp"
 
 #include <cstddef>
@@ -164,9 +165,14 @@ public:
     // Cancellation of a pending waiter. false when it was already decided (the cancel lost the race).
     bool cancel(waiter& w, effects& fx);
 
-    // Times out every pending waiter whose deadline is <= now.
+    // Times out every pending waiter (parked or reserved) whose deadline is <= now, earliest first;
+    // O(log n) per waiter timed out.
     void expire(time_point now, effects& fx);
-    [[nodiscard]] std::optional<time_point> next_deadline() const noexcept;
+    // The earliest deadline of a pending waiter, O(1): the driver keeps one timer armed at it.
+    [[nodiscard]] std::optional<time_point> next_deadline() const noexcept {
+        if (const waiter* w = deadlines_.top()) return w->deadline;
+        return std::nullopt;
+    }
 
     // A before_acquire hook passed: count the acquire; a pool closed meanwhile destroys it (closed).
     status confirm_take(resource* r, effects& fx);
@@ -265,11 +271,6 @@ public:
     [[nodiscard]] std::string audit() const;
 
 private:
-    struct lane {
-        duration span{};
-        waiter* head = nullptr;
-        waiter* tail = nullptr;
-    };
     struct list {
         waiter* head = nullptr;
         waiter* tail = nullptr;
@@ -296,8 +297,6 @@ private:
     static void list_push_back(list& l, waiter& w) noexcept;
     static void list_remove(list& l, waiter& w) noexcept;
     static void list_insert_by_seq(list& l, waiter& w) noexcept;
-    void lane_insert(waiter& w, duration span);
-    void lane_remove(waiter& w) noexcept;
 
     config cfg_;
     bool plain_release_blocked_ = false;  // refresh_fast_paths(); read by every take and release, rarely written
@@ -311,7 +310,7 @@ private:
     std::uint32_t reserved_ = 0;
     counters c_;  // acquires and immediate_takes first: still on the hot line
     list reserved_list_;  // woken with a reservation, not yet resumed
-    std::vector<lane> lanes_;  // one FIFO per distinct timeout: deadlines are sorted within a lane
+    deadline_heap deadlines_;  // pending waiters (parked or reserved) that have a deadline
     std::uint32_t parked_ = 0;
     std::uint32_t creating_ = 0;
     std::uint64_t next_seq_ = 1;

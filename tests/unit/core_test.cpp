@@ -344,6 +344,94 @@ TEST(core, deadlines_of_different_timeouts_expire_in_deadline_order) {
     EXPECT_EQ(h.posted.size(), 3u);
 }
 
+TEST(core, distinct_deadlines_expire_in_deadline_order) {
+    harness h(cfg(1, 1, 1));
+    h.prewarm();
+    ASSERT_NE(h.take().r, nullptr);  // held for the whole test: nobody is served, waiters only time out
+    constexpr int n = 1000;
+    std::vector<waiter> ws(n);
+    // Timeouts 1..n ms, parked in a scrambled order (7919 is prime to n: i -> i * 7919 % n permutes).
+    auto timeout_of = [](int i) { return std::chrono::milliseconds(1 + (i * 7919) % n); };
+    for (int i = 0; i < n; ++i) ASSERT_EQ(h.park(ws[i], timeout_of(i)), status::ok);
+    EXPECT_EQ(h.core.next_deadline(), h.now + 1ms);
+    for (int step = 1; step <= n; ++step) {
+        h.advance(1ms);
+        ASSERT_EQ(h.posted.size(), 1u) << "exactly one deadline falls in each millisecond";
+        const auto i = static_cast<int>(h.posted.front() - ws.data());
+        EXPECT_EQ(timeout_of(i), std::chrono::milliseconds(step));
+        EXPECT_EQ(h.run_next().st, status::timeout);
+        if (step < n) {
+            EXPECT_EQ(h.core.next_deadline(), h.now + 1ms);
+        }
+    }
+    EXPECT_FALSE(h.core.next_deadline());
+    EXPECT_EQ(h.core.stats().timeouts, static_cast<std::uint64_t>(n));
+}
+
+TEST(core, equal_timeouts_expire_in_arrival_order) {
+    harness h(cfg(0, 1, 1));
+    waiter w[4];
+    for (auto& x : w) ASSERT_EQ(h.acquire(x, 50ms), nullptr);
+    h.advance(50ms);
+    ASSERT_EQ(h.posted.size(), 4u);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(h.posted[static_cast<std::size_t>(i)], &w[i]);
+}
+
+TEST(core, expire_times_out_exactly_the_waiters_whose_deadline_has_come) {
+    harness h(cfg(1, 1, 1));
+    h.prewarm();
+    ASSERT_NE(h.take().r, nullptr);
+    waiter a, b, c, d, forever;
+    h.park(a, 10ms);
+    h.park(b, 20ms);
+    h.park(c, 30ms);
+    h.park(d, 20ms);
+    h.park(forever);
+    h.advance(20ms);  // a deadline equal to now has come
+    ASSERT_EQ(h.posted.size(), 3u);
+    EXPECT_EQ(h.posted[0], &a);
+    EXPECT_EQ(h.posted[1], &b);
+    EXPECT_EQ(h.posted[2], &d);
+    EXPECT_EQ(h.core.parked(), 2u) << "c and the waiter without a deadline still wait";
+    EXPECT_EQ(h.core.next_deadline(), h.now + 10ms);
+    h.advance(10ms);
+    ASSERT_EQ(h.posted.size(), 4u);
+    EXPECT_EQ(h.posted[3], &c);
+    EXPECT_FALSE(h.core.next_deadline()) << "a waiter without a deadline has none";
+    h.advance(24h);
+    EXPECT_EQ(h.posted.size(), 4u);
+    EXPECT_EQ(h.core.parked(), 1u);
+}
+
+TEST(core, woken_and_cancelled_waiters_leave_the_deadlines_of_the_others_in_order) {
+    harness h(cfg(1, 1, 1));
+    h.prewarm();
+    auto r = h.take().r;
+    waiter w[6];
+    // Arrival order 0..5, deadlines in another order.
+    const std::chrono::milliseconds t[6] = {60ms, 30ms, 50ms, 10ms, 40ms, 20ms};
+    for (int i = 0; i < 6; ++i) ASSERT_EQ(h.park(w[i], t[i]), status::ok);
+    EXPECT_EQ(h.core.next_deadline(), h.now + 10ms);
+    effects fx;
+    ASSERT_TRUE(h.core.cancel(w[3], fx));  // the earliest deadline leaves
+    h.apply(fx);
+    EXPECT_EQ(h.run_next().st, status::cancelled);
+    EXPECT_EQ(h.core.next_deadline(), h.now + 20ms);
+    ASSERT_TRUE(h.core.cancel(w[2], fx));  // one from the middle
+    h.apply(fx);
+    EXPECT_EQ(h.run_next().st, status::cancelled);
+    h.release(r);  // reserved for w[0], the oldest: its deadline is the latest
+    auto t0 = h.run_next();
+    ASSERT_EQ(t0.r, r);
+    EXPECT_EQ(h.core.next_deadline(), h.now + 20ms);
+    h.advance(60ms);
+    ASSERT_EQ(h.posted.size(), 3u);
+    EXPECT_EQ(h.posted[0], &w[5]);
+    EXPECT_EQ(h.posted[1], &w[1]);
+    EXPECT_EQ(h.posted[2], &w[4]);
+    EXPECT_EQ(h.core.stats().timeouts, 3u) << "the served and the cancelled waiters never time out";
+}
+
 TEST(core, max_waiters_sheds_load_with_exhausted) {
     config c = cfg(0, 1, 1);
     c.max_waiters = 2;
