@@ -178,20 +178,20 @@ pool_core::take_result pool_core::try_take() noexcept {
     return {};
 }
 
-status pool_core::park(waiter& w, time_point now, std::optional<duration> timeout, effects& fx) {
+status pool_core::park(waiter& w, time_point now, std::optional<time_point> deadline, effects& fx) {
     assert(w.state == waiter_state::none);
     if (cfg_.max_waiters != 0 && waiting() >= cfg_.max_waiters) {
         ++c_.exhausted_rejections;
         return status::exhausted;
     }
-    if (timeout && *timeout <= duration::zero()) {
+    if (deadline && *deadline <= now) {
         ++c_.timeouts;
         return status::timeout;
     }
     w.seq = next_seq_++;
-    w.has_deadline = timeout.has_value();
-    if (timeout) {
-        w.deadline = now + *timeout;
+    w.has_deadline = deadline.has_value();
+    if (deadline) {
+        w.deadline = *deadline;
         deadlines_.push(w);  // may allocate (and throw): before anything else changes
     }
     w.state = waiter_state::parked;
@@ -204,6 +204,12 @@ status pool_core::park(waiter& w, time_point now, std::optional<duration> timeou
     ++parked_;
     maybe_create(fx);
     return status::ok;
+}
+
+status pool_core::park(waiter& w, time_point now, std::optional<duration> timeout, effects& fx) {
+    std::optional<time_point> deadline;
+    if (timeout) deadline = deadline_after(now, *timeout);
+    return park(w, now, deadline, fx);
 }
 
 pool_core::take_result pool_core::resume(waiter& w, effects& fx) {

@@ -9,6 +9,7 @@
 
 #include <respool/detail/core_nodes.hpp>
 
+#include "deadline.hpp"
 #include "deadline_heap.hpp"
 #include "ring.hpp"
 
@@ -152,14 +153,24 @@ public:
     take_result try_take() noexcept;
 
     // Park after try_take found nothing. Returns ok when parked, otherwise the error that ends the
-    // acquire at once (exhausted: queue full; timeout: a zero timeout). May emit create effects.
+    // acquire at once (exhausted: queue full; timeout: the deadline is not after now). May emit create
+    // effects. The deadline is absolute; none waits until served, cancelled or failed. expire() times
+    // the waiter out once now reaches its deadline; time_point::max() never comes in practice.
+    status park(waiter& w, time_point now, std::optional<time_point> deadline, effects& fx);
+    // The same with a timeout relative to now: deadline_after(now, timeout), which saturates (a zero or
+    // negative timeout fails at once when nothing is free).
     status park(waiter& w, time_point now, std::optional<duration> timeout, effects& fx);
+    // No deadline (std::nullopt alone would be ambiguous between the two above).
+    status park(waiter& w, time_point now, std::nullopt_t, effects& fx) {
+        return park(w, now, std::optional<time_point>{}, fx);
+    }
 
     // The resumption of a woken waiter: its error, or the idle resource reserved for it. A half-open
     // circuit whose probes are used up fails it with unavailable (its reservation moves on).
     take_result resume(waiter& w, effects& fx);
 
-    // After a before_acquire rejection: steps 1-3 again; re-parks in arrival order when nothing is free.
+    // After a before_acquire rejection: steps 1-3 again; re-parks in arrival order when nothing is free,
+    // with the deadline it parked with (timeout when that has passed by now).
     take_result retry(waiter& w, time_point now, effects& fx);
 
     // Cancellation of a pending waiter. false when it was already decided (the cancel lost the race).

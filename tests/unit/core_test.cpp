@@ -97,6 +97,12 @@ struct harness {
         apply(fx);
         return s;
     }
+    status park_until(waiter& w, std::optional<time_point> deadline) {
+        effects fx;
+        status s = core.park(w, now, deadline, fx);
+        apply(fx);
+        return s;
+    }
     // Acquire as the driver does it: take, else park. Returns the resource or nullptr when parked.
     res* acquire(waiter& w, std::optional<duration> timeout = std::nullopt) {
         auto t = take();
@@ -430,6 +436,125 @@ TEST(core, woken_and_cancelled_waiters_leave_the_deadlines_of_the_others_in_orde
     EXPECT_EQ(h.posted[1], &w[1]);
     EXPECT_EQ(h.posted[2], &w[4]);
     EXPECT_EQ(h.core.stats().timeouts, 3u) << "the served and the cancelled waiters never time out";
+}
+
+TEST(core, deadline_after_saturates_at_the_ends_of_the_clock) {
+    const time_point now = time_point{} + 1h;
+    EXPECT_EQ(deadline_after(now, 1s), now + 1s);
+    EXPECT_EQ(deadline_after(now, -1s), now - 1s);
+    EXPECT_EQ(deadline_after(now, duration::zero()), now);
+    EXPECT_EQ(deadline_after(now, duration::max()), time_point::max()) << "now + duration::max() overflows";
+    EXPECT_EQ(deadline_after(now, duration::min()), now + duration::min()) << "fits: no saturation";
+    EXPECT_EQ(deadline_after(time_point{} - 1h, duration::min()), time_point::min());
+    EXPECT_EQ(deadline_after(time_point::max() - 1s, 2s), time_point::max());
+    EXPECT_EQ(deadline_after(time_point::max() - 2s, 1s), time_point::max() - 1s)
+        << "no saturation below the end";
+    EXPECT_EQ(deadline_after(time_point::min() + 1s, -2s), time_point::min());
+}
+
+TEST(core, an_absolute_deadline_times_out_the_waiter_at_that_instant) {
+    harness h(cfg(1, 1, 1));
+    h.prewarm();
+    ASSERT_NE(h.take().r, nullptr);
+    waiter w;
+    const time_point at = h.now + 25ms;
+    ASSERT_EQ(h.park_until(w, at), status::ok);
+    EXPECT_EQ(h.core.next_deadline(), at);
+    h.advance(24ms);
+    EXPECT_TRUE(h.posted.empty());
+    h.advance(1ms);
+    ASSERT_EQ(h.posted.size(), 1u);
+    EXPECT_EQ(h.run_next().st, status::timeout);
+}
+
+TEST(core, a_deadline_that_is_not_after_now_times_out_at_once_when_nothing_is_free) {
+    harness h(cfg(1, 1, 1));
+    h.prewarm();
+    ASSERT_NE(h.take().r, nullptr);
+    waiter now_w, past_w;
+    EXPECT_EQ(h.park_until(now_w, h.now), status::timeout);
+    EXPECT_EQ(h.park_until(past_w, h.now - 1s), status::timeout);
+    EXPECT_EQ(h.core.waiting(), 0u) << "neither waiter parked";
+    EXPECT_EQ(h.core.stats().timeouts, 2u);
+    EXPECT_EQ(h.core.stats().waits, 0u);
+}
+
+TEST(core, a_timeout_of_duration_max_waits_as_long_as_it_takes) {
+    harness h(cfg(1, 1, 1));
+    h.prewarm();
+    auto r = h.take().r;
+    waiter w;
+    ASSERT_EQ(h.park(w, duration::max()), status::ok) << "now + duration::max() must not wrap to the past";
+    EXPECT_EQ(h.core.next_deadline(), time_point::max());
+    h.advance(24h * 365 * 100);
+    EXPECT_TRUE(h.posted.empty()) << "a hundred years later it still waits";
+    h.release(r);
+    EXPECT_EQ(h.run_next().r, r);
+    EXPECT_EQ(h.core.stats().timeouts, 0u);
+}
+
+TEST(core, a_deadline_of_time_point_max_never_expires_before_the_end_of_the_clock) {
+    harness h(cfg(1, 1, 1));
+    h.prewarm();
+    auto r = h.take().r;
+    waiter a, b;
+    ASSERT_EQ(h.park_until(a, time_point::max()), status::ok);
+    ASSERT_EQ(h.park_until(b, h.now + 1s), status::ok);
+    EXPECT_EQ(h.core.next_deadline(), h.now + 1s);
+    effects fx;
+    h.core.expire(time_point::max() - 1ns, fx);
+    h.apply(fx);
+    ASSERT_EQ(h.posted.size(), 1u);
+    EXPECT_EQ(h.posted.front(), &b);
+    EXPECT_EQ(h.run_next().st, status::timeout);
+    EXPECT_EQ(h.core.next_deadline(), time_point::max());
+    h.release(r);
+    EXPECT_EQ(h.run_next().r, r) << "the waiter with the endless deadline is still served";
+}
+
+TEST(core, retry_after_a_rejection_keeps_the_deadline_the_waiter_parked_with) {
+    config c = cfg(1, 1, 1);
+    c.confirm_takes = true;
+    harness h(c);
+    h.prewarm();
+    auto r = h.take().r;
+    waiter w;
+    const time_point deadline = h.now + 100ms;
+    ASSERT_EQ(h.park_until(w, deadline), status::ok);
+    h.release(r);
+    auto t = h.run_next();
+    ASSERT_EQ(t.r, r);
+    EXPECT_FALSE(h.core.next_deadline()) << "a served waiter leaves the deadline heap";
+    effects fx;
+    h.core.reject(r, fx);  // before_acquire said no; the replacement is being created
+    h.apply(fx);
+    h.now += 40ms;
+    EXPECT_EQ(h.core.retry(w, h.now, fx).r, nullptr);
+    h.apply(fx);
+    EXPECT_EQ(h.core.next_deadline(), deadline) << "re-parked with its own deadline, not now + a timeout";
+    h.advance(60ms);
+    ASSERT_EQ(h.posted.size(), 1u);
+    EXPECT_EQ(h.run_next().st, status::timeout);
+}
+
+TEST(core, retry_after_the_deadline_has_passed_times_out_at_once) {
+    config c = cfg(1, 1, 1);
+    c.confirm_takes = true;
+    harness h(c);
+    h.prewarm();
+    auto r = h.take().r;
+    waiter w;
+    ASSERT_EQ(h.park(w, 100ms), status::ok);
+    h.release(r);
+    ASSERT_EQ(h.run_next().r, r);
+    effects fx;
+    h.core.reject(r, fx);
+    h.apply(fx);
+    auto t = h.core.retry(w, h.now + 100ms, fx);
+    h.apply(fx);
+    EXPECT_EQ(t.st, status::timeout);
+    EXPECT_EQ(h.core.waiting(), 0u);
+    EXPECT_FALSE(h.core.next_deadline());
 }
 
 TEST(core, max_waiters_sheds_load_with_exhausted) {
