@@ -900,7 +900,16 @@ private:
     }
 
     void op_advance() {
-        now_ += std::chrono::nanoseconds(rng_() % 20'000'000);
+        // Sometimes exactly to a pending waiter's deadline, as a timer armed at it fires: a deadline
+        // equal to now has come.
+        std::optional<time_point> to;
+        if (rng_() % 3 == 0) {
+            for (int s = 0; s < slots; ++s)
+                if (slot_state_[s] != slot::free && deadline_[s] && *deadline_[s] > now_ &&
+                    *deadline_[s] != time_point::max() && (!to || *deadline_[s] < *to))
+                    to = deadline_[s];
+        }
+        now_ = to ? *to : now_ + std::chrono::nanoseconds(rng_() % 20'000'000);
         effects fx;
         core_.expire(now_, fx);
         model_.expire(now_);
