@@ -23,10 +23,8 @@ void deadline_heap::erase(waiter& w) noexcept {
     // The last waiter fills the hole; it may belong above the hole (it came from another subtree) or
     // below it.
     place(i, last);
-    if (i > 0 && earlier(*last, *v_[(i - 1) / 2]))
-        sift_up(i);
-    else
-        sift_down(i);
+    if (i > 0 && earlier(*last, *v_[(i - 1) / 2])) sift_up(i);
+    else sift_down(i);
 }
 
 // Moves the waiter in slot i up past every parent it precedes (a hole moves down instead of swaps).

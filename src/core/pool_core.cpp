@@ -5,12 +5,6 @@
 
 namespace respool::core {
 
-namespace {
-void emit(effects& fx, effect::kind k, destroy_reason why, status st, waiter* w, resource* r, duration d = {}) {
-    fx.push(effect{k, why, st, w, r, d});
-}
-}  // namespace
-
 const char* to_string(destroy_reason r) noexcept {
     switch (r) {
     case destroy_reason::closed: return "closed";
@@ -31,62 +25,33 @@ pool_core::pool_core(const config& cfg) : cfg_(cfg), idle_(cfg.min < 8 ? 8 : cfg
     refresh_fast_paths();
 }
 
-// ---- intrusive lists -------------------------------------------------------------------------
-
-void pool_core::list_push_back(list& l, waiter& w) noexcept {
-    w.prev = l.tail;
-    w.next = nullptr;
-    if (l.tail) l.tail->next = &w;
-    else l.head = &w;
-    l.tail = &w;
-}
-
-void pool_core::list_remove(list& l, waiter& w) noexcept {
-    if (w.prev) w.prev->next = w.next;
-    else l.head = w.next;
-    if (w.next) w.next->prev = w.prev;
-    else l.tail = w.prev;
-    w.prev = w.next = nullptr;
-}
-
-// Re-parked waiters are older than almost everyone queued, so the scan from the head is short.
-void pool_core::list_insert_by_seq(list& l, waiter& w) noexcept {
-    waiter* at = l.head;
-    while (at && at->seq < w.seq) at = at->next;
-    if (!at) {
-        list_push_back(l, w);
-        return;
-    }
-    w.next = at;
-    w.prev = at->prev;
-    if (at->prev) at->prev->next = &w;
-    else l.head = &w;
-    at->prev = &w;
-}
-
 // ---- helpers ---------------------------------------------------------------------------------
 
 resource* pool_core::pop_idle() noexcept { return cfg_.lifo ? idle_.pop_back() : idle_.pop_front(); }
 
 void pool_core::destroy(resource* r, destroy_reason why, effects& fx) {
     ++c_.destructions;
-    emit(fx, effect::kind::destroy, why, status::ok, nullptr, r);
+    fx.push(effect::destroy(r, why));
 }
 
-void pool_core::report_failure(status st, effects& fx, destroy_reason why) {
-    if (cfg_.reports) emit(fx, effect::kind::report_failure, why, st, nullptr, nullptr);
+void pool_core::report_creation_failure(effects& fx) {
+    if (cfg_.reports) fx.push(effect::report_creation_failure());
+}
+
+void pool_core::report_resource_failure(destroy_reason why, effects& fx) {
+    if (cfg_.reports) fx.push(effect::report_resource_failure(why));
 }
 
 // Every idle resource beyond the reservations goes to the oldest parked waiter.
 void pool_core::reserve_for_parked(effects& fx) {
     while (fifo_.head && idle_.size() > reserved_) {
         waiter& w = *fifo_.head;
-        list_remove(fifo_, w);
+        fifo_.remove(w);
         --parked_;
-        list_push_back(reserved_list_, w);
+        reserved_list_.push_back(w);
         ++reserved_;
         w.state = waiter_state::reserved;
-        emit(fx, effect::kind::wake, destroy_reason::closed, status::ok, &w, nullptr);
+        fx.push(effect::wake(&w));
     }
 }
 
@@ -97,7 +62,7 @@ void pool_core::maybe_create(effects& fx) {
            (creating_ < parked_ || (!floor_blocked_ && total() < cfg_.min))) {
         ++creating_;
         ++active_;
-        emit(fx, effect::kind::create, destroy_reason::closed, status::ok, nullptr, nullptr);
+        fx.push(effect::create());
     }
 }
 
@@ -105,13 +70,13 @@ void pool_core::fail(waiter& w, status st, effects& fx) {
     deadlines_.erase(w);
     w.result = st;
     if (w.state == waiter_state::parked) {
-        list_remove(fifo_, w);
+        fifo_.remove(w);
         --parked_;
         w.state = waiter_state::failed;
-        emit(fx, effect::kind::wake, destroy_reason::closed, st, &w, nullptr);
+        fx.push(effect::fail_wake(&w, st));
     } else {
         assert(w.state == waiter_state::reserved);
-        list_remove(reserved_list_, w);
+        reserved_list_.remove(w);
         --reserved_;
         w.state = waiter_state::failed;  // its resumption is already on its way
     }
@@ -200,7 +165,7 @@ status pool_core::park(waiter& w, time_point now, std::optional<time_point> dead
         w.counted_wait = true;
         ++c_.waits;
     }
-    list_push_back(fifo_, w);
+    fifo_.push_back(w);
     ++parked_;
     maybe_create(fx);
     return status::ok;
@@ -220,7 +185,7 @@ pool_core::take_result pool_core::resume(waiter& w, effects& fx) {
     assert(w.state == waiter_state::reserved);
     assert(idle_.size() >= reserved_ && reserved_ > 0);
     deadlines_.erase(w);
-    list_remove(reserved_list_, w);
+    reserved_list_.remove(w);
     --reserved_;
     w.state = waiter_state::none;
     if (probes_exhausted()) {
@@ -241,7 +206,7 @@ pool_core::take_result pool_core::retry(waiter& w, time_point now, effects& fx) 
     }
     if (w.has_deadline) deadlines_.push(w);  // may allocate (and throw): before anything else changes
     w.state = waiter_state::parked;
-    list_insert_by_seq(fifo_, w);
+    fifo_.insert_by_seq(w);
     ++parked_;
     maybe_create(fx);
     return {};
@@ -282,7 +247,7 @@ void pool_core::reject(resource* r, effects& fx) {
     --active_;
     ++c_.rejected;
     destroy(r, destroy_reason::rejected, fx);
-    report_failure(status::ok, fx, destroy_reason::rejected);  // a failed validation
+    report_resource_failure(destroy_reason::rejected, fx);
     maybe_create(fx);
 }
 
@@ -304,18 +269,18 @@ void pool_core::release(resource* r, release_kind kind, effects& fx) {
     --active_;
     if (cfg_.track_leases && r->leased) {
         unlend(r);
-        if (r->leak_reported) emit(fx, effect::kind::leak_returned, destroy_reason::closed, status::ok, nullptr, r);
+        if (r->leak_reported) fx.push(effect::leak_returned(r));
     }
     if (kind != release_kind::ok) {
         if (kind == release_kind::poisoned) ++c_.poisoned;
         else ++c_.broken;
         const auto why = kind == release_kind::poisoned ? destroy_reason::poisoned : destroy_reason::broken;
         destroy(r, why, fx);
-        report_failure(status::ok, fx, why);
+        report_resource_failure(why, fx);
         maybe_create(fx);  // the freed capacity serves the oldest waiter
         return;
     }
-    if (cfg_.reports) emit(fx, effect::kind::report_success, destroy_reason::closed, status::ok, nullptr, nullptr);
+    if (cfg_.reports) fx.push(effect::report_success());
     if (closed_) {
         destroy(r, destroy_reason::closed, fx);
         return;
@@ -353,10 +318,10 @@ void pool_core::creation_succeeded(resource* r, effects& fx) {
 }
 
 // Counts a failed factory call and, with a retry delay configured, holds creations back.
-void pool_core::creation_failure(status st, effects& fx) {
+void pool_core::creation_failure(effects& fx) {
     ++c_.create_failures;
     ++failures_in_row_;
-    report_failure(st, fx);
+    report_creation_failure(fx);
     if (closed_ || cfg_.retry_initial <= duration::zero()) return;
     duration d = cfg_.retry_initial;
     for (std::uint32_t i = 1; i < failures_in_row_ && d < cfg_.retry_max; ++i) d *= 2;
@@ -364,7 +329,7 @@ void pool_core::creation_failure(status st, effects& fx) {
     if (!backoff_active_) {
         backoff_active_ = true;
         ++c_.creation_retries;
-        emit(fx, effect::kind::retry_after, destroy_reason::closed, status::ok, nullptr, nullptr, d);
+        fx.push(effect::retry_after(d));
     }
 }
 
@@ -372,7 +337,7 @@ waiter* pool_core::creation_failed(effects& fx) {
     assert(creating_ > 0 && active_ > 0);
     --creating_;
     --active_;
-    creation_failure(status::create_failed, fx);
+    creation_failure(fx);
     if (closed_) return nullptr;
     waiter* w = fifo_.head;
     if (w) fail(*w, status::create_failed, fx);  // errors surface at once, not as timeouts
@@ -411,7 +376,7 @@ status pool_core::inline_created(resource* r, effects& fx) {
 void pool_core::inline_failed(effects& fx) {
     --creating_;
     --active_;
-    creation_failure(status::create_failed, fx);
+    creation_failure(fx);
     maybe_create(fx);  // someone may have parked meanwhile; this place is free again
 }
 
@@ -472,7 +437,7 @@ void pool_core::housekeep(time_point now, effects& fx) {
             if (!r->leak_reported && r->leased_at + cfg_.acquire_ttl <= now_) {
                 r->leak_reported = true;
                 ++c_.leaks;
-                emit(fx, effect::kind::leak_suspected, destroy_reason::closed, status::ok, nullptr, r);
+                fx.push(effect::leak_suspected(r));
             }
         }
     }
@@ -492,7 +457,7 @@ void pool_core::set_circuit(circuit s, effects& fx, std::uint32_t probes) {
     if (s == circuit::open) ++c_.circuit_opened;
     else if (s == circuit::half_open) ++c_.circuit_half_opened;
     else ++c_.circuit_closed;
-    emit(fx, effect::kind::circuit_changed, destroy_reason::closed, status::ok, nullptr, nullptr);
+    fx.push(effect::circuit_changed());
     if (s == circuit::open) fail_all(status::unavailable, fx);
     else maybe_create(fx);
 }
@@ -547,7 +512,7 @@ std::string pool_core::audit() const {
     // Exactly the pending waiters with a deadline are in the heap, each in its recorded slot.
     e << deadlines_.check();
     std::size_t timed = 0;
-    for (const list* l : {&fifo_, &reserved_list_}) {
+    for (const waiter_list* l : {&fifo_, &reserved_list_}) {
         for (waiter* w = l->head; w; w = w->next) {
             if (!w->has_deadline) continue;
             ++timed;

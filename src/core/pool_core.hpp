@@ -11,6 +11,8 @@
 
 #include "deadline.hpp"
 #include "deadline_heap.hpp"
+#include "effects.hpp"
+#include "intrusive_list.hpp"
 #include "ring.hpp"
 
 #include <cstddef>
@@ -22,17 +24,6 @@
 namespace respool::core {
 
 enum class circuit : std::uint8_t { closed = 0, open = 1, half_open = 2 };
-
-enum class destroy_reason : std::uint8_t {
-    closed,     // the pool is closed (idle at close, or released/created after it)
-    broken,     // before_release said no
-    poisoned,   // the holder poisoned the lease
-    rejected,   // before_acquire (or validation on borrow) said no
-    unhealthy,  // the background health check said no
-    idle_timeout,  // idle longer than idle_ttl (evicted)
-    lifetime,      // older than max_lifetime (retired)
-};
-const char* to_string(destroy_reason) noexcept;
 
 struct config {
     std::uint32_t min = 0;
@@ -55,52 +46,6 @@ struct config {
     // them, taking and returning a resource never touches the resource's memory.
     bool track_leases = false;  // acquire_ttl > 0
     bool stamp_idle = false;    // idle_ttl > 0 or validate_on_borrow
-};
-
-struct effect {
-    enum class kind : std::uint8_t {
-        wake,
-        create,
-        destroy,
-        report_success,
-        report_failure,
-        circuit_changed,
-        retry_after,     // creations are held back for `d` after a failure: call backoff_elapsed() then
-        leak_suspected,  // r has been lent longer than acquire_ttl (once per lease)
-        leak_returned,   // r, reported as leaked, came back
-    };
-    // No default member initializers: the inline buffer of `effects` stays uninitialized (fast path).
-    kind what;
-    destroy_reason reason;  // destroy: why; report_failure after a release: broken or poisoned
-    status st;
-    waiter* w;
-    resource* r;
-    duration d;
-};
-
-// Effects of one core call. Inline storage covers every fast-path call; close() and bulk failures spill.
-class effects {
-public:
-    void push(const effect& e) {
-        if (n_ < inline_size) inline_[n_] = e;
-        else more_.push_back(e);
-        ++n_;
-    }
-    [[nodiscard]] std::size_t size() const noexcept { return n_; }
-    [[nodiscard]] bool empty() const noexcept { return n_ == 0; }
-    [[nodiscard]] const effect& operator[](std::size_t i) const noexcept {
-        return i < inline_size ? inline_[i] : more_[i - inline_size];
-    }
-    void clear() noexcept {
-        n_ = 0;
-        more_.clear();
-    }
-
-private:
-    static constexpr std::size_t inline_size = 8;
-    effect inline_[inline_size];
-    std::vector<effect> more_;
-    std::size_t n_ = 0;
 };
 
 struct counters {
@@ -282,18 +227,14 @@ public:
     [[nodiscard]] std::string audit() const;
 
 private:
-    struct list {
-        waiter* head = nullptr;
-        waiter* tail = nullptr;
-    };
-
     resource* pop_idle() noexcept;
     void reserve_for_parked(effects& fx);
     void maybe_create(effects& fx);
     void fail(waiter& w, status st, effects& fx);
     void fail_all(status st, effects& fx);
     void destroy(resource* r, destroy_reason why, effects& fx);
-    void report_failure(status st, effects& fx, destroy_reason why = destroy_reason::closed);
+    void report_creation_failure(effects& fx);
+    void report_resource_failure(destroy_reason why, effects& fx);
     take_result lend(resource* r) noexcept;  // idle -> active, leased list, validation flag, probes
     void unlend(resource* r) noexcept;
     void refresh_fast_paths() noexcept {
@@ -303,11 +244,7 @@ private:
     bool probes_exhausted() const noexcept {
         return circuit_ == circuit::half_open && probe_limit_ != 0 && probes_admitted_ >= probe_limit_;
     }
-    void creation_failure(status st, effects& fx);
-
-    static void list_push_back(list& l, waiter& w) noexcept;
-    static void list_remove(list& l, waiter& w) noexcept;
-    static void list_insert_by_seq(list& l, waiter& w) noexcept;
+    void creation_failure(effects& fx);
 
     config cfg_;
     bool plain_release_blocked_ = false;  // refresh_fast_paths(); read by every take and release, rarely written
@@ -316,11 +253,11 @@ private:
     // queue's ends, active_, reserved_, and the first two counters. In thread_safe mode the lines a
     // critical section writes travel between cores with the lock: one line instead of three.
     alignas(64) ring<resource*> idle_;
-    list fifo_;  // parked waiters, arrival order
+    waiter_list fifo_;  // parked waiters, arrival order
     std::uint32_t active_ = 0;
     std::uint32_t reserved_ = 0;
     counters c_;  // acquires and immediate_takes first: still on the hot line
-    list reserved_list_;  // woken with a reservation, not yet resumed
+    waiter_list reserved_list_;  // woken with a reservation, not yet resumed
     deadline_heap deadlines_;  // pending waiters (parked or reserved) that have a deadline
     std::uint32_t parked_ = 0;
     std::uint32_t creating_ = 0;
