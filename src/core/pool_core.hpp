@@ -125,10 +125,7 @@ public:
     // O(log n) per waiter timed out.
     void expire(time_point now, effects& fx);
     // The earliest deadline of a pending waiter, O(1): the driver keeps one timer armed at it.
-    [[nodiscard]] std::optional<time_point> next_deadline() const noexcept {
-        if (const waiter* w = deadlines_.top()) return w->deadline;
-        return std::nullopt;
-    }
+    [[nodiscard]] std::optional<time_point> next_deadline() const noexcept { return deadlines_.earliest(); }
 
     // A before_acquire hook passed: count the acquire; a pool closed meanwhile destroys it (closed).
     status confirm_take(resource* r, effects& fx);
