@@ -189,7 +189,8 @@ void cycle_with_parked_waiters(benchmark::State& state) {
 }
 BENCHMARK(cycle_with_parked_waiters)->Arg(1)->Arg(10)->Arg(1000)->Arg(100000);
 
-// The same hand-off when every waiter has a deadline (one timer for the pool, deadline lanes).
+// The same hand-off when every waiter has a deadline, all the same timeout (one timer for the pool, the
+// core's deadline heap).
 struct timed_cycler {
     pool<resource>* p;
     std::uint64_t* served;
