@@ -324,7 +324,8 @@ void pool_core::creation_failure(effects& fx) {
     report_creation_failure(fx);
     if (closed_ || cfg_.retry_initial <= duration::zero()) return;
     duration d = cfg_.retry_initial;
-    for (std::uint32_t i = 1; i < failures_in_row_ && d < cfg_.retry_max; ++i) d *= 2;
+    for (std::uint32_t i = 1; i < failures_in_row_ && d < cfg_.retry_max; ++i)
+        d = d > duration::max() / 2 ? duration::max() : d * 2;  // a huge cap must not make the delay wrap
     if (cfg_.retry_max > duration::zero() && d > cfg_.retry_max) d = cfg_.retry_max;
     if (!backoff_active_) {
         backoff_active_ = true;
@@ -424,8 +425,8 @@ void pool_core::housekeep(time_point now, effects& fx) {
         if (spare && r->expires_at != time_point{} && r->expires_at <= now_) {
             ++c_.retired;
             destroy(r, destroy_reason::lifetime, fx);
-        } else if (spare && cfg_.idle_ttl > duration::zero() && r->idle_since + cfg_.idle_ttl <= now_ &&
-                   total() >= cfg_.min) {
+        } else if (spare && cfg_.idle_ttl > duration::zero() &&
+                   deadline_after(r->idle_since, cfg_.idle_ttl) <= now_ && total() >= cfg_.min) {
             ++c_.evicted;
             destroy(r, destroy_reason::idle_timeout, fx);
         } else {
@@ -434,7 +435,7 @@ void pool_core::housekeep(time_point now, effects& fx) {
     }
     if (cfg_.acquire_ttl > duration::zero()) {
         for (resource* r = leased_head_; r; r = r->lnext) {
-            if (!r->leak_reported && r->leased_at + cfg_.acquire_ttl <= now_) {
+            if (!r->leak_reported && deadline_after(r->leased_at, cfg_.acquire_ttl) <= now_) {
                 r->leak_reported = true;
                 ++c_.leaks;
                 fx.push(effect::leak_suspected(r));
