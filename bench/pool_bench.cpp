@@ -189,7 +189,8 @@ void cycle_with_parked_waiters(benchmark::State& state) {
 }
 BENCHMARK(cycle_with_parked_waiters)->Arg(1)->Arg(10)->Arg(1000)->Arg(100000);
 
-// The same hand-off when every waiter has a deadline (one timer for the pool, deadline lanes).
+// The same hand-off when every waiter has a deadline, all the same timeout (one timer for the pool, the
+// core's deadline heap).
 struct timed_cycler {
     pool<resource>* p;
     std::uint64_t* served;
@@ -221,6 +222,87 @@ void cycle_with_parked_waiters_with_deadlines(benchmark::State& state) {
     io.run();
 }
 BENCHMARK(cycle_with_parked_waiters_with_deadlines)->Arg(10)->Arg(1000)->Arg(100000);
+
+// The same hand-off when every waiter has its own timeout, as per-request deadlines do: waiter i waits
+// 1 h + i microseconds and keeps that timeout when it queues again. With one deadline structure per
+// distinct timeout this cost O(waiters) per park and per look at the earliest deadline.
+struct distinct_timed_cycler {
+    pool<resource>* p;
+    std::uint64_t* served;
+    std::chrono::microseconds extra;
+    void operator()(error_code ec, lease<resource> l) const {
+        if (ec) return;
+        ++*served;
+        l.release();
+        p->async_acquire(std::chrono::hours(1) + extra, *this);
+    }
+};
+
+void cycle_with_parked_waiters_with_distinct_deadlines(benchmark::State& state) {
+    asio::io_context io;
+    auto keep_running = asio::make_work_guard(io);  // run_one must never find a stopped context
+    const auto waiters = state.range(0);
+    pool<resource> p(io.get_executor(), {.min = 1, .max = 1}, plain_hooks());
+    std::uint64_t served = 0;
+    auto held = p.try_acquire();
+    for (std::int64_t i = 0; i < waiters; ++i) {
+        const std::chrono::microseconds extra(i);
+        p.async_acquire(std::chrono::hours(1) + extra, distinct_timed_cycler{&p, &served, extra});
+    }
+    held.release();
+    for (int i = 0; i < 1000; ++i) io.run_one();
+    alloc_probe probe(state);
+    const std::uint64_t before = served;
+    for (auto _ : state) io.run_one();
+    state.counters["ns_per_handoff"] = benchmark::Counter(
+        static_cast<double>(served - before), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    p.close();
+    keep_running.reset();
+    io.run();
+}
+BENCHMARK(cycle_with_parked_waiters_with_distinct_deadlines)->Arg(10)->Arg(1000)->Arg(100000);
+
+// Parking W waiters behind a held resource (the timed part), each with a 1 h timeout, either all the
+// same or each its own (1 h + i microseconds). Closing the pool afterwards is not timed.
+struct ignore_lease {
+    void operator()(error_code, lease<resource>) const {}
+};
+
+void park_waiters(benchmark::State& state, bool distinct) {
+    const auto waiters = state.range(0);
+    std::uint64_t parked = 0, allocs = 0;
+    for (auto _ : state) {
+        state.PauseTiming();
+        {
+            asio::io_context io;
+            pool<resource> p(io.get_executor(), {.min = 1, .max = 1}, plain_hooks());
+            auto held = p.try_acquire();
+            const std::uint64_t allocs_before = g_allocs.load();
+            state.ResumeTiming();
+            for (std::int64_t i = 0; i < waiters; ++i)
+                p.async_acquire(std::chrono::hours(1) + std::chrono::microseconds(distinct ? i : 0),
+                                ignore_lease{});
+            state.PauseTiming();
+            allocs += g_allocs.load() - allocs_before;
+            parked += static_cast<std::uint64_t>(waiters);
+            p.close();
+            io.run();
+        }
+        state.ResumeTiming();
+    }
+    state.counters["ns_per_park"] = benchmark::Counter(
+        static_cast<double>(parked), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.counters["allocs_per_park"] =
+        static_cast<double>(allocs) / static_cast<double>(std::max<std::uint64_t>(1, parked));
+}
+void park_waiters_with_one_timeout(benchmark::State& state) {
+    park_waiters(state, false);
+}
+void park_waiters_with_distinct_timeouts(benchmark::State& state) {
+    park_waiters(state, true);
+}
+BENCHMARK(park_waiters_with_one_timeout)->Arg(100000)->Unit(benchmark::kMillisecond);
+BENCHMARK(park_waiters_with_distinct_timeouts)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 // thread_safe mode: threads cycling on one shared pool of 8, with FIFO idle order (the lock) and with
 // the thread-affinity cache (each thread takes back the resource it released).

@@ -5,12 +5,6 @@
 
 namespace respool::core {
 
-namespace {
-void emit(effects& fx, effect::kind k, destroy_reason why, status st, waiter* w, resource* r, duration d = {}) {
-    fx.push(effect{k, why, st, w, r, d});
-}
-}  // namespace
-
 const char* to_string(destroy_reason r) noexcept {
     switch (r) {
     case destroy_reason::closed: return "closed";
@@ -31,105 +25,33 @@ pool_core::pool_core(const config& cfg) : cfg_(cfg), idle_(cfg.min < 8 ? 8 : cfg
     refresh_fast_paths();
 }
 
-// ---- intrusive lists -------------------------------------------------------------------------
-
-void pool_core::list_push_back(list& l, waiter& w) noexcept {
-    w.prev = l.tail;
-    w.next = nullptr;
-    if (l.tail) l.tail->next = &w;
-    else l.head = &w;
-    l.tail = &w;
-}
-
-void pool_core::list_remove(list& l, waiter& w) noexcept {
-    if (w.prev) w.prev->next = w.next;
-    else l.head = w.next;
-    if (w.next) w.next->prev = w.prev;
-    else l.tail = w.prev;
-    w.prev = w.next = nullptr;
-}
-
-// Re-parked waiters are older than almost everyone queued, so the scan from the head is short.
-void pool_core::list_insert_by_seq(list& l, waiter& w) noexcept {
-    waiter* at = l.head;
-    while (at && at->seq < w.seq) at = at->next;
-    if (!at) {
-        list_push_back(l, w);
-        return;
-    }
-    w.next = at;
-    w.prev = at->prev;
-    if (at->prev) at->prev->next = &w;
-    else l.head = &w;
-    at->prev = &w;
-}
-
-void pool_core::lane_insert(waiter& w, duration span) {
-    std::uint32_t idx = waiter::no_lane;
-    std::uint32_t empty = waiter::no_lane;
-    for (std::uint32_t i = 0; i < lanes_.size(); ++i) {
-        if (lanes_[i].head && lanes_[i].span == span) {
-            idx = i;
-            break;
-        }
-        if (!lanes_[i].head && empty == waiter::no_lane) empty = i;
-    }
-    if (idx == waiter::no_lane) {
-        if (empty == waiter::no_lane) {
-            lanes_.push_back(lane{});
-            empty = static_cast<std::uint32_t>(lanes_.size() - 1);
-        }
-        idx = empty;
-        lanes_[idx].span = span;
-    }
-    lane& l = lanes_[idx];
-    w.lane = idx;
-    // Sorted insert from the tail: a newcomer's deadline is the latest in its lane (O(1)); only a
-    // re-parked waiter walks back.
-    waiter* at = l.tail;
-    while (at && at->deadline > w.deadline) at = at->dprev;
-    w.dprev = at;
-    w.dnext = at ? at->dnext : l.head;
-    if (w.dnext) w.dnext->dprev = &w;
-    else l.tail = &w;
-    if (at) at->dnext = &w;
-    else l.head = &w;
-}
-
-void pool_core::lane_remove(waiter& w) noexcept {
-    if (w.lane == waiter::no_lane) return;
-    lane& l = lanes_[w.lane];
-    if (w.dprev) w.dprev->dnext = w.dnext;
-    else l.head = w.dnext;
-    if (w.dnext) w.dnext->dprev = w.dprev;
-    else l.tail = w.dprev;
-    w.dprev = w.dnext = nullptr;
-    w.lane = waiter::no_lane;
-}
-
 // ---- helpers ---------------------------------------------------------------------------------
 
 resource* pool_core::pop_idle() noexcept { return cfg_.lifo ? idle_.pop_back() : idle_.pop_front(); }
 
 void pool_core::destroy(resource* r, destroy_reason why, effects& fx) {
     ++c_.destructions;
-    emit(fx, effect::kind::destroy, why, status::ok, nullptr, r);
+    fx.push(effect::destroy(r, why));
 }
 
-void pool_core::report_failure(status st, effects& fx, destroy_reason why) {
-    if (cfg_.reports) emit(fx, effect::kind::report_failure, why, st, nullptr, nullptr);
+void pool_core::report_creation_failure(effects& fx) {
+    if (cfg_.reports) fx.push(effect::report_creation_failure());
+}
+
+void pool_core::report_resource_failure(destroy_reason why, effects& fx) {
+    if (cfg_.reports) fx.push(effect::report_resource_failure(why));
 }
 
 // Every idle resource beyond the reservations goes to the oldest parked waiter.
 void pool_core::reserve_for_parked(effects& fx) {
     while (fifo_.head && idle_.size() > reserved_) {
         waiter& w = *fifo_.head;
-        list_remove(fifo_, w);
+        fifo_.remove(w);
         --parked_;
-        list_push_back(reserved_list_, w);
+        reserved_list_.push_back(w);
         ++reserved_;
         w.state = waiter_state::reserved;
-        emit(fx, effect::kind::wake, destroy_reason::closed, status::ok, &w, nullptr);
+        fx.push(effect::wake(&w));
     }
 }
 
@@ -140,21 +62,21 @@ void pool_core::maybe_create(effects& fx) {
            (creating_ < parked_ || (!floor_blocked_ && total() < cfg_.min))) {
         ++creating_;
         ++active_;
-        emit(fx, effect::kind::create, destroy_reason::closed, status::ok, nullptr, nullptr);
+        fx.push(effect::create());
     }
 }
 
 void pool_core::fail(waiter& w, status st, effects& fx) {
-    lane_remove(w);
+    deadlines_.erase(w);
     w.result = st;
     if (w.state == waiter_state::parked) {
-        list_remove(fifo_, w);
+        fifo_.remove(w);
         --parked_;
         w.state = waiter_state::failed;
-        emit(fx, effect::kind::wake, destroy_reason::closed, st, &w, nullptr);
+        fx.push(effect::fail_wake(&w, st));
     } else {
         assert(w.state == waiter_state::reserved);
-        list_remove(reserved_list_, w);
+        reserved_list_.remove(w);
         --reserved_;
         w.state = waiter_state::failed;  // its resumption is already on its way
     }
@@ -221,33 +143,38 @@ pool_core::take_result pool_core::try_take() noexcept {
     return {};
 }
 
-status pool_core::park(waiter& w, time_point now, std::optional<duration> timeout, effects& fx) {
+status pool_core::park(waiter& w, time_point now, std::optional<time_point> deadline, effects& fx) {
     assert(w.state == waiter_state::none);
     if (cfg_.max_waiters != 0 && waiting() >= cfg_.max_waiters) {
         ++c_.exhausted_rejections;
         return status::exhausted;
     }
-    if (timeout && *timeout <= duration::zero()) {
+    if (deadline && *deadline <= now) {
         ++c_.timeouts;
         return status::timeout;
     }
     w.seq = next_seq_++;
+    w.has_deadline = deadline.has_value();
+    if (deadline) {
+        w.deadline = *deadline;
+        deadlines_.push(w);  // may allocate (and throw): before anything else changes
+    }
     w.state = waiter_state::parked;
     w.result = status::ok;
     if (!w.counted_wait) {
         w.counted_wait = true;
         ++c_.waits;
     }
-    list_push_back(fifo_, w);
+    fifo_.push_back(w);
     ++parked_;
-    w.has_deadline = timeout.has_value();
-    if (timeout) {
-        w.deadline = now + *timeout;
-        w.span = *timeout;
-        lane_insert(w, *timeout);
-    }
     maybe_create(fx);
     return status::ok;
+}
+
+status pool_core::park(waiter& w, time_point now, std::optional<duration> timeout, effects& fx) {
+    std::optional<time_point> deadline;
+    if (timeout) deadline = deadline_after(now, *timeout);
+    return park(w, now, deadline, fx);
 }
 
 pool_core::take_result pool_core::resume(waiter& w, effects& fx) {
@@ -257,8 +184,8 @@ pool_core::take_result pool_core::resume(waiter& w, effects& fx) {
     }
     assert(w.state == waiter_state::reserved);
     assert(idle_.size() >= reserved_ && reserved_ > 0);
-    lane_remove(w);
-    list_remove(reserved_list_, w);
+    deadlines_.erase(w);
+    reserved_list_.remove(w);
     --reserved_;
     w.state = waiter_state::none;
     if (probes_exhausted()) {
@@ -277,10 +204,10 @@ pool_core::take_result pool_core::retry(waiter& w, time_point now, effects& fx) 
         ++c_.timeouts;
         return {status::timeout, nullptr};
     }
+    if (w.has_deadline) deadlines_.push(w);  // may allocate (and throw): before anything else changes
     w.state = waiter_state::parked;
-    list_insert_by_seq(fifo_, w);
+    fifo_.insert_by_seq(w);
     ++parked_;
-    if (w.has_deadline) lane_insert(w, w.span);
     maybe_create(fx);
     return {};
 }
@@ -296,21 +223,12 @@ bool pool_core::cancel(waiter& w, effects& fx) {
 
 void pool_core::expire(time_point now, effects& fx) {
     bool handed_on = false;
-    for (auto& l : lanes_) {
-        while (l.head && l.head->deadline <= now) {
-            handed_on |= l.head->state == waiter_state::reserved;
-            ++c_.timeouts;
-            fail(*l.head, status::timeout, fx);
-        }
+    while (waiter* w = deadlines_.due(now)) {  // fail() takes it out of the heap
+        handed_on |= w->state == waiter_state::reserved;
+        ++c_.timeouts;
+        fail(*w, status::timeout, fx);
     }
     if (handed_on) reserve_for_parked(fx);
-}
-
-std::optional<time_point> pool_core::next_deadline() const noexcept {
-    std::optional<time_point> best;
-    for (const auto& l : lanes_)
-        if (l.head && (!best || l.head->deadline < *best)) best = l.head->deadline;
-    return best;
 }
 
 status pool_core::confirm_take(resource* r, effects& fx) {
@@ -329,7 +247,7 @@ void pool_core::reject(resource* r, effects& fx) {
     --active_;
     ++c_.rejected;
     destroy(r, destroy_reason::rejected, fx);
-    report_failure(status::ok, fx, destroy_reason::rejected);  // a failed validation
+    report_resource_failure(destroy_reason::rejected, fx);
     maybe_create(fx);
 }
 
@@ -351,18 +269,18 @@ void pool_core::release(resource* r, release_kind kind, effects& fx) {
     --active_;
     if (cfg_.track_leases && r->leased) {
         unlend(r);
-        if (r->leak_reported) emit(fx, effect::kind::leak_returned, destroy_reason::closed, status::ok, nullptr, r);
+        if (r->leak_reported) fx.push(effect::leak_returned(r));
     }
     if (kind != release_kind::ok) {
         if (kind == release_kind::poisoned) ++c_.poisoned;
         else ++c_.broken;
         const auto why = kind == release_kind::poisoned ? destroy_reason::poisoned : destroy_reason::broken;
         destroy(r, why, fx);
-        report_failure(status::ok, fx, why);
+        report_resource_failure(why, fx);
         maybe_create(fx);  // the freed capacity serves the oldest waiter
         return;
     }
-    if (cfg_.reports) emit(fx, effect::kind::report_success, destroy_reason::closed, status::ok, nullptr, nullptr);
+    if (cfg_.reports) fx.push(effect::report_success());
     if (closed_) {
         destroy(r, destroy_reason::closed, fx);
         return;
@@ -400,18 +318,19 @@ void pool_core::creation_succeeded(resource* r, effects& fx) {
 }
 
 // Counts a failed factory call and, with a retry delay configured, holds creations back.
-void pool_core::creation_failure(status st, effects& fx) {
+void pool_core::creation_failure(effects& fx) {
     ++c_.create_failures;
     ++failures_in_row_;
-    report_failure(st, fx);
+    report_creation_failure(fx);
     if (closed_ || cfg_.retry_initial <= duration::zero()) return;
     duration d = cfg_.retry_initial;
-    for (std::uint32_t i = 1; i < failures_in_row_ && d < cfg_.retry_max; ++i) d *= 2;
+    for (std::uint32_t i = 1; i < failures_in_row_ && d < cfg_.retry_max; ++i)
+        d = d > duration::max() / 2 ? duration::max() : d * 2;  // a huge cap must not make the delay wrap
     if (cfg_.retry_max > duration::zero() && d > cfg_.retry_max) d = cfg_.retry_max;
     if (!backoff_active_) {
         backoff_active_ = true;
         ++c_.creation_retries;
-        emit(fx, effect::kind::retry_after, destroy_reason::closed, status::ok, nullptr, nullptr, d);
+        fx.push(effect::retry_after(d));
     }
 }
 
@@ -419,7 +338,7 @@ waiter* pool_core::creation_failed(effects& fx) {
     assert(creating_ > 0 && active_ > 0);
     --creating_;
     --active_;
-    creation_failure(status::create_failed, fx);
+    creation_failure(fx);
     if (closed_) return nullptr;
     waiter* w = fifo_.head;
     if (w) fail(*w, status::create_failed, fx);  // errors surface at once, not as timeouts
@@ -458,7 +377,7 @@ status pool_core::inline_created(resource* r, effects& fx) {
 void pool_core::inline_failed(effects& fx) {
     --creating_;
     --active_;
-    creation_failure(status::create_failed, fx);
+    creation_failure(fx);
     maybe_create(fx);  // someone may have parked meanwhile; this place is free again
 }
 
@@ -506,8 +425,8 @@ void pool_core::housekeep(time_point now, effects& fx) {
         if (spare && r->expires_at != time_point{} && r->expires_at <= now_) {
             ++c_.retired;
             destroy(r, destroy_reason::lifetime, fx);
-        } else if (spare && cfg_.idle_ttl > duration::zero() && r->idle_since + cfg_.idle_ttl <= now_ &&
-                   total() >= cfg_.min) {
+        } else if (spare && cfg_.idle_ttl > duration::zero() &&
+                   deadline_after(r->idle_since, cfg_.idle_ttl) <= now_ && total() >= cfg_.min) {
             ++c_.evicted;
             destroy(r, destroy_reason::idle_timeout, fx);
         } else {
@@ -516,10 +435,10 @@ void pool_core::housekeep(time_point now, effects& fx) {
     }
     if (cfg_.acquire_ttl > duration::zero()) {
         for (resource* r = leased_head_; r; r = r->lnext) {
-            if (!r->leak_reported && r->leased_at + cfg_.acquire_ttl <= now_) {
+            if (!r->leak_reported && deadline_after(r->leased_at, cfg_.acquire_ttl) <= now_) {
                 r->leak_reported = true;
                 ++c_.leaks;
-                emit(fx, effect::kind::leak_suspected, destroy_reason::closed, status::ok, nullptr, r);
+                fx.push(effect::leak_suspected(r));
             }
         }
     }
@@ -539,7 +458,7 @@ void pool_core::set_circuit(circuit s, effects& fx, std::uint32_t probes) {
     if (s == circuit::open) ++c_.circuit_opened;
     else if (s == circuit::half_open) ++c_.circuit_half_opened;
     else ++c_.circuit_closed;
-    emit(fx, effect::kind::circuit_changed, destroy_reason::closed, status::ok, nullptr, nullptr);
+    fx.push(effect::circuit_changed());
     if (s == circuit::open) fail_all(status::unavailable, fx);
     else maybe_create(fx);
 }
@@ -591,9 +510,21 @@ std::string pool_core::audit() const {
     for (waiter* w = reserved_list_.head; w; w = w->next, ++n)
         if (w->state != waiter_state::reserved) e << "non-reserved waiter in reserved list; ";
     if (n != reserved_) e << "reserved list length " << n << " != reserved " << reserved_ << "; ";
-    for (const auto& l : lanes_)
-        for (waiter* w = l.head; w && w->dnext; w = w->dnext)
-            if (w->deadline > w->dnext->deadline) e << "deadline lane out of order; ";
+    // Exactly the pending waiters with a deadline are in the heap, each in its recorded slot.
+    e << deadlines_.check();
+    std::size_t timed = 0;
+    for (const waiter_list* l : {&fifo_, &reserved_list_}) {
+        for (waiter* w = l->head; w; w = w->next) {
+            if (!w->has_deadline) continue;
+            ++timed;
+            if (!deadline_heap::contains(*w) || w->heap_index >= deadlines_.size() ||
+                deadlines_.at(w->heap_index) != w)
+                e << "pending waiter with a deadline missing from the deadline heap; ";
+        }
+    }
+    if (timed != deadlines_.size())
+        e << "deadline heap holds " << deadlines_.size() << " waiters, " << timed
+          << " pending have a deadline; ";
     return e.str();
 }
 

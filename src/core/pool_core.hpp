@@ -9,6 +9,10 @@
 
 #include <respool/detail/core_nodes.hpp>
 
+#include "deadline.hpp"
+#include "deadline_heap.hpp"
+#include "effects.hpp"
+#include "intrusive_list.hpp"
 #include "ring.hpp"
 
 #include <cstddef>
@@ -20,17 +24,6 @@
 namespace respool::core {
 
 enum class circuit : std::uint8_t { closed = 0, open = 1, half_open = 2 };
-
-enum class destroy_reason : std::uint8_t {
-    closed,     // the pool is closed (idle at close, or released/created after it)
-    broken,     // before_release said no
-    poisoned,   // the holder poisoned the lease
-    rejected,   // before_acquire (or validation on borrow) said no
-    unhealthy,  // the background health check said no
-    idle_timeout,  // idle longer than idle_ttl (evicted)
-    lifetime,      // older than max_lifetime (retired)
-};
-const char* to_string(destroy_reason) noexcept;
 
 struct config {
     std::uint32_t min = 0;
@@ -53,52 +46,6 @@ struct config {
     // them, taking and returning a resource never touches the resource's memory.
     bool track_leases = false;  // acquire_ttl > 0
     bool stamp_idle = false;    // idle_ttl > 0 or validate_on_borrow
-};
-
-struct effect {
-    enum class kind : std::uint8_t {
-        wake,
-        create,
-        destroy,
-        report_success,
-        report_failure,
-        circuit_changed,
-        retry_after,     // creations are held back for `d` after a failure: call backoff_elapsed() then
-        leak_suspected,  // r has been lent longer than acquire_ttl (once per lease)
-        leak_returned,   // r, reported as leaked, came back
-    };
-    // No default member initializers: the inline buffer of `effects` stays uninitialized (fast path).
-    kind what;
-    destroy_reason reason;  // destroy: why; report_failure after a release: broken or poisoned
-    status st;
-    waiter* w;
-    resource* r;
-    duration d;
-};
-
-// Effects of one core call. Inline storage covers every fast-path call; close() and bulk failures spill.
-class effects {
-public:
-    void push(const effect& e) {
-        if (n_ < inline_size) inline_[n_] = e;
-        else more_.push_back(e);
-        ++n_;
-    }
-    [[nodiscard]] std::size_t size() const noexcept { return n_; }
-    [[nodiscard]] bool empty() const noexcept { return n_ == 0; }
-    [[nodiscard]] const effect& operator[](std::size_t i) const noexcept {
-        return i < inline_size ? inline_[i] : more_[i - inline_size];
-    }
-    void clear() noexcept {
-        n_ = 0;
-        more_.clear();
-    }
-
-private:
-    static constexpr std::size_t inline_size = 8;
-    effect inline_[inline_size];
-    std::vector<effect> more_;
-    std::size_t n_ = 0;
 };
 
 struct counters {
@@ -151,22 +98,34 @@ public:
     take_result try_take() noexcept;
 
     // Park after try_take found nothing. Returns ok when parked, otherwise the error that ends the
-    // acquire at once (exhausted: queue full; timeout: a zero timeout). May emit create effects.
+    // acquire at once (exhausted: queue full; timeout: the deadline is not after now). May emit create
+    // effects. The deadline is absolute; none waits until served, cancelled or failed. expire() times
+    // the waiter out once now reaches its deadline; time_point::max() never comes in practice.
+    status park(waiter& w, time_point now, std::optional<time_point> deadline, effects& fx);
+    // The same with a timeout relative to now: deadline_after(now, timeout), which saturates (a zero or
+    // negative timeout fails at once when nothing is free).
     status park(waiter& w, time_point now, std::optional<duration> timeout, effects& fx);
+    // No deadline (std::nullopt alone would be ambiguous between the two above).
+    status park(waiter& w, time_point now, std::nullopt_t, effects& fx) {
+        return park(w, now, std::optional<time_point>{}, fx);
+    }
 
     // The resumption of a woken waiter: its error, or the idle resource reserved for it. A half-open
     // circuit whose probes are used up fails it with unavailable (its reservation moves on).
     take_result resume(waiter& w, effects& fx);
 
-    // After a before_acquire rejection: steps 1-3 again; re-parks in arrival order when nothing is free.
+    // After a before_acquire rejection: steps 1-3 again; re-parks in arrival order when nothing is free,
+    // with the deadline it parked with (timeout when that has passed by now).
     take_result retry(waiter& w, time_point now, effects& fx);
 
     // Cancellation of a pending waiter. false when it was already decided (the cancel lost the race).
     bool cancel(waiter& w, effects& fx);
 
-    // Times out every pending waiter whose deadline is <= now.
+    // Times out every pending waiter (parked or reserved) whose deadline is <= now, earliest first;
+    // O(log n) per waiter timed out.
     void expire(time_point now, effects& fx);
-    [[nodiscard]] std::optional<time_point> next_deadline() const noexcept;
+    // The earliest deadline of a pending waiter, O(1): the driver keeps one timer armed at it.
+    [[nodiscard]] std::optional<time_point> next_deadline() const noexcept { return deadlines_.earliest(); }
 
     // A before_acquire hook passed: count the acquire; a pool closed meanwhile destroys it (closed).
     status confirm_take(resource* r, effects& fx);
@@ -265,23 +224,14 @@ public:
     [[nodiscard]] std::string audit() const;
 
 private:
-    struct lane {
-        duration span{};
-        waiter* head = nullptr;
-        waiter* tail = nullptr;
-    };
-    struct list {
-        waiter* head = nullptr;
-        waiter* tail = nullptr;
-    };
-
     resource* pop_idle() noexcept;
     void reserve_for_parked(effects& fx);
     void maybe_create(effects& fx);
     void fail(waiter& w, status st, effects& fx);
     void fail_all(status st, effects& fx);
     void destroy(resource* r, destroy_reason why, effects& fx);
-    void report_failure(status st, effects& fx, destroy_reason why = destroy_reason::closed);
+    void report_creation_failure(effects& fx);
+    void report_resource_failure(destroy_reason why, effects& fx);
     take_result lend(resource* r) noexcept;  // idle -> active, leased list, validation flag, probes
     void unlend(resource* r) noexcept;
     void refresh_fast_paths() noexcept {
@@ -291,13 +241,7 @@ private:
     bool probes_exhausted() const noexcept {
         return circuit_ == circuit::half_open && probe_limit_ != 0 && probes_admitted_ >= probe_limit_;
     }
-    void creation_failure(status st, effects& fx);
-
-    static void list_push_back(list& l, waiter& w) noexcept;
-    static void list_remove(list& l, waiter& w) noexcept;
-    static void list_insert_by_seq(list& l, waiter& w) noexcept;
-    void lane_insert(waiter& w, duration span);
-    void lane_remove(waiter& w) noexcept;
+    void creation_failure(effects& fx);
 
     config cfg_;
     bool plain_release_blocked_ = false;  // refresh_fast_paths(); read by every take and release, rarely written
@@ -306,12 +250,12 @@ private:
     // queue's ends, active_, reserved_, and the first two counters. In thread_safe mode the lines a
     // critical section writes travel between cores with the lock: one line instead of three.
     alignas(64) ring<resource*> idle_;
-    list fifo_;  // parked waiters, arrival order
+    waiter_list fifo_;  // parked waiters, arrival order
     std::uint32_t active_ = 0;
     std::uint32_t reserved_ = 0;
     counters c_;  // acquires and immediate_takes first: still on the hot line
-    list reserved_list_;  // woken with a reservation, not yet resumed
-    std::vector<lane> lanes_;  // one FIFO per distinct timeout: deadlines are sorted within a lane
+    waiter_list reserved_list_;  // woken with a reservation, not yet resumed
+    deadline_heap deadlines_;  // pending waiters (parked or reserved) that have a deadline
     std::uint32_t parked_ = 0;
     std::uint32_t creating_ = 0;
     std::uint64_t next_seq_ = 1;

@@ -1,8 +1,18 @@
 // Random operation sequences on the sans-io core, checked after every step against
 //  (a) a small reference model written with plain containers (std::deque / std::vector, linear
-//      scans, no intrusive lists, no ring, no deadline lanes), which must predict every effect, and
-//  (b) SPEC.md §5 invariants checked from the outside: each resource destroyed exactly once and
-//      never held twice, total <= max, every acquire completes exactly once, close leaves nothing.
+//      scans, no intrusive lists, no ring, no deadline heap), which must predict every effect. It
+//      follows the core rule for rule, so it is a differential test of the data structures, not an
+//      independent judge of the rules; hence
+//  (b) oracles in the harness, written from SPEC.md and the harness's own records, not from the core
+//      or the model: each resource destroyed exactly once and never held twice; total <= max and equal
+//      to what the harness created and did not destroy; every acquire completes exactly once; close
+//      leaves nothing; parked waiters are handed places in arrival order and a newcomer never takes a
+//      place while a waiter is parked (§1.3, §5.3); no waiter stays parked while a place is idle and
+//      unreserved, or while capacity is free and fewer creations run than the rules require (§1.2,
+//      §5.4); a timeout fires exactly when a waiter's own deadline has come; the inline fast paths
+//      (take_fast, release_fast) apply exactly when nothing needs the general path.
+// Waiters get per-waiter deadlines: distinct (nanosecond resolution), shared, absolute, in the past,
+// duration::max() and time_point::max().
 // RESPOOL_MODEL_OPS sets the number of operations (default 1,000,000); RESPOOL_MODEL_SEED replays a
 // run. The seed is printed on failure.
 #include "core/pool_core.hpp"
@@ -24,6 +34,15 @@ using namespace respool::core;
 using namespace std::chrono_literals;
 
 namespace {
+
+// now + d, clamped to the clock's range; checked with the compiler's overflow builtin, not with the
+// core's deadline_after.
+time_point saturating_after(time_point now, duration d) {
+    duration::rep sum;
+    if (__builtin_add_overflow(now.time_since_epoch().count(), d.count(), &sum))
+        return d > duration::zero() ? time_point::max() : time_point::min();
+    return time_point(duration(sum));
+}
 
 // ---- the reference model ---------------------------------------------------------------------
 
@@ -192,12 +211,12 @@ struct model {
         }
         return {status::ok, -1};
     }
-    status park(int s, time_point t_now, std::optional<duration> t) {
+    status park(int s, time_point t_now, std::optional<time_point> t) {
         if (cfg.max_waiters && waiting() >= cfg.max_waiters) {
             ++c.exhausted_rejections;
             return status::exhausted;
         }
-        if (t && *t <= duration::zero()) {
+        if (t && *t <= t_now) {
             ++c.timeouts;
             return status::timeout;
         }
@@ -210,7 +229,7 @@ struct model {
         }
         parked.push_back(s);
         w[s].has_deadline = t.has_value();
-        if (t) w[s].deadline = t_now + *t;
+        if (t) w[s].deadline = *t;
         maybe_create();
         return status::ok;
     }
@@ -256,6 +275,10 @@ struct model {
             if (w[s].has_deadline && w[s].deadline <= t_now) due.push_back(s);
         for (int s : reserved)
             if (w[s].has_deadline && w[s].deadline <= t_now) due.push_back(s);
+        // Earliest deadline first; equal deadlines in arrival order.
+        std::sort(due.begin(), due.end(), [&](int a, int b) {
+            return std::tie(w[a].deadline, w[a].seq) < std::tie(w[b].deadline, w[b].seq);
+        });
         for (int s : due) {
             handed |= w[s].state == ws::reserved;
             ++c.timeouts;
@@ -491,6 +514,11 @@ public:
         slot_state_.assign(slots, slot::free);
         completions_.assign(slots, 0);
         starts_.assign(slots, 0);
+        arrival_.assign(slots, 0);
+        parked_at_.assign(slots, 0);
+        woken_at_.assign(slots, 0);
+        woken_with_place_.assign(slots, false);
+        deadline_.assign(slots, std::nullopt);
     }
 
     // Returns "" or the first divergence.
@@ -512,6 +540,7 @@ public:
         else if (pick < 993) op_housekeep();
         else if (pick < 995) op_backoff_elapsed();
         else if (pick < 996 && rng_() % 4 == 0) op_close();
+        check_places();
         return error_;
     }
 
@@ -524,6 +553,7 @@ public:
             else if (retry_pending_) op_backoff_elapsed();
             else if (!held_.empty()) op_release();
             else break;
+            check_places();
         }
         if (!error_.empty()) return error_;
         for (int s = 0; s < slots; ++s)
@@ -538,6 +568,8 @@ public:
     }
 
     std::uint64_t acquires() const { return core_.stats().acquires; }
+    std::uint64_t fast_takes() const { return fast_takes_; }
+    std::uint64_t fast_releases() const { return fast_releases_; }
 
 private:
     enum class slot { free, parked, posted };
@@ -603,6 +635,15 @@ private:
                 if (slot_state_[e.waiter] != slot::parked) err("wake for a waiter that was not parked");
                 slot_state_[e.waiter] = slot::posted;
                 posted_.push_back(e.waiter);
+                woken_with_place_[e.waiter] = e.st == status::ok;
+                if (e.st == status::ok) {
+                    woken_at_[e.waiter] = ++clock_;
+                    // §1.3: a freed place goes to the oldest waiter still parked.
+                    if (older_parked(e.waiter, woken_at_[e.waiter]) >= 0)
+                        err("a place went to a younger waiter while an older one was parked");
+                }
+                if (e.st == status::timeout && !deadline_has_come(e.waiter))
+                    err("a waiter timed out before its deadline");
                 break;
             case effect::kind::create: ++pending_creates_; break;
             case effect::kind::retry_after:
@@ -660,6 +701,8 @@ private:
         ++completions_[s];
         if (completions_[s] > starts_[s]) err("acquire completed twice");
         slot_state_[s] = slot::free;
+        woken_with_place_[s] = false;
+        deadline_[s] = std::nullopt;
         waiters_[s] = waiter{};
         model_.w[static_cast<std::size_t>(s)] = model::mw{};
     }
@@ -688,9 +731,16 @@ private:
             auto mt = model_.retry(s, now_);
             if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("retry differs"));
             settle(fx);
-            if (t.r) return after_take(s, mt.second, false);
+            if (t.r) {
+                newcomer_took_a_place();  // a retry takes like a newcomer: never a reserved place
+                return after_take(s, mt.second, false);
+            }
+            if (t.st == status::timeout && !deadline_has_come(s))
+                return void(err("a retry timed out before the waiter's deadline"));
             if (t.st != status::ok) return complete(s);
+            if (deadline_has_come(s)) return void(err("re-parked a waiter whose deadline has passed"));
             slot_state_[s] = slot::parked;
+            parked_at_[s] = ++clock_;  // its arrival stays the first park's
             return;
         }
         status cs = core_.confirm_take(r, fx);
@@ -712,23 +762,60 @@ private:
         int s = free_slot();
         if (s < 0) return;
         ++starts_[s];
+        bool fast_declined = false;
+        if (rng_() % 2 == 0) {  // the driver's inline take first, as plain pools do
+            resource* r = core_.take_fast();
+            if (r) {
+                ++fast_takes_;
+                if (!plain_take())
+                    return void(err("take_fast took where checks, stamps or the circuit apply"));
+                auto mt = model_.try_take();
+                if (id_of(r) != mt.second) return void(err("take_fast differs from the model's take"));
+                newcomer_took_a_place();
+                check();
+                return after_take(s, mt.second, true);
+            }
+            fast_declined = plain_take();
+        }
         auto t = core_.try_take();
         bool mv = false;
         auto mt = model_.try_take(&mv);
         if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("try_take differs"));
         if (t.r && t.validate != mv) return void(err("validate flag differs"));
+        if (t.r && fast_declined) return void(err("take_fast declined a plain take that try_take then made"));
         check();
-        if (t.r) return after_take(s, mt.second, true);
+        if (t.r) {
+            newcomer_took_a_place();
+            return after_take(s, mt.second, true);
+        }
         if (t.st != status::ok) return complete(s);
-        std::optional<duration> to;
-        const int r = static_cast<int>(rng_() % 4);
-        if (r == 1) to = std::chrono::milliseconds(rng_() % 50);
-        if (r == 2) to = std::chrono::milliseconds(10);  // a shared default timeout: one lane
+        // Each waiter its own deadline: relative or absolute, distinct (ns resolution), shared, in the
+        // past, or so far away that now + timeout would overflow.
+        std::optional<duration> timeout;
+        std::optional<time_point> at;
+        switch (rng_() % 8) {
+        case 0:
+        case 1: break;  // no deadline
+        case 2:
+        case 3: timeout = std::chrono::nanoseconds(rng_() % 50'000'000); break;
+        case 4: timeout = 10ms; break;  // a shared default: equal deadlines when parked at one instant
+        case 5: at = now_ - 5ms + std::chrono::nanoseconds(rng_() % 60'000'000); break;
+        case 6: timeout = duration::max(); break;
+        case 7: at = time_point::max(); break;
+        }
+        const std::optional<time_point> deadline = timeout ? saturating_after(now_, *timeout) : at;
         effects fx;
         slot_state_[s] = slot::parked;
-        status ps = core_.park(waiters_[s], now_, to, fx);
-        status ms = model_.park(s, now_, to);
+        status ps =
+            timeout ? core_.park(waiters_[s], now_, timeout, fx) : core_.park(waiters_[s], now_, at, fx);
+        status ms = model_.park(s, now_, deadline);
         if (ps != ms) return void(err("park differs"));
+        if (ps == status::ok) {
+            arrival_[s] = parked_at_[s] = ++clock_;
+            deadline_[s] = deadline;
+        }
+        if (ps == status::timeout && !(deadline && *deadline <= now_))
+            return void(err("park timed out although the deadline is after now"));
         settle(fx);
         if (ps != status::ok) complete(s);
     }
@@ -740,13 +827,17 @@ private:
         auto t = core_.try_take();
         auto mt = model_.try_take();
         if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("try_take differs"));
-        if (t.r) return after_take(s, mt.second, true);
+        if (t.r) {
+            newcomer_took_a_place();
+            return after_take(s, mt.second, true);
+        }
         if (t.st != status::ok) return complete(s);
         // synchronous factory: inline creation when a place is free for anyone
         bool b = core_.begin_inline_creation();
         if (b != model_.begin_inline()) return void(err("begin_inline_creation differs"));
         check();
         if (!b) return complete(s);
+        newcomer_took_a_place();
         effects fx;
         if (rng_() % 5 == 0) {
             core_.inline_failed(fx);
@@ -781,6 +872,16 @@ private:
                     : r == 1 ? pool_core::release_kind::poisoned
                              : pool_core::release_kind::ok;
         effects fx;
+        if (kind == pool_core::release_kind::ok && rng_() % 2 == 0) {  // the driver's inline release first
+            const bool fast = core_.release_fast(resource_of(id));
+            if (fast && !plain_release()) return void(err("release_fast ran where the general release must"));
+            if (!fast && plain_release()) return void(err("release_fast declined a plain release"));
+            if (fast) {
+                ++fast_releases_;
+                model_.release(id, kind);
+                return settle(fx);  // no effects on either side
+            }
+        }
         core_.release(resource_of(id), kind, fx);
         model_.release(id, kind);
         settle(fx);
@@ -799,11 +900,23 @@ private:
     }
 
     void op_advance() {
-        now_ += std::chrono::milliseconds(rng_() % 20);
+        // Sometimes exactly to a pending waiter's deadline, as a timer armed at it fires: a deadline
+        // equal to now has come.
+        std::optional<time_point> to;
+        if (rng_() % 3 == 0) {
+            for (int s = 0; s < slots; ++s)
+                if (slot_state_[s] != slot::free && deadline_[s] && *deadline_[s] > now_ &&
+                    *deadline_[s] != time_point::max() && (!to || *deadline_[s] < *to))
+                    to = deadline_[s];
+        }
+        now_ = to ? *to : now_ + std::chrono::nanoseconds(rng_() % 20'000'000);
         effects fx;
         core_.expire(now_, fx);
         model_.expire(now_);
-        settle(fx, true);  // simultaneous timeouts carry no order
+        settle(fx);  // earliest deadline first, equal deadlines in arrival order
+        for (int s = 0; s < slots; ++s)
+            if (slot_state_[s] == slot::parked && deadline_has_come(s))
+                return void(err("a parked waiter whose deadline has come was not timed out"));
     }
 
     void op_run_wake() {
@@ -817,7 +930,18 @@ private:
         if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("resume differs"));
         if (t.r && t.validate != mv) return void(err("validate flag differs"));
         settle(fx);
-        if (t.r) return after_take(s, mt.second, false);
+        if (t.r) {
+            if (!woken_with_place_[s])
+                return void(err("a waiter woken with an error resumed with a resource"));
+            // Served in arrival order: nobody older has been parked since before this waiter got its place
+            // (a waiter that timed out or was cancelled is no longer parked; one that re-parked after a
+            // rejected resource did so after the place was given).
+            if (older_parked(s, woken_at_[s]) >= 0)
+                return void(err("a younger waiter was served while an older one was parked"));
+            return after_take(s, mt.second, false);
+        }
+        if (t.st == status::timeout && !deadline_has_come(s))
+            return void(err("a resumption reported a timeout before the deadline"));
         complete(s);
     }
 
@@ -860,6 +984,7 @@ private:
         effects fx;
         core_.set_circuit(s, fx, probes);
         model_.set_circuit(s, probes);
+        circuit_ = s;
         settle(fx);
     }
 
@@ -891,7 +1016,66 @@ private:
         effects fx;
         bool a = core_.close(fx);
         if (a != model_.close()) return void(err("close differs"));
+        closed_ = true;
         settle(fx);
+    }
+
+    // ---- oracles from the harness's own records ----
+
+    int parked_count() const {
+        return static_cast<int>(std::count(slot_state_.begin(), slot_state_.end(), slot::parked));
+    }
+    // A parked waiter older than s (by first arrival) that has been parked since before `since`, or -1.
+    int older_parked(int s, std::uint64_t since) const {
+        for (int y = 0; y < slots; ++y)
+            if (y != s && slot_state_[y] == slot::parked && arrival_[y] < arrival_[s] &&
+                parked_at_[y] < since)
+                return y;
+        return -1;
+    }
+    bool deadline_has_come(int s) const { return deadline_[s] && *deadline_[s] <= now_; }
+    // The inline paths are for pools with nothing to check, stamp or report (SPEC-independent: these
+    // are the driver's contract with take_fast / release_fast).
+    bool plain_take() const {
+        return !closed_ && circuit_ == circuit::closed && !cfg_.confirm_takes &&
+               cfg_.acquire_ttl == duration::zero();
+    }
+    bool plain_release() const {
+        return !closed_ && parked_count() == 0 && !cfg_.reports && !cfg_.lifetimes &&
+               cfg_.idle_ttl == duration::zero() && !cfg_.validate_on_borrow &&
+               cfg_.acquire_ttl == duration::zero();
+    }
+    // §1.3: a newcomer (or a retry) never takes a place while a waiter is parked: every free place is
+    // already reserved for the parked waiters.
+    void newcomer_took_a_place() {
+        if (parked_count() > 0) err("a newcomer took a place while a waiter was parked");
+    }
+    // After every operation (§1.2, §5.1, §5.4, §5.6), from what the harness created, destroyed, holds
+    // and set; the core's audit() and the model are not consulted.
+    void check_places() {
+        if (!error_.empty()) return;
+        const int parked = parked_count();
+        int woken_with_place = 0;
+        for (int s = 0; s < slots; ++s)
+            if (slot_state_[s] == slot::posted && woken_with_place_[s]) ++woken_with_place;
+        const auto alive = static_cast<std::uint32_t>(made_.size() - destroyed_.size());
+        const std::uint32_t total = alive + static_cast<std::uint32_t>(pending_creates_);
+        const std::uint32_t idle = alive - static_cast<std::uint32_t>(held_.size());
+        if (total != core_.total())
+            return void(err("total differs from what the harness created and destroyed"));
+        if (total > cfg_.max) return void(err("total above max"));
+        if (closed_ && (parked > 0 || idle > 0))
+            return void(err("a closed pool keeps a parked waiter or an idle resource"));
+        if (parked == 0) return;
+        // Woken waiters hold at most one reservation each; every other idle resource is free.
+        if (idle > static_cast<std::uint32_t>(woken_with_place))
+            return void(err("lost wake-up: a waiter is parked while an idle resource is unreserved"));
+        const bool capacity_free =
+            total < cfg_.max && circuit_ != circuit::open && !closed_ && !retry_pending_;
+        const int needed = std::min(parked, static_cast<int>(cfg_.max_concurrent_creations));
+        if (capacity_free && pending_creates_ < needed)
+            err("a waiter is parked while capacity is free and " + std::to_string(pending_creates_) +
+                " creations run (" + std::to_string(needed) + " required)");
     }
 
     std::mt19937_64 rng_;
@@ -908,6 +1092,16 @@ private:
     int pending_creates_ = 0;
     bool retry_pending_ = false;
     bool lifetimes_ = false;
+    // Harness records for the oracles, kept independently of the core and the model.
+    std::vector<std::uint64_t> arrival_;    // when the acquire first parked (kept across a re-park)
+    std::vector<std::uint64_t> parked_at_;  // when it last parked or re-parked
+    std::vector<std::uint64_t> woken_at_;   // when a place was handed to it (a wake with status ok)
+    std::vector<bool> woken_with_place_;    // its posted resumption carries a place, not an error
+    std::vector<std::optional<time_point>> deadline_;  // its deadline, computed here
+    std::uint64_t clock_ = 0;                          // orders the stamps above
+    circuit circuit_ = circuit::closed;                // as last set
+    bool closed_ = false;
+    std::uint64_t fast_takes_ = 0, fast_releases_ = 0;
     std::vector<std::unique_ptr<res>> made_;
     std::map<int, int> destroyed_;
     std::map<int, int> held_by_;
@@ -926,7 +1120,7 @@ TEST(model, random_operation_sequences_match_the_reference_model_and_keep_the_in
     const std::uint64_t total_ops = env_u64("RESPOOL_MODEL_OPS", 1'000'000);
     const std::uint64_t seed = env_u64("RESPOOL_MODEL_SEED", std::random_device{}());
     std::mt19937_64 meta(seed);
-    std::uint64_t done = 0, runs = 0, acquires = 0;
+    std::uint64_t done = 0, runs = 0, acquires = 0, fast_takes = 0, fast_releases = 0;
     while (done < total_ops) {
         const std::uint64_t run_seed = meta();
         std::mt19937_64 pick(run_seed);
@@ -948,7 +1142,11 @@ TEST(model, random_operation_sequences_match_the_reference_model_and_keep_the_in
             c.retry_initial = std::chrono::milliseconds(1 + pick() % 5);
             c.retry_max = c.retry_initial * 8;
         }
-        const bool lifetimes = pick() % 2 == 0;
+        bool lifetimes = pick() % 2 == 0;
+        if (pick() % 4 == 0) {  // a plain pool, where the driver's inline take and release apply
+            c.confirm_takes = c.reports = c.validate_on_borrow = lifetimes = false;
+            c.idle_ttl = c.acquire_ttl = duration::zero();
+        }
         c.lifetimes = lifetimes;
         run r(run_seed, c, lifetimes);
         const int len = 200 + static_cast<int>(pick() % 3000);
@@ -961,10 +1159,19 @@ TEST(model, random_operation_sequences_match_the_reference_model_and_keep_the_in
                          << c.lifo << " confirm " << c.confirm_takes << ")";
         done += static_cast<std::uint64_t>(len);
         acquires += r.acquires();
+        fast_takes += r.fast_takes();
+        fast_releases += r.fast_releases();
         ++runs;
     }
-    std::printf("model: %llu operations in %llu runs, %llu leases handed out, seed %llu\n",
-                static_cast<unsigned long long>(done), static_cast<unsigned long long>(runs),
-                static_cast<unsigned long long>(acquires), static_cast<unsigned long long>(seed));
+    std::printf(
+        "model: %llu operations in %llu runs, %llu leases handed out (%llu by take_fast, %llu "
+        "returned by release_fast), seed %llu\n",
+        static_cast<unsigned long long>(done), static_cast<unsigned long long>(runs),
+        static_cast<unsigned long long>(acquires), static_cast<unsigned long long>(fast_takes),
+        static_cast<unsigned long long>(fast_releases), static_cast<unsigned long long>(seed));
     EXPECT_GT(acquires, done / 50) << "the generator must actually exercise the pool";
+    if (done >= 10'000) {
+        EXPECT_GT(fast_takes, 0u) << "the generator must exercise take_fast";
+        EXPECT_GT(fast_releases, 0u) << "the generator must exercise release_fast";
+    }
 }

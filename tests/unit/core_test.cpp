@@ -97,6 +97,12 @@ struct harness {
         apply(fx);
         return s;
     }
+    status park_until(waiter& w, std::optional<time_point> deadline) {
+        effects fx;
+        status s = core.park(w, now, deadline, fx);
+        apply(fx);
+        return s;
+    }
     // Acquire as the driver does it: take, else park. Returns the resource or nullptr when parked.
     res* acquire(waiter& w, std::optional<duration> timeout = std::nullopt) {
         auto t = take();
@@ -179,25 +185,27 @@ TEST(core, releaser_cannot_barge_two_tasks_on_max_one_alternate) {
     harness h(cfg(1, 1));
     h.prewarm();
     waiter wa, wb;
-    std::vector<char> order;
+    auto name = [&](const waiter* w) { return w == &wa ? 'A' : w == &wb ? 'B' : '?'; };
+    std::string order;  // who held the resource, in turn, as the core decided it
     resource* held = h.acquire(wa);
     ASSERT_NE(held, nullptr);
-    order.push_back('A');
+    order += 'A';
     ASSERT_EQ(h.acquire(wb), nullptr);  // B parks
     for (int round = 0; round < 6; ++round) {
-        // The holder releases and immediately tries again: it must queue behind the other task.
-        const bool a_holds = order.back() == 'A';
-        waiter& mine = a_holds ? wa : wb;
+        // The holder releases and at once acquires again: it must queue behind the other task.
+        waiter& holder = order.back() == 'A' ? wa : wb;
         h.release(held);
         EXPECT_EQ(h.take().r, nullptr) << "the released place is reserved for the parked task";
-        ASSERT_EQ(h.park(mine), status::ok);
+        ASSERT_EQ(h.park(holder), status::ok);
+        ASSERT_EQ(h.posted.size(), 1u) << "one place, one wake";
+        const waiter* woken = h.posted.front();  // the waiter the core chose
         auto t = h.run_next();
         ASSERT_EQ(t.st, status::ok);
         ASSERT_NE(t.r, nullptr);
         held = t.r;
-        order.push_back(a_holds ? 'B' : 'A');
+        order += name(woken);
     }
-    EXPECT_EQ(std::string(order.begin(), order.end()), "ABABABA");
+    EXPECT_EQ(order, "ABABABA");
 }
 
 TEST(core, waiters_are_served_in_arrival_order) {
@@ -342,6 +350,213 @@ TEST(core, deadlines_of_different_timeouts_expire_in_deadline_order) {
     EXPECT_EQ(h.core.next_deadline(), h.now + 50ms);
     h.advance(200ms);
     EXPECT_EQ(h.posted.size(), 3u);
+}
+
+TEST(core, distinct_deadlines_expire_in_deadline_order) {
+    harness h(cfg(1, 1, 1));
+    h.prewarm();
+    ASSERT_NE(h.take().r, nullptr);  // held for the whole test: nobody is served, waiters only time out
+    constexpr int n = 1000;
+    std::vector<waiter> ws(n);
+    // Timeouts 1..n ms, parked in a scrambled order (7919 is prime to n: i -> i * 7919 % n permutes).
+    auto timeout_of = [](int i) { return std::chrono::milliseconds(1 + (i * 7919) % n); };
+    for (int i = 0; i < n; ++i) ASSERT_EQ(h.park(ws[i], timeout_of(i)), status::ok);
+    EXPECT_EQ(h.core.next_deadline(), h.now + 1ms);
+    for (int step = 1; step <= n; ++step) {
+        h.advance(1ms);
+        ASSERT_EQ(h.posted.size(), 1u) << "exactly one deadline falls in each millisecond";
+        const auto i = static_cast<int>(h.posted.front() - ws.data());
+        EXPECT_EQ(timeout_of(i), std::chrono::milliseconds(step));
+        EXPECT_EQ(h.run_next().st, status::timeout);
+        if (step < n) {
+            EXPECT_EQ(h.core.next_deadline(), h.now + 1ms);
+        }
+    }
+    EXPECT_FALSE(h.core.next_deadline());
+    EXPECT_EQ(h.core.stats().timeouts, static_cast<std::uint64_t>(n));
+}
+
+TEST(core, equal_timeouts_expire_in_arrival_order) {
+    harness h(cfg(0, 1, 1));
+    waiter w[4];
+    for (auto& x : w) ASSERT_EQ(h.acquire(x, 50ms), nullptr);
+    h.advance(50ms);
+    ASSERT_EQ(h.posted.size(), 4u);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(h.posted[static_cast<std::size_t>(i)], &w[i]);
+}
+
+TEST(core, expire_times_out_exactly_the_waiters_whose_deadline_has_come) {
+    harness h(cfg(1, 1, 1));
+    h.prewarm();
+    ASSERT_NE(h.take().r, nullptr);
+    waiter a, b, c, d, forever;
+    h.park(a, 10ms);
+    h.park(b, 20ms);
+    h.park(c, 30ms);
+    h.park(d, 20ms);
+    h.park(forever);
+    h.advance(20ms);  // a deadline equal to now has come
+    ASSERT_EQ(h.posted.size(), 3u);
+    EXPECT_EQ(h.posted[0], &a);
+    EXPECT_EQ(h.posted[1], &b);
+    EXPECT_EQ(h.posted[2], &d);
+    EXPECT_EQ(h.core.parked(), 2u) << "c and the waiter without a deadline still wait";
+    EXPECT_EQ(h.core.next_deadline(), h.now + 10ms);
+    h.advance(10ms);
+    ASSERT_EQ(h.posted.size(), 4u);
+    EXPECT_EQ(h.posted[3], &c);
+    EXPECT_FALSE(h.core.next_deadline()) << "a waiter without a deadline has none";
+    h.advance(24h);
+    EXPECT_EQ(h.posted.size(), 4u);
+    EXPECT_EQ(h.core.parked(), 1u);
+}
+
+TEST(core, woken_and_cancelled_waiters_leave_the_deadlines_of_the_others_in_order) {
+    harness h(cfg(1, 1, 1));
+    h.prewarm();
+    auto r = h.take().r;
+    waiter w[6];
+    // Arrival order 0..5, deadlines in another order.
+    const std::chrono::milliseconds t[6] = {60ms, 30ms, 50ms, 10ms, 40ms, 20ms};
+    for (int i = 0; i < 6; ++i) ASSERT_EQ(h.park(w[i], t[i]), status::ok);
+    EXPECT_EQ(h.core.next_deadline(), h.now + 10ms);
+    effects fx;
+    ASSERT_TRUE(h.core.cancel(w[3], fx));  // the earliest deadline leaves
+    h.apply(fx);
+    EXPECT_EQ(h.run_next().st, status::cancelled);
+    EXPECT_EQ(h.core.next_deadline(), h.now + 20ms);
+    ASSERT_TRUE(h.core.cancel(w[2], fx));  // one from the middle
+    h.apply(fx);
+    EXPECT_EQ(h.run_next().st, status::cancelled);
+    h.release(r);  // reserved for w[0], the oldest: its deadline is the latest
+    auto t0 = h.run_next();
+    ASSERT_EQ(t0.r, r);
+    EXPECT_EQ(h.core.next_deadline(), h.now + 20ms);
+    h.advance(60ms);
+    ASSERT_EQ(h.posted.size(), 3u);
+    EXPECT_EQ(h.posted[0], &w[5]);
+    EXPECT_EQ(h.posted[1], &w[1]);
+    EXPECT_EQ(h.posted[2], &w[4]);
+    EXPECT_EQ(h.core.stats().timeouts, 3u) << "the served and the cancelled waiters never time out";
+}
+
+TEST(core, deadline_after_saturates_at_the_ends_of_the_clock) {
+    const time_point now = time_point{} + 1h;
+    EXPECT_EQ(deadline_after(now, 1s), now + 1s);
+    EXPECT_EQ(deadline_after(now, -1s), now - 1s);
+    EXPECT_EQ(deadline_after(now, duration::zero()), now);
+    EXPECT_EQ(deadline_after(now, duration::max()), time_point::max()) << "now + duration::max() overflows";
+    EXPECT_EQ(deadline_after(now, duration::min()), now + duration::min()) << "fits: no saturation";
+    EXPECT_EQ(deadline_after(time_point{} - 1h, duration::min()), time_point::min());
+    EXPECT_EQ(deadline_after(time_point::max() - 1s, 2s), time_point::max());
+    EXPECT_EQ(deadline_after(time_point::max() - 2s, 1s), time_point::max() - 1s)
+        << "no saturation below the end";
+    EXPECT_EQ(deadline_after(time_point::min() + 1s, -2s), time_point::min());
+}
+
+TEST(core, an_absolute_deadline_times_out_the_waiter_at_that_instant) {
+    harness h(cfg(1, 1, 1));
+    h.prewarm();
+    ASSERT_NE(h.take().r, nullptr);
+    waiter w;
+    const time_point at = h.now + 25ms;
+    ASSERT_EQ(h.park_until(w, at), status::ok);
+    EXPECT_EQ(h.core.next_deadline(), at);
+    h.advance(24ms);
+    EXPECT_TRUE(h.posted.empty());
+    h.advance(1ms);
+    ASSERT_EQ(h.posted.size(), 1u);
+    EXPECT_EQ(h.run_next().st, status::timeout);
+}
+
+TEST(core, a_deadline_that_is_not_after_now_times_out_at_once_when_nothing_is_free) {
+    harness h(cfg(1, 1, 1));
+    h.prewarm();
+    ASSERT_NE(h.take().r, nullptr);
+    waiter now_w, past_w;
+    EXPECT_EQ(h.park_until(now_w, h.now), status::timeout);
+    EXPECT_EQ(h.park_until(past_w, h.now - 1s), status::timeout);
+    EXPECT_EQ(h.core.waiting(), 0u) << "neither waiter parked";
+    EXPECT_EQ(h.core.stats().timeouts, 2u);
+    EXPECT_EQ(h.core.stats().waits, 0u);
+}
+
+TEST(core, a_timeout_of_duration_max_waits_as_long_as_it_takes) {
+    harness h(cfg(1, 1, 1));
+    h.prewarm();
+    auto r = h.take().r;
+    waiter w;
+    ASSERT_EQ(h.park(w, duration::max()), status::ok) << "now + duration::max() must not wrap to the past";
+    EXPECT_EQ(h.core.next_deadline(), time_point::max());
+    h.advance(24h * 365 * 100);
+    EXPECT_TRUE(h.posted.empty()) << "a hundred years later it still waits";
+    h.release(r);
+    EXPECT_EQ(h.run_next().r, r);
+    EXPECT_EQ(h.core.stats().timeouts, 0u);
+}
+
+TEST(core, a_deadline_of_time_point_max_never_expires_before_the_end_of_the_clock) {
+    harness h(cfg(1, 1, 1));
+    h.prewarm();
+    auto r = h.take().r;
+    waiter a, b;
+    ASSERT_EQ(h.park_until(a, time_point::max()), status::ok);
+    ASSERT_EQ(h.park_until(b, h.now + 1s), status::ok);
+    EXPECT_EQ(h.core.next_deadline(), h.now + 1s);
+    effects fx;
+    h.core.expire(time_point::max() - 1ns, fx);
+    h.apply(fx);
+    ASSERT_EQ(h.posted.size(), 1u);
+    EXPECT_EQ(h.posted.front(), &b);
+    EXPECT_EQ(h.run_next().st, status::timeout);
+    EXPECT_EQ(h.core.next_deadline(), time_point::max());
+    h.release(r);
+    EXPECT_EQ(h.run_next().r, r) << "the waiter with the endless deadline is still served";
+}
+
+TEST(core, retry_after_a_rejection_keeps_the_deadline_the_waiter_parked_with) {
+    config c = cfg(1, 1, 1);
+    c.confirm_takes = true;
+    harness h(c);
+    h.prewarm();
+    auto r = h.take().r;
+    waiter w;
+    const time_point deadline = h.now + 100ms;
+    ASSERT_EQ(h.park_until(w, deadline), status::ok);
+    h.release(r);
+    auto t = h.run_next();
+    ASSERT_EQ(t.r, r);
+    EXPECT_FALSE(h.core.next_deadline()) << "a served waiter leaves the deadline heap";
+    effects fx;
+    h.core.reject(r, fx);  // before_acquire said no; the replacement is being created
+    h.apply(fx);
+    h.now += 40ms;
+    EXPECT_EQ(h.core.retry(w, h.now, fx).r, nullptr);
+    h.apply(fx);
+    EXPECT_EQ(h.core.next_deadline(), deadline) << "re-parked with its own deadline, not now + a timeout";
+    h.advance(60ms);
+    ASSERT_EQ(h.posted.size(), 1u);
+    EXPECT_EQ(h.run_next().st, status::timeout);
+}
+
+TEST(core, retry_after_the_deadline_has_passed_times_out_at_once) {
+    config c = cfg(1, 1, 1);
+    c.confirm_takes = true;
+    harness h(c);
+    h.prewarm();
+    auto r = h.take().r;
+    waiter w;
+    ASSERT_EQ(h.park(w, 100ms), status::ok);
+    h.release(r);
+    ASSERT_EQ(h.run_next().r, r);
+    effects fx;
+    h.core.reject(r, fx);
+    h.apply(fx);
+    auto t = h.core.retry(w, h.now + 100ms, fx);
+    h.apply(fx);
+    EXPECT_EQ(t.st, status::timeout);
+    EXPECT_EQ(h.core.waiting(), 0u);
+    EXPECT_FALSE(h.core.next_deadline());
 }
 
 TEST(core, max_waiters_sheds_load_with_exhausted) {

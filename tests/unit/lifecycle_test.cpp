@@ -205,6 +205,33 @@ TEST(lifecycle, acquire_ttl_reports_a_leak_once_and_again_when_it_returns) {
     EXPECT_EQ(h.core.stats().leaks, 1u);
 }
 
+TEST(lifecycle, an_acquire_ttl_of_duration_max_never_reports_a_leak) {
+    config c = cfg(1, 1);
+    c.acquire_ttl = duration::max();  // "a very long time": leased_at + acquire_ttl must not wrap
+    rig h(c);
+    h.warm();
+    auto r = h.core.try_take().r;
+    ASSERT_NE(r, nullptr);
+    h.tick(24h * 365);
+    EXPECT_TRUE(h.leaks.empty());
+    h.release(r);
+    EXPECT_TRUE(h.returned.empty());
+}
+
+TEST(lifecycle, an_idle_ttl_of_duration_max_never_evicts) {
+    config c = cfg(0, 1);
+    c.idle_ttl = duration::max();  // idle_since + idle_ttl must not wrap
+    rig h(c);
+    effects fx;
+    ASSERT_TRUE(h.core.begin_inline_creation());
+    auto r = h.make();
+    ASSERT_EQ(h.core.inline_created(r, fx), status::ok);
+    h.release(r);
+    h.tick(24h * 365);
+    EXPECT_TRUE(h.destroyed.empty());
+    EXPECT_EQ(h.core.idle(), 1u);
+}
+
 TEST(lifecycle, validation_on_borrow_only_for_resources_idle_past_the_threshold) {
     config c = cfg(1, 1);
     c.confirm_takes = true;
@@ -260,6 +287,31 @@ TEST(lifecycle, creation_backoff_doubles_caps_and_resets_on_success) {
     h.apply(fx);
     EXPECT_EQ(h.retries.back(), 10ms) << "a success resets the back-off";
     EXPECT_EQ(h.core.stats().creation_retries, 5u);
+}
+
+TEST(lifecycle, creation_backoff_with_an_unbounded_cap_saturates_instead_of_overflowing) {
+    config c = cfg(0, 4);
+    c.max_concurrent_creations = 1;
+    c.retry_initial = 1h;
+    c.retry_max = duration::max();  // no cap: doubling must stop at the largest duration, not wrap
+    rig h(c);
+    std::vector<waiter> ws(80);
+    effects fx;
+    for (auto& w : ws) ASSERT_EQ(h.core.park(w, h.now, std::nullopt, fx), status::ok);
+    h.apply(fx);
+    for (int i = 0; i < 70; ++i) {
+        ASSERT_EQ(h.creates, 1);
+        --h.creates;
+        h.core.creation_failed(fx);
+        h.apply(fx);
+        h.core.backoff_elapsed(fx);
+        h.apply(fx);
+    }
+    ASSERT_EQ(h.retries.size(), 70u);
+    for (std::size_t i = 1; i < h.retries.size(); ++i)
+        ASSERT_GE(h.retries[i], h.retries[i - 1]) << "failure " << i << ": the delay never shrinks";
+    EXPECT_EQ(h.retries.front(), 1h);
+    EXPECT_EQ(h.retries.back(), duration::max());
 }
 
 TEST(lifecycle, backoff_without_waiters_does_not_retry_until_demand_or_floor) {

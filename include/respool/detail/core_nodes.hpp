@@ -49,18 +49,15 @@ enum class waiter_state : std::uint8_t {
 struct waiter {
     waiter* prev = nullptr;  // FIFO queue links (parked only)
     waiter* next = nullptr;
-    waiter* dprev = nullptr;  // deadline lane links (parked or reserved, with a deadline)
-    waiter* dnext = nullptr;
-    time_point deadline{};
-    duration span{};  // the timeout that set the deadline: selects the deadline lane
+    time_point deadline{};  // absolute; time_point::max() means "a very long time", never an overflow
     std::uint64_t seq = 0;  // arrival order, kept across a re-park after a rejected resource
-    std::uint32_t lane = no_lane;
+    std::uint32_t heap_index = not_in_heap;  // slot in the deadline heap (pending, with a deadline)
     waiter_state state = waiter_state::none;
     status result = status::ok;
     bool has_deadline = false;
     bool counted_wait = false;  // `waits` counts each acquire once, however often it parks
 
-    static constexpr std::uint32_t no_lane = 0xffffffffu;
+    static constexpr std::uint32_t not_in_heap = 0xffffffffu;
 };
 
 }  // namespace respool::core
