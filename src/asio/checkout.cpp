@@ -113,16 +113,14 @@ void pool_impl::start_acquire(acquire_op_base* op) noexcept {
             if (op->timeout || op->deadline || opts_.record_timings || s_->obs) {
                 const auto t0 = now();
                 op->started = t0;  // before park: once parked, another thread may complete the op
-                if (op->timeout && !op->deadline) op->deadline = time_after(t0, *op->timeout);
+                if (op->timeout && !op->deadline) op->deadline = core::deadline_after(t0, *op->timeout);
                 s_->core.set_now(t0);
             }
             t = s_->core.try_take();
             if (t.st == core::status::ok && !t.r) {
                 expired = op->deadline && *op->deadline <= op->started;
                 if (!expired) {
-                    std::optional<duration> left;
-                    if (op->deadline) left = *op->deadline - op->started;
-                    st = s_->core.park(*op, op->started, left, fx);
+                    st = s_->core.park(*op, op->started, op->deadline, fx);
                     if (st == core::status::ok && op->deadline) s_->rearm();
                 }
             }

@@ -58,7 +58,7 @@ void pool_impl::stamp_new(resource_node* n) noexcept {
         std::uniform_real_distribution<double> jitter(0.0, 0.025);  // up to 2.5 % earlier
         guard g(*s_);
         const auto life = opts_.max_lifetime - std::chrono::duration_cast<duration>(opts_.max_lifetime * jitter(s_->rng));
-        n->expires_at = time_after(n->created_at, life);
+        n->expires_at = core::deadline_after(n->created_at, life);
     }
 }
 

@@ -86,7 +86,7 @@ struct pool_impl::engine final : pool_clock::alarm {
     // Adds a timer running `f` on the pool's executor after `d` (lock held). Timer callbacks run from
     // on_alarm, which holds a reference to the pool: they may capture the pool_impl.
     timer_list::handle schedule(duration d, timer_list::callback f) {
-        auto h = timers.add(time_after(clock->now(), d), std::move(f));
+        auto h = timers.add(core::deadline_after(clock->now(), d), std::move(f));
         rearm();
         return h;
     }

@@ -57,11 +57,4 @@ private:
     std::uint64_t last_id_ = 0;
 };
 
-// now + d without overflow: a huge duration means "a very long time", not a time in the past.
-inline pool_clock::time_point time_after(pool_clock::time_point now, pool_clock::duration d) noexcept {
-    if (d <= pool_clock::duration::zero()) return now;
-    if (now.time_since_epoch() > pool_clock::duration::max() - d) return pool_clock::time_point::max();
-    return now + d;
-}
-
 }  // namespace respool::detail
