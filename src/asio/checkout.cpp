@@ -7,8 +7,19 @@ namespace respool::detail {
 // ---- acquire ---------------------------------------------------------------------------------
 
 // The synchronous verdict of one check stage on a taken resource (true = lend it).
+namespace {
+bool validating(pool_impl::stage at) noexcept {
+    return at == pool_impl::stage::validate || at == pool_impl::stage::validate_only;
+}
+}  // namespace
+
 bool pool_impl::check_inline(stage at, resource_node* n) noexcept {
-    return check(at == stage::validate ? check_kind::validate : check_kind::before_acquire, *n, hook_reason::on_borrow);
+    return check(validating(at) ? check_kind::validate : check_kind::before_acquire, *n, hook_reason::on_borrow);
+}
+
+// The stage after `at` passed.
+pool_impl::stage pool_impl::next_stage(stage at) const noexcept {
+    return at == stage::validate && before_acquire_ != hook_mode::none ? stage::before_acquire : stage::done;
 }
 
 hook_context pool_impl::context_of(const resource_node& n, hook_reason why) const noexcept {
@@ -73,8 +84,8 @@ resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location
         if (!t.r) return nullptr;
         auto* n = static_cast<resource_node*>(t.r);
         if (s_->core.cfg().confirm_takes) {  // synchronous checks only here (inline_ok_)
-            const bool ok = t.fresh || ((!t.validate || check_inline(stage::validate, n)) &&
-                                        (before_acquire_ == hook_mode::none || check_inline(stage::before_acquire, n)));
+            const bool ok = (!t.validate || check_inline(stage::validate, n)) &&
+                            (t.fresh || before_acquire_ == hook_mode::none || check_inline(stage::before_acquire, n));
             core::effects fx;
             core::status st = core::status::ok;
             {
@@ -94,9 +105,11 @@ resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location
     }
 }
 
-// Where the checks on the way out start: none for a fresh resource, validation when it idled too long.
+// Where the checks on the way out start: validation when it idled too long, then before_acquire
+// unless it was never lent.
 pool_impl::stage first_stage(const core::pool_core::take_result& t) noexcept {
-    return t.fresh ? pool_impl::stage::done : t.validate ? pool_impl::stage::validate : pool_impl::stage::before_acquire;
+    if (t.validate) return t.fresh ? pool_impl::stage::validate_only : pool_impl::stage::validate;
+    return t.fresh ? pool_impl::stage::done : pool_impl::stage::before_acquire;
 }
 
 void pool_impl::start_acquire(acquire_op_base* op) noexcept {
@@ -181,12 +194,12 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
         if (at == stage::before_acquire && before_acquire_ == hook_mode::none) at = stage::done;
         bool ok = true;
         while (at != stage::done) {
-            const hook_mode mode = at == stage::validate ? validate_ : before_acquire_;
+            const hook_mode mode = validating(at) ? validate_ : before_acquire_;
             if (mode == hook_mode::async) {
                 std::shared_ptr<hook_run> run;
                 try {
                     guard g(*s_);
-                    run = begin_run_locked(at == stage::validate ? run_kind::validate : run_kind::before_acquire, n,
+                    run = begin_run_locked(validating(at) ? run_kind::validate : run_kind::before_acquire, n,
                                            opts_.check_timeout);
                     run->op = op;
                     run->ctx = context_of(*n, hook_reason::on_borrow);
@@ -200,7 +213,7 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
                     break;
                 }
                 try {
-                    hooks_->check_async(at == stage::validate ? check_kind::validate : check_kind::before_acquire, *n,
+                    hooks_->check_async(validating(at) ? check_kind::validate : check_kind::before_acquire, *n,
                                         run->ctx, ex_, run->signal.slot(),
                                         [self = op->impl, run, at](bool pass) { self->check_done(run, pass, at); });
                 } catch (...) {
@@ -210,7 +223,7 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
             }
             ok = check_inline(at, n);
             if (!ok) break;
-            at = at == stage::validate && before_acquire_ != hook_mode::none ? stage::before_acquire : stage::done;
+            at = next_stage(at);
         }
         if (ok && !s_->core.cfg().confirm_takes) {  // no checks configured: lend it as it is
             hand_out(n, op->where, op);
@@ -282,9 +295,7 @@ void pool_impl::check_done(const std::shared_ptr<hook_run>& run, bool ok, stage 
         apply(fx);
         return after_change();
     }
-    if (ok && at == stage::validate && before_acquire_ != hook_mode::none)
-        return handle_taken(op, n, true, stage::before_acquire);
-    if (ok) return handle_taken(op, n, true, stage::done);
+    if (ok) return handle_taken(op, n, true, next_stage(at));
     core::pool_core::take_result t;
     {
         guard g(*s_);

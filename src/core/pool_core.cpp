@@ -21,7 +21,7 @@ const char* to_string(destroy_reason r) noexcept {
 pool_core::pool_core(const config& cfg) : cfg_(cfg), idle_(cfg.min < 8 ? 8 : cfg.min) {
     assert(cfg.max >= 1 && cfg.min <= cfg.max && cfg.max_concurrent_creations >= 1);
     cfg_.track_leases = cfg.acquire_ttl > duration::zero();
-    cfg_.stamp_idle = cfg.idle_ttl > duration::zero() || cfg.validate_on_borrow;
+    cfg_.stamp_idle = cfg.stamp_idle || cfg.idle_ttl > duration::zero() || cfg.validate_on_borrow;
     refresh_fast_paths();
 }
 
@@ -114,9 +114,13 @@ pool_core::take_result pool_core::lend(resource* r) noexcept {
     }
     take_result t{status::ok, r, false, false};
     if (cfg_.confirm_takes) {  // only the checks care whether it is fresh or idled long
+        // A resource never lent skips before_acquire (SPEC §1.1): a rejection then can only destroy
+        // resources that served before, so a hook that always says no cannot make a take create and
+        // reject forever. Validation depends on idle time alone: a pre-warmed resource that idled for
+        // an hour is pinged, one created for this take (idle 0) is not.
         t.fresh = r->fresh;
         r->fresh = false;
-        t.validate = !t.fresh && cfg_.validate_on_borrow && now_ - r->idle_since > cfg_.validate_after;
+        t.validate = cfg_.validate_on_borrow && now_ - r->idle_since > cfg_.validate_after;
     }
     return t;
 }
@@ -310,8 +314,7 @@ void pool_core::creation_succeeded(resource* r, effects& fx) {
     floor_blocked_ = false;
     failures_in_row_ = 0;
     r->idle_since = now_;
-    r->fresh = fifo_.head != nullptr;  // made for a waiter: its first lend skips the checks; a pre-warmed
-                                        // or floor resource may idle for long and is checked like any other
+    r->fresh = true;  // never lent: before_acquire skips it (validation still looks at its idle time)
     idle_.push_back(r);
     reserve_for_parked(fx);
     maybe_create(fx);

@@ -91,7 +91,7 @@ public:
         status st = status::ok;
         resource* r = nullptr;  // ok + nullptr: nothing free (park, or create inline)
         bool validate = false;  // idle past validate_after: check it before handing it out
-        bool fresh = false;     // never lent before (created for this take): no checks
+        bool fresh = false;     // never lent before: before_acquire skips it
     };
 
     // Steps 1-3 of SPEC §1.2 for a newcomer. Never takes a reserved place.

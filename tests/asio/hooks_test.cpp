@@ -258,3 +258,29 @@ TEST(observers, histograms_carry_the_sum_of_what_they_recorded) {
     EXPECT_EQ(s.wait_time.total(), 2u);
     EXPECT_EQ(s.wait_time.sum, std::chrono::nanoseconds(100ms)) << "the immediate take adds nothing";
 }
+
+// Adversary D2: a before_acquire that always says no, with a floor of resources to keep (min): every
+// rejection makes the pool create a replacement, and when that replacement was checked too, a single
+// try_acquire created and rejected forever. A resource never lent skips before_acquire (SPEC §1.1), so
+// the call ends with the replacement.
+TEST(hooks, a_before_acquire_that_always_says_no_cannot_make_one_acquire_loop) {
+    fixture f;
+    auto h = test::counting_hooks(f.t);
+    h.before_acquire = [](conn&) { return false; };
+    auto o = f.options();
+    o.min = 1;
+    pool<conn> p(f.io.get_executor(), o, std::move(h));
+    auto first = p.try_acquire();
+    ASSERT_TRUE(first) << "the pre-warmed one, never lent: not checked";
+    first.release();
+    auto second = p.try_acquire();  // the only idle one was lent before: rejected, then replaced
+    ASSERT_TRUE(second);
+    EXPECT_EQ(second->id, 2);
+    EXPECT_EQ(p.stats().rejected, 1u);
+    second.release();
+    auto third = f.acquire(p);  // the same through async_acquire
+    ASSERT_TRUE(third);
+    EXPECT_EQ(third->id, 3);
+    EXPECT_EQ(p.stats().rejected, 2u);
+    EXPECT_LE(f.t->created.load(), 3);
+}

@@ -248,6 +248,13 @@ TEST(pool, before_acquire_rejection_destroys_and_tries_the_next_place) {
     auto h = test::counting_hooks(t);
     h.before_acquire = [](conn& c) { return c.id != 1; };
     pool<conn> p(io.get_executor(), {.min = 2, .max = 2}, std::move(h));
+    {  // lend both once: before_acquire never runs on a resource that was never lent
+        auto a = p.try_acquire();
+        auto b = p.try_acquire();
+        ASSERT_TRUE(a && b);
+        a.release();  // idle order: 1, then 2
+        b.release();
+    }
     int got = 0;
     p.async_acquire([&](error_code ec, lease<conn> l) {
         ASSERT_FALSE(ec);
@@ -256,7 +263,7 @@ TEST(pool, before_acquire_rejection_destroys_and_tries_the_next_place) {
     io.run();
     EXPECT_EQ(got, 2);
     EXPECT_EQ(p.stats().rejected, 1u);
-    EXPECT_EQ(p.stats().acquires, 1u);
+    EXPECT_EQ(p.stats().acquires, 3u);
 }
 
 TEST(pool, before_release_false_marks_broken_and_reports_failure) {
@@ -328,10 +335,14 @@ TEST(pool, coroutine_factory_and_hooks_work_and_wait_ready_reports_prewarm) {
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-            // Pre-warmed resources idle in the pool, so before_acquire checks them (a resource created
-            // while a waiter is parked would be fresh and skip it).
+            // before_acquire never runs on a resource that was never lent: lend the pre-warmed three
+            // once, then the next round is checked.
             auto [ec] = co_await p.async_wait_ready(asio::as_tuple(asio::use_awaitable));
             ready = ec;
+            {
+                std::vector<lease<conn>> first;
+                for (int i = 0; i < 3; ++i) first.push_back(co_await p.async_acquire(asio::use_awaitable));
+            }
             for (int i = 0; i < 3; ++i) {
                 auto l = co_await p.async_acquire(asio::use_awaitable);
                 ids.push_back(l->id);

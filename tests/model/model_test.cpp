@@ -28,6 +28,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 using namespace respool::core;
@@ -135,9 +136,8 @@ struct model {
             if (validate) *validate = false;
             return {status::ok, r};
         }
-        const bool fresh = res[r].fresh;
         res[r].fresh = false;
-        if (validate) *validate = !fresh && cfg.validate_on_borrow && clock_now - res[r].idle_since > cfg.validate_after;
+        if (validate) *validate = cfg.validate_on_borrow && clock_now - res[r].idle_since > cfg.validate_after;
         return {status::ok, r};
     }
     void unlend(int r) {
@@ -352,7 +352,7 @@ struct model {
         floor_blocked = false;
         failures_in_row = 0;
         res[r].idle_since = clock_now;
-        res[r].fresh = !parked.empty();
+        res[r].fresh = true;
         idle.push_back(r);
         reserve_for_parked();
         maybe_create();
@@ -707,6 +707,13 @@ private:
         model_.w[static_cast<std::size_t>(s)] = model::mw{};
     }
 
+    // An independent oracle for the fresh flag (before_acquire skips it): never lent before, by the
+    // harness's own record of what it took. Only reported when checks are configured.
+    bool fresh_flag_right(const pool_core::take_result& t) {
+        if (!cfg_.confirm_takes) return true;
+        return t.fresh == ever_lent_.insert(id_of(t.r)).second;
+    }
+
     // A taken resource goes through before_acquire when the pool has one.
     void after_take(int s, int id, bool fresh_waiter) {
         if (!cfg_.confirm_takes) {
@@ -730,6 +737,7 @@ private:
             auto t = core_.retry(waiters_[s], now_, fx);
             auto mt = model_.retry(s, now_);
             if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("retry differs"));
+            if (t.r && !fresh_flag_right(t)) return void(err("fresh flag is not 'never lent before'"));
             settle(fx);
             if (t.r) {
                 newcomer_took_a_place();  // a retry takes like a newcomer: never a reserved place
@@ -782,6 +790,7 @@ private:
         auto mt = model_.try_take(&mv);
         if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("try_take differs"));
         if (t.r && t.validate != mv) return void(err("validate flag differs"));
+        if (t.r && !fresh_flag_right(t)) return void(err("fresh flag is not 'never lent before'"));
         if (t.r && fast_declined) return void(err("take_fast declined a plain take that try_take then made"));
         check();
         if (t.r) {
@@ -827,6 +836,7 @@ private:
         auto t = core_.try_take();
         auto mt = model_.try_take();
         if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("try_take differs"));
+        if (t.r && !fresh_flag_right(t)) return void(err("fresh flag is not 'never lent before'"));
         if (t.r) {
             newcomer_took_a_place();
             return after_take(s, mt.second, true);
@@ -846,6 +856,7 @@ private:
             return complete(s);
         }
         int id = new_resource();
+        ever_lent_.insert(id);  // lent by inline_created itself
         status cs = core_.inline_created(resource_of(id), fx);
         if (cs != model_.inline_created(id)) return void(err("inline_created differs"));
         settle(fx);
@@ -929,6 +940,7 @@ private:
         auto mt = model_.resume(s, &mv);
         if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("resume differs"));
         if (t.r && t.validate != mv) return void(err("validate flag differs"));
+        if (t.r && !fresh_flag_right(t)) return void(err("fresh flag is not 'never lent before'"));
         settle(fx);
         if (t.r) {
             if (!woken_with_place_[s])
@@ -1089,6 +1101,7 @@ private:
     std::vector<slot> slot_state_;
     std::vector<int> completions_, starts_;
     std::deque<int> posted_;
+    std::unordered_set<int> ever_lent_;
     int pending_creates_ = 0;
     bool retry_pending_ = false;
     bool lifetimes_ = false;

@@ -165,7 +165,8 @@ public:
 
     struct engine;  // core, lock, timers (src/asio/pool_impl.cpp)
 
-    enum class stage : std::uint8_t { validate, before_acquire, done };
+    // The checks on the way out: validation (then before_acquire, unless the resource was never lent).
+    enum class stage : std::uint8_t { validate, validate_only, before_acquire, done };
 
 private:
     void handle_taken(acquire_op_base* op, resource_node* n, bool post, stage from) noexcept;
@@ -184,6 +185,7 @@ private:
     void on_alarm() noexcept;
     void close_grace_over(std::uint64_t key) noexcept;
     bool check_inline(stage at, resource_node* n) noexcept;  // sync verdict of a stage (true = pass)
+    [[nodiscard]] stage next_stage(stage at) const noexcept;
     void hand_out(resource_node* n, const std::source_location& where, const acquire_op_base* op) noexcept;
     void housekeep_tick() noexcept;
     void arm_housekeeping() noexcept;
