@@ -2,12 +2,32 @@
 // resource. A lease may outlive the pool object: its release then destroys the resource.
 #pragma once
 
-#include <respool/detail/pool_impl.hpp>
+#include <respool/detail/pool_handle.hpp>
 
 #include <cassert>
 #include <utility>
 
 namespace respool {
+template <class T>
+class lease;
+}
+
+namespace respool {
+
+namespace detail {
+// The library's way to wrap a resource it lends, and (the C ABI) to take it back out of a lease.
+struct lease_access {
+    template <class T>
+    static lease<T> adopt(pool_impl* impl, resource_node* node) noexcept {
+        return lease<T>(impl, node);
+    }
+    template <class T>
+    static resource_node* detach(lease<T>& l) noexcept {
+        l.impl_ = nullptr;
+        return std::exchange(l.node_, nullptr);
+    }
+};
+}  // namespace detail
 
 template <class T>
 class lease {
@@ -48,16 +68,8 @@ public:
     }
 
 private:
+    friend struct detail::lease_access;
     lease(detail::pool_impl* impl, detail::resource_node* node) noexcept : impl_(impl), node_(node) {}
-
-public:
-    // For the library's own operation states: wraps a resource the pool has just lent.
-    static lease adopt(detail::pool_impl* impl, detail::resource_node* node) noexcept { return {impl, node}; }
-    // For the library's adapters (the C ABI): gives the node up without returning it to the pool.
-    detail::resource_node* detach_node() noexcept {
-        impl_ = nullptr;
-        return std::exchange(node_, nullptr);
-    }
 
 private:
     detail::pool_impl* impl_ = nullptr;

@@ -1,7 +1,7 @@
 // respool::pool<T>: an asynchronous resource pool on Boost.Asio (SPEC.md §1).
 //
 //   respool::pool<conn> p(io.get_executor(), {.min = 2, .max = 16}, {.factory = [] { return conn{}; }});
-//   auto lease = co_await p.async_acquire(asio::use_awaitable);    // or a callback, use_future, deferred
+//   auto lease = co_await p.async_acquire(boost::asio::use_awaitable);    // or a callback, use_future, deferred
 //   lease->query("...");                                           // returned when `lease` dies
 //
 // Every asynchronous operation documents: handler signature, the executor it completes on (never
@@ -9,7 +9,7 @@
 #pragma once
 
 #include <respool/circuit_breaker.hpp>
-#include <respool/detail/pool_impl.hpp>
+#include <respool/detail/pool_handle.hpp>
 #include <respool/error.hpp>
 #include <respool/hooks.hpp>
 #include <respool/lease.hpp>
@@ -38,8 +38,6 @@
 #include <stdexcept>
 
 namespace respool {
-
-namespace asio = boost::asio;
 
 namespace detail {
 
@@ -90,15 +88,15 @@ public:
             return nullptr;
         }
     }
-    void create_async(const asio::any_io_executor& ex, asio::cancellation_slot stop, create_done done) override {
+    void create_async(const boost::asio::any_io_executor& ex, boost::asio::cancellation_slot stop, create_done done) override {
         // The result is owned until the pool takes it: a completion destroyed unrun (its io_context
         // torn down) frees the value instead of leaking it. The factory lives in the pool, which the
         // completion keeps alive.
         using owned = std::unique_ptr<typed_node<T>>;
         auto& f = hook_access::async(h_.factory);
-        asio::co_spawn(
-            ex, [&f]() -> asio::awaitable<owned> { co_return std::make_unique<typed_node<T>>(co_await f()); },
-            asio::bind_cancellation_slot(stop, [done = std::move(done)](std::exception_ptr e, owned n) {
+        boost::asio::co_spawn(
+            ex, [&f]() -> boost::asio::awaitable<owned> { co_return std::make_unique<typed_node<T>>(co_await f()); },
+            boost::asio::bind_cancellation_slot(stop, [done = std::move(done)](std::exception_ptr e, owned n) {
                 if (e) done(error_of(e), e, nullptr);
                 else done({}, nullptr, n.release());
             }));
@@ -110,10 +108,10 @@ public:
             return false;  // hook errors other than the factory's become "no"
         }
     }
-    void check_async(check_kind k, resource_node& n, const hook_context& ctx, const asio::any_io_executor& ex,
-                     asio::cancellation_slot stop, check_done done) override {
-        asio::co_spawn(ex, hook_access::async(pick(k))(static_cast<typed_node<T>&>(n).value, ctx),
-                       asio::bind_cancellation_slot(
+    void check_async(check_kind k, resource_node& n, const hook_context& ctx, const boost::asio::any_io_executor& ex,
+                     boost::asio::cancellation_slot stop, check_done done) override {
+        boost::asio::co_spawn(ex, hook_access::async(pick(k))(static_cast<typed_node<T>&>(n).value, ctx),
+                       boost::asio::bind_cancellation_slot(
                            stop, [done = std::move(done)](std::exception_ptr e, bool ok) { done(!e && ok); }));
     }
     bool destroy(resource_node* n) noexcept override {
@@ -150,8 +148,8 @@ private:
 
 // True when a handler completes on the pool's own executor (then the pool's ready queue serves it).
 template <class E>
-bool same_executor(const E& a, const asio::any_io_executor& b) noexcept {
-    if constexpr (std::is_same_v<E, asio::any_io_executor>) return a == b;
+bool same_executor(const E& a, const boost::asio::any_io_executor& b) noexcept {
+    if constexpr (std::is_same_v<E, boost::asio::any_io_executor>) return a == b;
     else return false;
 }
 
@@ -161,15 +159,15 @@ bool same_executor(const E& a, const asio::any_io_executor& b) noexcept {
 template <class T, class Handler>
 class acquire_op final : public acquire_op_base {
 public:
-    using executor_type = asio::associated_executor_t<Handler, asio::any_io_executor>;
-    using work_type = std::decay_t<decltype(asio::prefer(std::declval<const executor_type&>(),
-                                                         asio::execution::outstanding_work.tracked,
-                                                         asio::execution::blocking.never))>;
+    using executor_type = boost::asio::associated_executor_t<Handler, boost::asio::any_io_executor>;
+    using work_type = std::decay_t<decltype(boost::asio::prefer(std::declval<const executor_type&>(),
+                                                         boost::asio::execution::outstanding_work.tracked,
+                                                         boost::asio::execution::blocking.never))>;
     using alloc_type = typename std::allocator_traits<
-        asio::associated_allocator_t<Handler, asio::recycling_allocator<void>>>::template rebind_alloc<acquire_op>;
+        boost::asio::associated_allocator_t<Handler, boost::asio::recycling_allocator<void>>>::template rebind_alloc<acquire_op>;
 
     static acquire_op* create(Handler&& h, std::shared_ptr<pool_impl> owner, std::optional<duration> limit) {
-        alloc_type a(asio::get_associated_allocator(h, asio::recycling_allocator<void>()));
+        alloc_type a(boost::asio::get_associated_allocator(h, boost::asio::recycling_allocator<void>()));
         acquire_op* p = std::allocator_traits<alloc_type>::allocate(a, 1);
         try {
             new (p) acquire_op(std::move(h), std::move(owner), limit);
@@ -181,29 +179,30 @@ public:
     }
 
     void install_cancellation() {
-        auto slot = asio::get_associated_cancellation_slot(handler_);
+        auto slot = boost::asio::get_associated_cancellation_slot(handler_);
         if (slot.is_connected()) slot.template emplace<canceller>(this);
     }
 
 private:
     struct canceller {
         acquire_op_base* op;
-        void operator()(asio::cancellation_type t) const {
-            if (!!(t & (asio::cancellation_type::terminal | asio::cancellation_type::partial |
-                        asio::cancellation_type::total)))
-                op->impl->cancel(op);
+        void operator()(boost::asio::cancellation_type t) const {
+            if (!!(t & (boost::asio::cancellation_type::terminal | boost::asio::cancellation_type::partial |
+                        boost::asio::cancellation_type::total)))
+                cancel(*op->impl, op);
         }
     };
 
     acquire_op(Handler&& h, std::shared_ptr<pool_impl> owner, std::optional<duration> limit)
         : handler_(std::move(h)),
-          work_(asio::prefer(asio::get_associated_executor(handler_, owner->executor()),
-                             asio::execution::outstanding_work.tracked, asio::execution::blocking.never)) {
-        this->direct = same_executor(asio::get_associated_executor(handler_, owner->executor()), owner->executor());
+          work_(boost::asio::prefer(boost::asio::get_associated_executor(handler_, executor_of(*owner)),
+                             boost::asio::execution::outstanding_work.tracked, boost::asio::execution::blocking.never)) {
+        this->direct = same_executor(boost::asio::get_associated_executor(handler_, executor_of(*owner)), executor_of(*owner));
         this->impl = std::move(owner);
         this->timeout = limit;
         this->complete = &do_complete;
         this->post_resume = &do_post_resume;
+        init_waiter(*this);
     }
 
     static void do_complete(acquire_op_base* base, error_code ec, resource_node* n, bool post) {
@@ -212,22 +211,22 @@ private:
             self->diag->error = self->create_exception;
             self->diag->message = exception_message(self->create_exception, ec);
         }
-        auto slot = asio::get_associated_cancellation_slot(self->handler_);
+        auto slot = boost::asio::get_associated_cancellation_slot(self->handler_);
         if (slot.is_connected()) slot.clear();
         Handler h(std::move(self->handler_));
         work_type work(std::move(self->work_));
         std::shared_ptr<pool_impl> impl = std::move(self->impl);
-        alloc_type a(asio::get_associated_allocator(h, asio::recycling_allocator<void>()));
+        alloc_type a(boost::asio::get_associated_allocator(h, boost::asio::recycling_allocator<void>()));
         self->~acquire_op();
         std::allocator_traits<alloc_type>::deallocate(a, self, 1);  // freed before the upcall
-        lease<T> l = n ? lease<T>::adopt(impl.get(), n) : lease<T>{};
-        if (post) asio::post(work, asio::append(std::move(h), ec, std::move(l)));
+        lease<T> l = n ? lease_access::adopt<T>(impl.get(), n) : lease<T>{};
+        if (post) boost::asio::post(work, boost::asio::append(std::move(h), ec, std::move(l)));
         else std::move(h)(ec, std::move(l));  // already running on the handler's executor
     }
 
     static void do_post_resume(acquire_op_base* base) {
         auto* self = static_cast<acquire_op*>(base);
-        self->work_.execute([self] { self->impl->resume(self, true); });
+        self->work_.execute([self] { resume(*self->impl, self, true); });
     }
 
     Handler handler_;
@@ -253,29 +252,29 @@ struct initiate_acquire {
     template <class Handler>
     void operator()(Handler&& handler, acquire_request req) const {
         using H = std::decay_t<Handler>;
-        if (impl->can_acquire_inline()) {
+        if (can_acquire_inline(*impl)) {
             error_code ec;
-            resource_node* n = impl->acquire_now(ec, req.where);
+            resource_node* n = acquire_now(*impl, ec, req.where);
             if (n || ec) {  // decided now; completes through the handler's executor, never inline
-                auto ex = asio::get_associated_executor(handler, impl->executor());
-                lease<T> l = n ? lease<T>::adopt(impl, n) : lease<T>{};
-                if (same_executor(ex, impl->executor())) {
-                    impl->post_executor().execute(
+                auto ex = boost::asio::get_associated_executor(handler, executor_of(*impl));
+                lease<T> l = n ? lease_access::adopt<T>(impl, n) : lease<T>{};
+                if (same_executor(ex, executor_of(*impl))) {
+                    post_executor_of(*impl).execute(
                         [h = H(std::forward<Handler>(handler)), ec, l = std::move(l)]() mutable {
                             std::move(h)(ec, std::move(l));
                         });
                 } else {
-                    asio::post(ex, asio::append(std::forward<Handler>(handler), ec, std::move(l)));
+                    boost::asio::post(ex, boost::asio::append(std::forward<Handler>(handler), ec, std::move(l)));
                 }
                 return;
             }
         }
-        auto* op = acquire_op<T, H>::create(H(std::forward<Handler>(handler)), impl->shared_from_this(), req.timeout);
+        auto* op = acquire_op<T, H>::create(H(std::forward<Handler>(handler)), shared_from(*impl), req.timeout);
         op->deadline = req.deadline;
         op->diag = req.diag;
         op->where = req.where;
         op->install_cancellation();
-        impl->start_acquire(op);
+        start_acquire(*impl, op);
     }
 };
 
@@ -284,12 +283,12 @@ struct initiate_signal {
     template <class Handler>
     void operator()(Handler&& handler, bool close, duration grace) const {
         using H = std::decay_t<Handler>;
-        auto ex = asio::get_associated_executor(handler, impl->executor());
-        auto work = asio::prefer(ex, asio::execution::outstanding_work.tracked);
+        auto ex = boost::asio::get_associated_executor(handler, executor_of(*impl));
+        auto work = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
         auto h = std::make_shared<H>(std::forward<Handler>(handler));
-        signal_handler done = [h, work](error_code ec) { asio::post(work, asio::append(std::move(*h), ec)); };
-        if (close) impl->async_close(grace, std::move(done));
-        else impl->async_wait_ready(std::move(done));
+        signal_handler done = [h, work](error_code ec) { boost::asio::post(work, boost::asio::append(std::move(*h), ec)); };
+        if (close) async_close(*impl, grace, std::move(done));
+        else async_wait_ready(*impl, std::move(done));
     }
 };
 
@@ -299,7 +298,7 @@ template <class T>
 class pool {
 public:
     using value_type = T;
-    using executor_type = asio::any_io_executor;
+    using executor_type = boost::asio::any_io_executor;
     using lease_type = lease<T>;
 
     // Validates `opts` (std::invalid_argument naming the option) before anything is created, then
@@ -321,8 +320,8 @@ public:
     // Closes the pool. Leases still out stay valid; their release destroys the resource.
     ~pool() { drop(); }
 
-    [[nodiscard]] executor_type get_executor() const noexcept { return impl_->executor(); }
-    [[nodiscard]] const pool_options& options() const noexcept { return impl_->options(); }
+    [[nodiscard]] executor_type get_executor() const noexcept { return detail::executor_of(*impl_); }
+    [[nodiscard]] const pool_options& options() const noexcept { return detail::options_of(*impl_); }
 
     // Acquire with the pool's default deadline (pool_options::acquire_timeout).
     //  Handler:      void(error_code, lease<T>); the lease is empty exactly when the error is set.
@@ -335,39 +334,39 @@ public:
     //                this acquire failed.
     //  Threads:      from the pool's executor, or any thread with pool_options::thread_safe.
     // `where` (the call site, captured by default) names the acquirer in leak reports.
-    template <class CompletionToken = asio::deferred_t>
+    template <class CompletionToken = boost::asio::deferred_t>
         requires(!std::is_convertible_v<CompletionToken, duration> &&
                  !std::is_convertible_v<CompletionToken, std::chrono::steady_clock::time_point> &&
                  !std::is_same_v<std::decay_t<CompletionToken>, diagnostics>)
     auto async_acquire(CompletionToken&& token = {}, std::source_location where = std::source_location::current()) {
-        return initiate(token, {impl_->options().acquire_timeout, std::nullopt, nullptr, where});
+        return initiate(token, {detail::options_of(*impl_).acquire_timeout, std::nullopt, nullptr, where});
     }
     // As above, with this call's own timeout (overrides the default; zero fails at once when nothing is
     // free now) or absolute deadline on the pool's clock (pool_options::clock; the steady clock by
     // default). Deadlines of any mix of values cost O(log n) each.
-    template <class CompletionToken = asio::deferred_t>
+    template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire(duration timeout, CompletionToken&& token = {},
                        std::source_location where = std::source_location::current()) {
         return initiate(token, {timeout, std::nullopt, nullptr, where});
     }
-    template <class CompletionToken = asio::deferred_t>
+    template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire(std::chrono::steady_clock::time_point deadline, CompletionToken&& token = {},
                        std::source_location where = std::source_location::current()) {
         return initiate(token, {std::nullopt, deadline, nullptr, where});
     }
     // The same three, filling `diag` with the factory's message and error object when the acquire fails
     // because a creation made for it failed. `diag` must outlive the operation.
-    template <class CompletionToken = asio::deferred_t>
+    template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire(diagnostics& diag, CompletionToken&& token = {},
                        std::source_location where = std::source_location::current()) {
-        return initiate(token, {impl_->options().acquire_timeout, std::nullopt, &diag, where});
+        return initiate(token, {detail::options_of(*impl_).acquire_timeout, std::nullopt, &diag, where});
     }
-    template <class CompletionToken = asio::deferred_t>
+    template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire(duration timeout, diagnostics& diag, CompletionToken&& token = {},
                        std::source_location where = std::source_location::current()) {
         return initiate(token, {timeout, std::nullopt, &diag, where});
     }
-    template <class CompletionToken = asio::deferred_t>
+    template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire(std::chrono::steady_clock::time_point deadline, diagnostics& diag,
                        CompletionToken&& token = {}, std::source_location where = std::source_location::current()) {
         return initiate(token, {std::nullopt, deadline, &diag, where});
@@ -383,49 +382,49 @@ public:
     // not_supported when a check on the way out (before_acquire, validation on borrow) is a coroutine.
     lease<T> try_acquire(error_code& ec, std::source_location where = std::source_location::current()) noexcept {
         ec = {};
-        detail::resource_node* n = impl_->take_plain();  // the common case, before the general path
-        if (!n) n = impl_->try_acquire(ec, where);
-        return n ? lease<T>::adopt(impl_.get(), n) : lease<T>{};
+        detail::resource_node* n = detail::take_plain(*impl_);  // the common case, before the general path
+        if (!n) n = detail::try_acquire(*impl_, ec, where);
+        return n ? detail::lease_access::adopt<T>(impl_.get(), n) : lease<T>{};
     }
 
     // Idempotent: waiters fail with closed, idle resources are destroyed, leases die on release.
-    void close() noexcept { impl_->close(); }
+    void close() noexcept { detail::close(*impl_); }
 
     // Closes, then completes once every lease is back and destroyed, or after `grace` with
     // errc::timeout (leases still out die on release). Handler: void(error_code).
-    template <class CompletionToken = asio::deferred_t>
+    template <class CompletionToken = boost::asio::deferred_t>
     auto async_close(duration grace, CompletionToken&& token = {}) {
-        return asio::async_initiate<CompletionToken, void(error_code)>(detail::initiate_signal{impl_.get()},
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(detail::initiate_signal{impl_.get()},
                                                                        token, true, grace);
     }
 
     // Completes when the pre-warm of `min` resources is done, or with the first creation error.
-    template <class CompletionToken = asio::deferred_t>
+    template <class CompletionToken = boost::asio::deferred_t>
     auto async_wait_ready(CompletionToken&& token = {}) {
-        return asio::async_initiate<CompletionToken, void(error_code)>(detail::initiate_signal{impl_.get()},
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(detail::initiate_signal{impl_.get()},
                                                                        token, false, duration{});
     }
 
     // Circuit breaker, manual control (SPEC.md §1.7).
-    [[nodiscard]] circuit_state state() const { return impl_->state(); }
-    void activate() { impl_->activate(); }
-    void deactivate() { impl_->deactivate(); }
-    void recover() { impl_->recover(); }
-    void recover(std::uint32_t max_probes) { impl_->recover(max_probes); }
+    [[nodiscard]] circuit_state state() const { return detail::breaker(*impl_).state(); }
+    void activate() { detail::breaker(*impl_).activate(); }
+    void deactivate() { detail::breaker(*impl_).deactivate(); }
+    void recover() { detail::breaker(*impl_).recover(); }
+    void recover(std::uint32_t max_probes) { detail::breaker(*impl_).recover(max_probes); }
     // Called on every accepted release (success) and broken/poisoned release or failed creation.
-    void set_circuit_strategy(std::shared_ptr<circuit_strategy> s) { impl_->set_strategy(std::move(s)); }
+    void set_circuit_strategy(std::shared_ptr<circuit_strategy> s) { detail::set_strategy(*impl_, std::move(s)); }
     // Observers (several may watch one pool: the user's and a metrics exporter, say). Install them
     // before the pool is in use by other threads; with none installed events cost nothing.
     // set_observer replaces them all (nullptr removes them all).
-    void set_observer(std::shared_ptr<observer> o) { impl_->set_observer(std::move(o)); }
-    void add_observer(std::shared_ptr<observer> o) { impl_->add_observer(std::move(o)); }
-    void remove_observer(const std::shared_ptr<observer>& o) { impl_->remove_observer(o); }
+    void set_observer(std::shared_ptr<observer> o) { detail::set_observer(*impl_, std::move(o)); }
+    void add_observer(std::shared_ptr<observer> o) { detail::add_observer(*impl_, std::move(o)); }
+    void remove_observer(const std::shared_ptr<observer>& o) { detail::remove_observer(*impl_, o); }
     // Logging (default: none). make_ostream_log_sink(std::cerr) writes human-readable lines.
-    void set_log_sink(std::shared_ptr<log_sink> s) { impl_->set_log_sink(std::move(s)); }
+    void set_log_sink(std::shared_ptr<log_sink> s) { detail::set_log_sink(*impl_, std::move(s)); }
     // The pool's circuit breaker, for strategies and tools.
-    circuit_breaker& breaker() noexcept { return *impl_; }
+    circuit_breaker& breaker() noexcept { return detail::breaker(*impl_); }
 
-    [[nodiscard]] pool_stats stats() const noexcept { return impl_->stats(); }
+    [[nodiscard]] pool_stats stats() const noexcept { return detail::stats(*impl_); }
 
 private:
     static std::shared_ptr<detail::pool_impl> make(executor_type ex, const pool_options& opts, hooks<T> h) {
@@ -433,21 +432,18 @@ private:
         if (!h.factory) throw std::invalid_argument("respool: factory hook is required");
         if (detail::hook_access::async(h.needs_reset))
             throw std::invalid_argument("respool: needs_reset must be synchronous (it decides whether a coroutine runs)");
-        auto impl = std::make_shared<detail::pool_impl>(std::move(ex), opts,
-                                                        std::make_unique<detail::typed_hooks<T>>(std::move(h)));
-        impl->start();
-        return impl;
+        return detail::make_pool_impl(std::move(ex), opts, std::make_unique<detail::typed_hooks<T>>(std::move(h)));
     }
     void drop() noexcept {
         if (impl_) {
-            impl_->handle_dropped();
+            detail::handle_dropped(*impl_);
             impl_.reset();
         }
     }
 
     template <class CompletionToken>
     auto initiate(CompletionToken& token, detail::acquire_request req) {
-        return asio::async_initiate<CompletionToken, void(error_code, lease<T>)>(detail::initiate_acquire<T>{impl_.get()},
+        return boost::asio::async_initiate<CompletionToken, void(error_code, lease<T>)>(detail::initiate_acquire<T>{impl_.get()},
                                                                                   token, req);
     }
 

@@ -1,7 +1,7 @@
 // The thread-affinity cache (pool_options::thread_affinity); docs/03-design.md has the race argument.
 #pragma once
 
-#include <respool/detail/pool_impl.hpp>
+#include "asio/pool_impl.hpp"
 
 #include <atomic>
 #include <chrono>

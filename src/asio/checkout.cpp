@@ -27,8 +27,9 @@ hook_context pool_impl::context_of(const resource_node& n, hook_reason why) cons
     c.reason = why;
     if (!context_) return c;  // no hook reads it: no clock read
     const auto t = now();
-    c.age = t - n.created_at;
-    if (why != hook_reason::on_release) c.idle_for = t - n.idle_since;
+    const core::resource& r = *core_of(const_cast<resource_node*>(&n));
+    c.age = t - r.created_at;
+    if (why != hook_reason::on_release) c.idle_for = t - r.idle_since;
     c.uses = n.uses;
     return c;
 }
@@ -82,7 +83,7 @@ resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location
             return nullptr;
         }
         if (!t.r) return nullptr;
-        auto* n = static_cast<resource_node*>(t.r);
+        auto* n = node_of(t.r);
         if (s_->core.cfg().confirm_takes) {  // synchronous checks only here (inline_ok_)
             const bool ok = (!t.validate || check_inline(stage::validate, n)) &&
                             (t.fresh || before_acquire_ == hook_mode::none || check_inline(stage::before_acquire, n));
@@ -90,8 +91,8 @@ resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location
             core::status st = core::status::ok;
             {
                 guard g(*s_);
-                if (ok) st = s_->core.confirm_take(n, fx);
-                else s_->core.reject(n, fx);
+                if (ok) st = s_->core.confirm_take(core_of(n), fx);
+                else s_->core.reject(core_of(n), fx);
             }
             apply(fx);
             if (!ok) continue;  // destroyed; try the next place
@@ -133,14 +134,14 @@ void pool_impl::start_acquire(acquire_op_base* op) noexcept {
             if (t.st == core::status::ok && !t.r) {
                 expired = op->deadline && *op->deadline <= op->started;
                 if (!expired) {
-                    st = s_->core.park(*op, op->started, op->deadline, fx);
+                    st = s_->core.park(core_of(op), op->started, op->deadline, fx);
                     if (st == core::status::ok && op->deadline) s_->rearm();
                 }
             }
         }
     }
     // From here on a parked op belongs to the pool: only `fx` and locals are touched.
-    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), true, first_stage(t));
+    if (t.r) return handle_taken(op, node_of(t.r), true, first_stage(t));
     if (t.st != core::status::ok) return op->complete(op, to_error(t.st), nullptr, true);
     if (expired) {  // no time to wait: only a place that is free now (a synchronous creation) serves
         error_code ec;
@@ -162,11 +163,11 @@ void pool_impl::resume(acquire_op_base* op, bool on_handler_executor) noexcept {
     core::effects fx;
     {
         guard g(*s_);
-        t = s_->core.resume(*op, fx);
+        t = s_->core.resume(core_of(op), fx);
     }
     if (!fx.empty()) apply(fx);
     const bool post = !on_handler_executor;
-    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), post, first_stage(t));
+    if (t.r) return handle_taken(op, node_of(t.r), post, first_stage(t));
     error_code ec = to_error(t.st);
     if (t.st == core::status::create_failed && op->create_error) ec = op->create_error;
     if (t.st == core::status::timeout) notify(s_->obs, [&](observer& o) { o.on_exhausted(stats()); });
@@ -177,10 +178,10 @@ void pool_impl::resume(acquire_op_base* op, bool on_handler_executor) noexcept {
 // arrival position when nothing is free). Called with the lock held.
 core::pool_core::take_result reject_and_retry_locked(pool_impl::engine& s, acquire_op_base* op, resource_node* n,
                                                      core::effects& fx) {
-    s.core.reject(n, fx);
+    s.core.reject(core_of(n), fx);
     const auto t0 = s.clock->now();
     s.core.set_now(t0);
-    auto t = s.core.retry(*op, t0, fx);
+    auto t = s.core.retry(core_of(op), t0, fx);
     if (t.st == core::status::ok && !t.r && op->deadline) s.rearm();
     return t;
 }
@@ -234,13 +235,13 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
         core::status st = core::status::ok;
         {
             guard g(*s_);
-            if (ok) st = s_->core.confirm_take(n, fx);
+            if (ok) st = s_->core.confirm_take(core_of(n), fx);
             else t = reject_and_retry_locked(*s_, op, n, fx);
         }
         apply(fx);
         if (!ok) {
             if (t.r) {
-                n = static_cast<resource_node*>(t.r);
+                n = node_of(t.r);
                 from = first_stage(t);
                 continue;
             }
@@ -282,8 +283,8 @@ void pool_impl::check_done(const std::shared_ptr<hook_run>& run, bool ok, stage 
         if (live) {
             op = detach_op_locked(*s_, *run);
             if (!op) {
-                if (ok) s_->core.give_back(n, fx);
-                else s_->core.reject(n, fx);
+                if (ok) s_->core.give_back(core_of(n), fx);
+                else s_->core.reject(core_of(n), fx);
             }
         }
     }
@@ -302,7 +303,7 @@ void pool_impl::check_done(const std::shared_ptr<hook_run>& run, bool ok, stage 
         t = reject_and_retry_locked(*s_, op, n, fx);
     }
     apply(fx);
-    if (t.r) return handle_taken(op, static_cast<resource_node*>(t.r), true, first_stage(t));
+    if (t.r) return handle_taken(op, node_of(t.r), true, first_stage(t));
     if (t.st != core::status::ok) op->complete(op, to_error(t.st), nullptr, true);
 }
 
@@ -311,7 +312,7 @@ void pool_impl::cancel(acquire_op_base* op) noexcept {
     acquire_op_base* abandoned = nullptr;
     {
         guard g(*s_);
-        if (s_->core.cancel(*op, fx)) {
+        if (s_->core.cancel(core_of(op), fx)) {
         } else if (op->check) {  // inside a coroutine check: complete now
             abandoned = detach_op_locked(*s_, *op->check);
             s_->core.count_cancellation();
@@ -322,5 +323,28 @@ void pool_impl::cancel(acquire_op_base* op) noexcept {
     apply(fx);
     if (abandoned) abandoned->complete(abandoned, errc::cancelled, nullptr, true);
 }
+
+}  // namespace respool::detail
+
+namespace respool::detail {
+
+bool can_acquire_inline(const pool_impl& p) noexcept { return p.can_acquire_inline(); }
+resource_node* acquire_now(pool_impl& p, error_code& ec, const std::source_location& where) noexcept {
+    return p.acquire_now(ec, where);
+}
+void start_acquire(pool_impl& p, acquire_op_base* op) noexcept { p.start_acquire(op); }
+void resume(pool_impl& p, acquire_op_base* op, bool on_handler_executor) noexcept {
+    p.resume(op, on_handler_executor);
+}
+void cancel(pool_impl& p, acquire_op_base* op) noexcept { p.cancel(op); }
+resource_node* try_acquire(pool_impl& p, error_code& ec, const std::source_location& where) noexcept {
+    return p.try_acquire(ec, where);
+}
+
+}  // namespace respool::detail
+
+namespace respool::detail {
+
+void init_waiter(acquire_op_base& op) noexcept { new (op.core_part) core::waiter{}; }
 
 }  // namespace respool::detail

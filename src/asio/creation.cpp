@@ -52,13 +52,15 @@ void pool_impl::creation_done(const std::shared_ptr<hook_run>& run, error_code e
     after_change();
 }
 
+// A node fresh from the factory: the core's part is constructed here, before the core ever sees it.
 void pool_impl::stamp_new(resource_node* n) noexcept {
-    n->created_at = now();
+    core::resource* r = new (n->core_part) core::resource{};
+    r->created_at = now();
     if (opts_.max_lifetime > duration::zero()) {
         std::uniform_real_distribution<double> jitter(0.0, 0.025);  // up to 2.5 % earlier
         guard g(*s_);
         const auto life = opts_.max_lifetime - std::chrono::duration_cast<duration>(opts_.max_lifetime * jitter(s_->rng));
-        n->expires_at = core::deadline_after(n->created_at, life);
+        r->expires_at = core::deadline_after(r->created_at, life);
     }
 }
 
@@ -71,9 +73,9 @@ int pool_impl::settle_creation(const error_code& ec, resource_node* n, const std
         if (n) stamp_new(n);
         guard g(*s_);
         if (n) {
-            s_->core.creation_succeeded(n, fx);
+            s_->core.creation_succeeded(core_of(n), fx);
         } else {
-            if (auto* op = static_cast<acquire_op_base*>(s_->core.creation_failed(fx))) {
+            if (auto* op = op_of(s_->core.creation_failed(fx))) {
                 op->create_error = creation_error(ec);
                 op->create_exception = error;
             }
@@ -126,8 +128,8 @@ resource_node* pool_impl::create_inline(error_code& ec, const std::source_locati
     {
         guard g(*s_);
         if (fresh) {
-            st = s_->core.inline_created(fresh, fx);
-            if (st == core::status::ok && s_->core.cfg().confirm_takes) st = s_->core.confirm_take(fresh, fx);
+            st = s_->core.inline_created(core_of(fresh), fx);
+            if (st == core::status::ok && s_->core.cfg().confirm_takes) st = s_->core.confirm_take(core_of(fresh), fx);
         } else {
             s_->core.inline_failed(fx);
             st = core::status::create_failed;

@@ -18,14 +18,14 @@ int pool_impl::process(core::effects& fx, const error_code& create_ec, const res
         case core::effect::kind::wake: {
             // A pool on one executor resumes every waiter there (its state is touched nowhere else); a
             // thread_safe one may resume a waiter on the waiter's own executor, saving a hop.
-            auto* op = static_cast<acquire_op_base*>(e.w);
+            auto* op = op_of(e.w);
             if (op->direct || !s_->thread_safe) make_ready(op);
             else op->post_resume(op);
             break;
         }
         case core::effect::kind::create: ++creates; break;
         case core::effect::kind::destroy:
-            if (e.r != keep) destroy_node(static_cast<resource_node*>(e.r), to_public(e.reason));
+            if (node_of(e.r) != keep) destroy_node(node_of(e.r), to_public(e.reason));
             break;
         default: process_rare(e, create_ec); break;
         }
@@ -77,8 +77,8 @@ void pool_impl::process_rare(const core::effect& e, const error_code& create_ec)
         }
         case core::effect::kind::leak_suspected:
         case core::effect::kind::leak_returned: {
-            auto* n = static_cast<resource_node*>(e.r);
-            const auto held = std::chrono::nanoseconds(now() - n->leased_at);
+            auto* n = node_of(e.r);
+            const auto held = std::chrono::nanoseconds(now() - e.r->leased_at);
             const bool back = e.what == core::effect::kind::leak_returned;
             notify(s_->obs, [&](observer& o) {
                 if (back) o.on_leak_returned(held, n->acquired_at);

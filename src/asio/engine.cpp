@@ -21,7 +21,7 @@ unsigned pool_impl::engine::drain_cache_locked(core::effects& fx) noexcept {
         auto& sl = cache->slots[i];
         if (!sl.node.load(std::memory_order_seq_cst)) continue;
         if (resource_node* r = sl.node.exchange(nullptr, std::memory_order_seq_cst)) {
-            core.release(r, core::pool_core::release_kind::ok, fx);
+            core.release(core_of(r), core::pool_core::release_kind::ok, fx);
             ++n;
         }
     }

@@ -7,7 +7,7 @@
 // coroutine hooks, timer work) hold a shared_ptr or a weak_ptr.
 #pragma once
 
-#include <respool/detail/pool_impl.hpp>
+#include "asio/pool_impl.hpp"
 
 #include "conversions.hpp"
 #include "core/pool_core.hpp"

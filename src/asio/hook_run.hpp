@@ -1,7 +1,7 @@
 // One coroutine hook under way, and what it is doing.
 #pragma once
 
-#include <respool/detail/pool_impl.hpp>
+#include "asio/pool_impl.hpp"
 
 #include "timer_list.hpp"
 

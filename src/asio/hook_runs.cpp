@@ -65,15 +65,15 @@ void pool_impl::hook_overdue(const std::shared_ptr<hook_run>& run) noexcept {
             run->why = destroy_reason::rejected;
             op = detach_op_locked(*s_, *run);
             if (op) next = reject_and_retry_locked(*s_, op, run->n, fx);
-            else s_->core.reject(run->n, fx);
+            else s_->core.reject(core_of(run->n), fx);
             break;
         case run_kind::healthcheck:
             run->why = destroy_reason::unhealthy;
-            s_->core.end_check(run->n, false, fx);
+            s_->core.end_check(core_of(run->n), false, fx);
             break;
         case run_kind::before_release:
             run->why = destroy_reason::broken;
-            s_->core.release(run->n, core::pool_core::release_kind::broken, fx);
+            s_->core.release(core_of(run->n), core::pool_core::release_kind::broken, fx);
             break;
         }
     }
@@ -89,7 +89,7 @@ void pool_impl::hook_overdue(const std::shared_ptr<hook_run>& run) noexcept {
     }
     apply(fx, {}, run->n);
     if (op) {
-        if (next.r) return handle_taken(op, static_cast<resource_node*>(next.r), true, first_stage(next));
+        if (next.r) return handle_taken(op, node_of(next.r), true, first_stage(next));
         if (next.st != core::status::ok) op->complete(op, to_error(next.st), nullptr, true);
     }
     if (run->what == run_kind::healthcheck) return health_step();

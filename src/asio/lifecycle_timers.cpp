@@ -100,7 +100,7 @@ void pool_impl::health_step() noexcept {
         std::shared_ptr<hook_run> run;
         {
             guard g(*s_);
-            n = static_cast<resource_node*>(s_->core.begin_check(s_->tick));
+            n = node_of(s_->core.begin_check(s_->tick));
             if (n && healthcheck_ == hook_mode::async) {
                 try {
                     run = begin_run_locked(run_kind::healthcheck, n, opts_.check_timeout);
@@ -123,7 +123,7 @@ void pool_impl::health_step() noexcept {
         core::effects fx;
         {
             guard g(*s_);
-            s_->core.end_check(n, ok, fx);
+            s_->core.end_check(core_of(n), ok, fx);
         }
         apply(fx);
     }
@@ -143,7 +143,7 @@ void pool_impl::health_done(const std::shared_ptr<hook_run>& run, bool ok) noexc
     {
         guard g(*s_);
         live = end_run_locked(*run);
-        if (live) s_->core.end_check(run->n, ok, fx);
+        if (live) s_->core.end_check(core_of(run->n), ok, fx);
     }
     if (!live) {  // failed at check_timeout or close: the round went on then
         destroy_node(run->n, run->why);

@@ -270,3 +270,33 @@ void pool_impl::after_change() noexcept {
 }
 
 }  // namespace respool::detail
+
+// ---- the entry points of <respool/detail/pool_handle.hpp> --------------------------------------
+
+namespace respool::detail {
+
+std::shared_ptr<pool_impl> make_pool_impl(boost::asio::any_io_executor ex, const pool_options& opts,
+                                          std::unique_ptr<hooks_base> hooks) {
+    auto p = std::make_shared<pool_impl>(std::move(ex), opts, std::move(hooks));
+    p->start();
+    return p;
+}
+const boost::asio::any_io_executor& executor_of(const pool_impl& p) noexcept { return p.executor(); }
+const boost::asio::any_io_executor& post_executor_of(const pool_impl& p) noexcept { return p.post_executor(); }
+const pool_options& options_of(const pool_impl& p) noexcept { return p.options(); }
+std::shared_ptr<pool_impl> shared_from(pool_impl& p) { return p.shared_from_this(); }
+void close(pool_impl& p) noexcept { p.close(); }
+void async_close(pool_impl& p, std::chrono::steady_clock::duration grace, signal_handler done) {
+    p.async_close(grace, std::move(done));
+}
+void async_wait_ready(pool_impl& p, signal_handler done) { p.async_wait_ready(std::move(done)); }
+void handle_dropped(pool_impl& p) noexcept { p.handle_dropped(); }
+pool_stats stats(const pool_impl& p) noexcept { return p.stats(); }
+circuit_breaker& breaker(pool_impl& p) noexcept { return p; }
+void set_strategy(pool_impl& p, std::shared_ptr<circuit_strategy> s) { p.set_strategy(std::move(s)); }
+void set_observer(pool_impl& p, std::shared_ptr<observer> o) { p.set_observer(std::move(o)); }
+void add_observer(pool_impl& p, std::shared_ptr<observer> o) { p.add_observer(std::move(o)); }
+void remove_observer(pool_impl& p, const std::shared_ptr<observer>& o) { p.remove_observer(o); }
+void set_log_sink(pool_impl& p, std::shared_ptr<log_sink> s) { p.set_log_sink(std::move(s)); }
+
+}  // namespace respool::detail

@@ -13,7 +13,7 @@ resource_node* pool_impl::take_plain() noexcept {
     if (cache_) return take_affine();
     if (!plain_ || s_->obs) return nullptr;  // nothing to check, stamp or report
     plain_guard g(*s_);
-    return static_cast<resource_node*>(s_->core.take_fast());
+    return node_of(s_->core.take_fast());
 }
 
 // Takes the resource in slot `from` (counted for this thread, slot `me`). The second look at `open`
@@ -46,7 +46,7 @@ resource_node* pool_impl::take_affine() noexcept {
     resource_node* n;
     {
         guard g(*s_);
-        n = static_cast<resource_node*>(s_->core.take_fast());
+        n = node_of(s_->core.take_fast());
     }
     for (unsigned i = 1, used = affinity_cache::used(); i < used && !n; ++i) n = cache_take((me + i) % used, me);
     return n;
@@ -55,8 +55,8 @@ resource_node* pool_impl::take_affine() noexcept {
 void pool_impl::release(resource_node* n, bool poisoned) noexcept {
     if (affinity_cache* c = cache_) {  // keep it in this thread's slot while nobody waits
         if (!poisoned && c->open.load(std::memory_order_acquire) &&
-            (n->expires_at == clock::time_point{} ||
-             n->expires_at.time_since_epoch().count() > c->coarse_now.load(std::memory_order_relaxed))) {
+            (core_of(n)->expires_at == clock::time_point{} ||
+             core_of(n)->expires_at.time_since_epoch().count() > c->coarse_now.load(std::memory_order_relaxed))) {
             auto& sl = c->slots[affinity_cache::self()];
             resource_node* empty = nullptr;
             // Fails when the slot is full (two leases on this thread, or a thread sharing the slot).
@@ -69,7 +69,7 @@ void pool_impl::release(resource_node* n, bool poisoned) noexcept {
                (before_release_ == hook_mode::none ||
                 (needs_reset_ == hook_mode::sync && !check(check_kind::needs_reset, *n, hook_reason::on_release)))) {
         plain_guard g(*s_);
-        if (s_->core.release_fast(n)) return;
+        if (s_->core.release_fast(core_of(n))) return;
     }
     release_general(n, poisoned);
 }
@@ -126,7 +126,7 @@ void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken, con
     {
         guard g(*s_);
         if (opts_.record_timings) s_->hold_time.record(held);
-        s_->core.release(n,
+        s_->core.release(core_of(n),
                          poisoned ? core::pool_core::release_kind::poisoned
                          : broken ? core::pool_core::release_kind::broken
                                   : core::pool_core::release_kind::ok,
@@ -140,5 +140,11 @@ void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken, con
     if (!fx.empty()) apply(fx, {}, keep);
     if (closed) after_change();  // may be the last resource of a dropped pool: may free *this
 }
+
+}  // namespace respool::detail
+
+namespace respool::detail {
+
+resource_node* take_plain(pool_impl& p) noexcept { return p.take_plain(); }
 
 }  // namespace respool::detail

@@ -5,6 +5,8 @@
 #include <respool/pool.hpp>
 #include <respool/respool.h>
 
+#include "asio/pool_impl.hpp"
+
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
@@ -438,7 +440,7 @@ int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms)
             [&w](error_code e, respool::lease<void*> l) {
                 std::lock_guard<std::mutex> g(w.m);
                 w.ec = e;
-                w.n = l ? l.detach_node() : nullptr;
+                w.n = l ? respool::detail::lease_access::detach(l) : nullptr;
                 w.done = true;
                 w.cv.notify_one();  // under the lock: `w` lives on the waiting thread's stack
             },
@@ -470,7 +472,7 @@ int respool_acquire_async(respool_pool* pool, int64_t timeout_ms, respool_acquir
                 int st = status_of(e);
                 void* r = nullptr;
                 if (l) {
-                    r = lend(pool, l.detach_node());
+                    r = lend(pool, respool::detail::lease_access::detach(l));
                     if (!r) st = RESPOOL_E_INTERNAL;
                 }
                 try {

@@ -4,7 +4,7 @@
 // saturates instead; time_point::max() then stands for "a very long time".
 #pragma once
 
-#include <respool/detail/core_nodes.hpp>
+#include "nodes.hpp"
 
 namespace respool::core {
 

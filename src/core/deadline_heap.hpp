@@ -14,7 +14,7 @@
 // costs: cache misses, not comparisons.
 #pragma once
 
-#include <respool/detail/core_nodes.hpp>
+#include "nodes.hpp"
 
 #include <cstddef>
 #include <optional>

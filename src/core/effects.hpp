@@ -4,7 +4,7 @@
 // dispatch reads for that kind (the others hold fixed values that nothing reads).
 #pragma once
 
-#include <respool/detail/core_nodes.hpp>
+#include "nodes.hpp"
 
 #include <cstddef>
 #include <cstdint>

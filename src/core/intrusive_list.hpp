@@ -3,7 +3,7 @@
 // allocate, and removing a cancelled or timed-out waiter from the middle is O(1).
 #pragma once
 
-#include <respool/detail/core_nodes.hpp>
+#include "nodes.hpp"
 
 namespace respool::core {
 

@@ -7,7 +7,7 @@
 //   report_* - tell the circuit strategy (only when reports are enabled)
 #pragma once
 
-#include <respool/detail/core_nodes.hpp>
+#include "nodes.hpp"
 
 #include "deadline.hpp"
 #include "deadline_heap.hpp"

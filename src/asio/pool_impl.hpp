@@ -1,114 +1,51 @@
-// The Asio driver behind pool<T>: compiled once in src/asio/pool_impl.cpp, type-erased over T. It
-// turns sans-io core decisions into posted resumptions, timers and hook calls. The templates in
-// pool.hpp only allocate operation states and bind the user's hooks.
+// The Asio driver behind pool<T>: compiled once, type-erased over T. It turns sans-io core decisions
+// into posted resumptions, timers and hook calls; the templates in pool.hpp reach it only through
+// the functions of <respool/detail/pool_handle.hpp>. Private to the library.
 #pragma once
 
-#include <respool/circuit_breaker.hpp>
-#include <respool/detail/core_nodes.hpp>
-#include <respool/error.hpp>
-#include <respool/hooks.hpp>
-#include <respool/observer.hpp>
-#include <respool/options.hpp>
-#include <respool/stats.hpp>
+#include <respool/detail/pool_handle.hpp>
 
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/cancellation_signal.hpp>
+#include "core/nodes.hpp"
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
-#include <exception>
-#include <functional>
 #include <memory>
-#include <optional>
-#include <source_location>
-#include <string>
+#include <new>
+#include <type_traits>
 
 namespace respool::core {
 class effects;
 struct effect;
-}
+}  // namespace respool::core
 
 namespace respool::detail {
 
-namespace asio = boost::asio;
+namespace asio = boost::asio;  // the library's own shorthand; public headers spell boost::asio
 
-// A resource as the pool owns it: the core's header plus the typed value (typed_node<T>).
-struct resource_node : core::resource {
-    std::chrono::steady_clock::time_point taken_at{};  // precise; stamped only when hold times are wanted
-    std::source_location acquired_at{};                // the acquire call that holds it (leak reports)
-    std::uint64_t uses = 0;                            // leases handed out (only when a hook reads it)
-};
+struct affinity_cache;
 
-template <class T>
-struct typed_node final : resource_node {
-    template <class... Args>
-    explicit typed_node(Args&&... args) : value(std::forward<Args>(args)...) {}
-    T value;
-};
-
-enum class check_kind : std::uint8_t { validate, before_acquire, healthcheck, needs_reset, before_release };
-enum class hook_mode : std::uint8_t { none, sync, async };
 // What a coroutine hook run is doing (its bound and what its failure means).
 enum class run_kind : std::uint8_t { create, validate, before_acquire, healthcheck, before_release };
 
-// The factory's outcome: a node, or its error code and what it threw (message, driver error object).
-using create_done = std::function<void(error_code, std::exception_ptr, resource_node*)>;
-using check_done = std::function<void(bool)>;
+// The core's nodes live in the opaque room the public structs reserve for them.
+static_assert(std::is_standard_layout_v<resource_node> && offsetof(resource_node, core_part) == 0);
+static_assert(std::is_standard_layout_v<acquire_op_base> && offsetof(acquire_op_base, core_part) == 0);
+static_assert(sizeof(core::resource) <= resource_node::core_size && alignof(core::resource) <= 8);
+static_assert(sizeof(core::waiter) <= acquire_op_base::core_size && alignof(core::waiter) <= 8);
+static_assert(std::is_trivially_destructible_v<core::resource> && std::is_trivially_destructible_v<core::waiter>);
 
-// The user's hooks behind one vtable. Synchronous calls never throw (exceptions become failures);
-// asynchronous ones run as coroutines on the pool's executor, bound to `stop` (the pool emits a
-// terminal cancellation there when the hook is past its bound or the pool closes), and call `done`
-// exactly once.
-class hooks_base {
-public:
-    virtual ~hooks_base() = default;
-    virtual hook_mode factory_mode() const noexcept = 0;
-    virtual hook_mode mode(check_kind) const noexcept = 0;
-    virtual bool wants_context() const noexcept = 0;  // a check reads its hook_context
-    virtual resource_node* create_sync(error_code& ec, std::exception_ptr& error) noexcept = 0;
-    virtual void create_async(const asio::any_io_executor& ex, asio::cancellation_slot stop, create_done done) = 0;
-    virtual bool check_sync(check_kind, resource_node&, const hook_context&) noexcept = 0;
-    // `ctx` stays valid until `done` runs (the coroutine may hold the reference).
-    virtual void check_async(check_kind, resource_node&, const hook_context& ctx, const asio::any_io_executor& ex,
-                             asio::cancellation_slot stop, check_done done) = 0;
-    // Runs the destructor hook, then frees the node. false when the destructor hook threw.
-    virtual bool destroy(resource_node*) noexcept = 0;
-};
-
-class pool_impl;
-struct hook_run;        // src/asio/pool_impl.cpp
-struct affinity_cache;  // src/asio/pool_impl.cpp
-
-// The part of an acquire operation the driver sees. The typed operation (pool.hpp) derives from it
-// and owns the handler; the waiter node is the base, so parking never allocates beyond the op itself.
-struct acquire_op_base : core::waiter {
-    std::shared_ptr<pool_impl> impl;
-    std::optional<core::duration> timeout;
-    std::optional<core::time_point> deadline;  // set when it starts (timeout), or given absolute
-    error_code create_error;                         // the factory's error, when it failed this waiter
-    std::exception_ptr create_exception;             // and what it threw
-    diagnostics* diag = nullptr;                     // the caller's, filled when it fails with that error
-    std::chrono::steady_clock::time_point started{};  // only with an observer
-    struct hook_run* check = nullptr;      // a coroutine check runs on a resource taken for this op
-    bool cancel_requested = false;         // cancellation that arrived while not parked
-    // The handler runs on the pool's own executor: its resumption goes through the pool's ready
-    // queue (one posted drain for many hand-offs) instead of a post of its own.
-    bool direct = false;
-    acquire_op_base* ready_next = nullptr;
-    std::source_location where{};  // the async_acquire call site
-    // Completes the op exactly once and frees it; `post` when not already on the handler's executor.
-    void (*complete)(acquire_op_base*, error_code, resource_node*, bool post) = nullptr;
-    // Posts impl->resume(this) to the handler's executor (ops that are not `direct`).
-    void (*post_resume)(acquire_op_base*) = nullptr;
-};
-
-// One-shot completion of close/ready waiters: type-erased, posted to the waiter's own executor.
-using signal_handler = std::function<void(error_code)>;
+inline core::resource* core_of(resource_node* n) noexcept {
+    return std::launder(reinterpret_cast<core::resource*>(n->core_part));
+}
+inline resource_node* node_of(core::resource* r) noexcept { return reinterpret_cast<resource_node*>(r); }
+inline core::waiter& core_of(acquire_op_base* op) noexcept {
+    return *std::launder(reinterpret_cast<core::waiter*>(op->core_part));
+}
+inline acquire_op_base* op_of(core::waiter* w) noexcept { return reinterpret_cast<acquire_op_base*>(w); }
 
 class pool_impl final : public std::enable_shared_from_this<pool_impl>, public circuit_breaker {
 public:
-    pool_impl(asio::any_io_executor ex, const pool_options& opts, std::unique_ptr<hooks_base> hooks);
+    pool_impl(boost::asio::any_io_executor ex, const pool_options& opts, std::unique_ptr<hooks_base> hooks);
     ~pool_impl();
     pool_impl(const pool_impl&) = delete;
     pool_impl& operator=(const pool_impl&) = delete;
@@ -116,9 +53,9 @@ public:
     // Pre-warm and start the health timer. Called once, right after construction.
     void start();
 
-    [[nodiscard]] const asio::any_io_executor& executor() const noexcept { return ex_; }
+    [[nodiscard]] const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
     // ex_ with blocking.never already applied: posting through it skips per-call prefer() copies.
-    [[nodiscard]] const asio::any_io_executor& post_executor() const noexcept { return post_ex_; }
+    [[nodiscard]] const boost::asio::any_io_executor& post_executor() const noexcept { return post_ex_; }
     [[nodiscard]] const pool_options& options() const noexcept { return opts_; }
 
     // Synchronous acquire: a node ready for the caller, or nullptr with ec set.
@@ -219,8 +156,8 @@ private:
     void make_ready(acquire_op_base* op) noexcept;
     void drain_ready() noexcept;
 
-    asio::any_io_executor ex_;
-    asio::any_io_executor post_ex_;
+    boost::asio::any_io_executor ex_;
+    boost::asio::any_io_executor post_ex_;
     pool_options opts_;
     std::unique_ptr<hooks_base> hooks_;
     hook_mode factory_, validate_, before_acquire_, healthcheck_, needs_reset_, before_release_;
@@ -231,11 +168,5 @@ private:
     duration housekeeping_period_{};
     std::unique_ptr<engine> s_;  // core, lock, timers: kept out of this header
 };
-
-// The text of what a hook threw, or the error code's message.
-std::string exception_message(const std::exception_ptr& e, const error_code& ec);
-
-// The lease's way back (keeps lease.hpp free of the driver).
-void release_node(pool_impl* impl, resource_node* n, bool poisoned) noexcept;
 
 }  // namespace respool::detail
