@@ -3,6 +3,7 @@
 // the pool's lock; they must not block and must not throw (exceptions are swallowed).
 #pragma once
 
+#include <respool/destroy_reason.hpp>
 #include <respool/error.hpp>
 #include <respool/stats.hpp>
 
@@ -15,16 +16,6 @@
 
 namespace respool {
 
-enum class destroy_reason {
-    closed,     // idle at close, or returned / created after it
-    broken,     // before_release said no
-    poisoned,   // the holder poisoned the lease
-    rejected,      // before_acquire (or the validation on borrow) said no
-    unhealthy,     // the background health check said no
-    idle_timeout,  // evicted: idle longer than idle_ttl
-    lifetime,      // retired: older than max_lifetime
-};
-const char* to_string(destroy_reason) noexcept;
 
 class observer {
 public:

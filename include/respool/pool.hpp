@@ -426,6 +426,17 @@ public:
 
     [[nodiscard]] pool_stats stats() const noexcept { return detail::stats(*impl_); }
 
+    // Runtime controls (the database layers use them). From the pool's executor, or any thread when
+    // thread_safe.
+    // A new cap on total resources, validated as the option is (std::invalid_argument naming it). A
+    // higher one serves parked waiters at once; a lower one destroys idle resources beyond it now and
+    // lent ones as they come back (stats().surplus), never taking one from its holder.
+    void set_max(std::size_t max) { detail::set_max(*impl_, max); }
+    // Soft eviction (after a failover, a credential rotation): every resource that exists now is
+    // destroyed when next idle or returned (idle ones at once; stats().replaced), and new ones replace
+    // them, up to min and for the queue. Holders keep theirs until they return them.
+    void retire_all() noexcept { detail::retire_all(*impl_); }
+
 private:
     static std::shared_ptr<detail::pool_impl> make(executor_type ex, const pool_options& opts, hooks<T> h) {
         validate(opts);

@@ -48,7 +48,37 @@ struct histogram {
     }
 };
 
-struct pool_stats {
+// The monotonic counters (SPEC.md §1.9), defined once: the sans-io core counts into this struct and
+// stats() hands out a copy. The first two are the ones every take writes (kept together, first).
+struct pool_counters {
+    std::uint64_t acquires = 0;          // leases handed out
+    std::uint64_t immediate_takes = 0;   // of those, served without waiting
+    std::uint64_t waits = 0;             // acquires that had to wait (once each, however often they parked)
+    std::uint64_t timeouts = 0;
+    std::uint64_t cancellations = 0;
+    std::uint64_t creations = 0;         // successful factory calls
+    std::uint64_t create_failures = 0;   // failed factory calls (errors, create_timeout)
+    std::uint64_t destructions = 0;
+    std::uint64_t poisoned = 0;
+    std::uint64_t unavailable_rejections = 0;
+    std::uint64_t exhausted_rejections = 0;  // max_waiters shedding
+    std::uint64_t rejected = 0;              // before_acquire or validation on borrow said no
+    std::uint64_t broken = 0;                // before_release said no
+    std::uint64_t unhealthy = 0;             // health check said no
+    std::uint64_t evicted = 0;               // idle longer than idle_ttl
+    std::uint64_t retired = 0;               // older than max_lifetime
+    std::uint64_t replaced = 0;              // made before retire_all(), destroyed when next idle
+    std::uint64_t surplus = 0;               // beyond a lowered max (set_max), destroyed when next idle
+    std::uint64_t leaks = 0;                 // leases reported held longer than acquire_ttl
+    std::uint64_t creation_retries = 0;      // back-offs after failed creations
+    std::uint64_t circuit_opened = 0;        // circuit state changes, by target state
+    std::uint64_t circuit_half_opened = 0;
+    std::uint64_t circuit_closed = 0;
+    std::uint64_t probes = 0;                // acquires admitted while half-open
+    bool operator==(const pool_counters&) const = default;
+};
+
+struct pool_stats : pool_counters {
     std::uint32_t idle = 0;      // created, ready to lend
     std::uint32_t active = 0;    // lent out, or inside a hook / factory / health check
     std::uint32_t total = 0;     // idle + active
@@ -56,28 +86,6 @@ struct pool_stats {
     std::uint32_t max = 0;
     std::uint32_t reserved = 0;  // idle resources set aside for woken waiters
     std::uint32_t creating = 0;  // factory calls under way (counted in active)
-    // monotonic counters
-    std::uint64_t acquires = 0;  // leases handed out
-    std::uint64_t waits = 0;     // acquires that had to wait
-    std::uint64_t timeouts = 0;
-    std::uint64_t cancellations = 0;
-    std::uint64_t creations = 0;
-    std::uint64_t create_failures = 0;
-    std::uint64_t destructions = 0;
-    std::uint64_t poisoned = 0;
-    std::uint64_t unavailable_rejections = 0;
-    std::uint64_t exhausted_rejections = 0;  // max_waiters shedding
-    std::uint64_t rejected = 0;              // before_acquire said no
-    std::uint64_t broken = 0;                // before_release said no
-    std::uint64_t unhealthy = 0;             // health check (or validation on borrow) said no
-    std::uint64_t evicted = 0;               // idle longer than idle_ttl
-    std::uint64_t retired = 0;               // older than max_lifetime
-    std::uint64_t leaks = 0;                 // leases reported held longer than acquire_ttl
-    std::uint64_t creation_retries = 0;      // back-offs after failed creations
-    std::uint64_t circuit_opened = 0;        // circuit state changes, by target state
-    std::uint64_t circuit_half_opened = 0;
-    std::uint64_t circuit_closed = 0;
-    std::uint64_t probes = 0;                // acquires admitted while half-open
     // With pool_options::record_timings (empty otherwise):
     histogram wait_time;                     // acquire -> lease (immediate ones count in bucket 0)
     histogram hold_time;                     // lease -> release

@@ -25,7 +25,7 @@ int pool_impl::process(core::effects& fx, const error_code& create_ec, const res
         }
         case core::effect::kind::create: ++creates; break;
         case core::effect::kind::destroy:
-            if (node_of(e.r) != keep) destroy_node(node_of(e.r), to_public(e.reason));
+            if (node_of(e.r) != keep) destroy_node(node_of(e.r), e.reason);
             break;
         default: process_rare(e, create_ec); break;
         }

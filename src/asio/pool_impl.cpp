@@ -96,7 +96,7 @@ void pool_impl::log(log_level level, const std::string& message) noexcept {
 
 circuit_state pool_impl::state() const {
     guard g(*s_);
-    return to_public(s_->core.circuit_state());
+    return s_->core.circuit_state();
 }
 
 void pool_impl::set_circuit(circuit_state s, std::uint32_t probes) noexcept {
@@ -104,7 +104,7 @@ void pool_impl::set_circuit(circuit_state s, std::uint32_t probes) noexcept {
     {
         guard g(*s_);
         s_->cancel_timer(s_->recover_timer);  // any explicit change supersedes a scheduled recovery
-        s_->core.set_circuit(to_core(s), fx, probes);
+        s_->core.set_circuit(s, fx, probes);
     }
     apply(fx);
 }
@@ -271,6 +271,35 @@ void pool_impl::after_change() noexcept {
 
 }  // namespace respool::detail
 
+namespace respool::detail {
+
+void pool_impl::set_max(std::size_t max) {
+    pool_options changed = opts_;
+    changed.max = max;
+    validate(changed);  // "max (0) must be at least 1", "min (4) must not exceed max (3)", ...
+    core::effects fx;
+    {
+        guard g(*s_);
+        opts_.max = max;
+        s_->core.set_max(static_cast<std::uint32_t>(max), fx);
+    }
+    apply(fx);
+    after_change();
+}
+
+void pool_impl::retire_all() noexcept {
+    core::effects fx;
+    {
+        guard g(*s_);
+        s_->core.retire_all(fx);
+    }
+    if (logging(log_level::info)) log(log_level::info, "retiring every resource: replaced as each comes back");
+    apply(fx);
+    after_change();
+}
+
+}  // namespace respool::detail
+
 // ---- the entry points of <respool/detail/pool_handle.hpp> --------------------------------------
 
 namespace respool::detail {
@@ -298,5 +327,7 @@ void set_observer(pool_impl& p, std::shared_ptr<observer> o) { p.set_observer(st
 void add_observer(pool_impl& p, std::shared_ptr<observer> o) { p.add_observer(std::move(o)); }
 void remove_observer(pool_impl& p, const std::shared_ptr<observer>& o) { p.remove_observer(o); }
 void set_log_sink(pool_impl& p, std::shared_ptr<log_sink> s) { p.set_log_sink(std::move(s)); }
+void set_max(pool_impl& p, std::size_t max) { p.set_max(max); }
+void retire_all(pool_impl& p) noexcept { p.retire_all(); }
 
 }  // namespace respool::detail

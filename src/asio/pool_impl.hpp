@@ -88,6 +88,8 @@ public:
     [[nodiscard]] pool_stats stats() const noexcept;
     void set_strategy(std::shared_ptr<circuit_strategy> s);
     void set_observer(std::shared_ptr<observer> o);
+    void set_max(std::size_t max);
+    void retire_all() noexcept;
     void add_observer(std::shared_ptr<observer> o);
     void remove_observer(const std::shared_ptr<observer>& o);
     void set_log_sink(std::shared_ptr<log_sink> l);

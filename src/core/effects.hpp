@@ -7,21 +7,14 @@
 #include "nodes.hpp"
 
 #include <cstddef>
+#include <respool/destroy_reason.hpp>
+
 #include <cstdint>
 #include <vector>
 
 namespace respool::core {
 
-enum class destroy_reason : std::uint8_t {
-    closed,        // the pool is closed (idle at close, or released/created after it)
-    broken,        // before_release said no
-    poisoned,      // the holder poisoned the lease
-    rejected,      // before_acquire (or validation on borrow) said no
-    unhealthy,     // the background health check said no
-    idle_timeout,  // idle longer than idle_ttl (evicted)
-    lifetime,      // older than max_lifetime (retired)
-};
-const char* to_string(destroy_reason) noexcept;
+using destroy_reason = respool::destroy_reason;  // one list, in the public header
 
 struct effect {
     enum class kind : std::uint8_t {

@@ -35,7 +35,8 @@ struct resource {
     time_point expires_at{};  // max_lifetime deadline with jitter (set by the driver); {} = never
     bool leased = false;
     bool leak_reported = false;
-    bool fresh = true;  // never lent yet: before_acquire and validation skip it
+    bool fresh = true;  // never lent yet: before_acquire skips it
+    std::uint32_t generation = 0;  // retire_all() generation it was made in
 };
 
 enum class waiter_state : std::uint8_t {

@@ -3,7 +3,7 @@
 #include <cassert>
 #include <sstream>
 
-namespace respool::core {
+namespace respool {
 
 const char* to_string(destroy_reason r) noexcept {
     switch (r) {
@@ -14,9 +14,15 @@ const char* to_string(destroy_reason r) noexcept {
     case destroy_reason::unhealthy: return "unhealthy";
     case destroy_reason::idle_timeout: return "idle_timeout";
     case destroy_reason::lifetime: return "lifetime";
+    case destroy_reason::replaced: return "replaced";
+    case destroy_reason::surplus: return "surplus";
     }
     return "unknown";
 }
+
+}  // namespace respool
+
+namespace respool::core {
 
 pool_core::pool_core(const config& cfg) : cfg_(cfg), idle_(cfg.min < 8 ? 8 : cfg.min) {
     assert(cfg.max >= 1 && cfg.min <= cfg.max && cfg.max_concurrent_creations >= 1);
@@ -32,6 +38,30 @@ resource* pool_core::pop_idle() noexcept { return cfg_.lifo ? idle_.pop_back() :
 void pool_core::destroy(resource* r, destroy_reason why, effects& fx) {
     ++c_.destructions;
     fx.push(effect::destroy(r, why));
+    bool changed = false;
+    if (stale_ != 0 && r->generation != generation_) changed = --stale_ == 0;
+    if (shrinking_ && total() <= cfg_.max) {
+        shrinking_ = false;
+        changed = true;
+    }
+    if (changed) refresh_fast_paths();  // the inline paths may serve again
+}
+
+// A resource about to go back to idle (not counted at this point) that must go instead: made before
+// retire_all(), or beyond a max that set_max() lowered. Destroys it and serves the queue.
+bool pool_core::drop_unwanted(resource* r, effects& fx) {
+    if (r->generation != generation_) {
+        ++c_.replaced;
+        destroy(r, destroy_reason::replaced, fx);
+    } else if (total() >= cfg_.max) {
+        ++c_.surplus;
+        destroy(r, destroy_reason::surplus, fx);
+        return true;  // no replacement: the pool is shrinking
+    } else {
+        return false;
+    }
+    maybe_create(fx);
+    return true;
 }
 
 void pool_core::report_creation_failure(effects& fx) {
@@ -262,6 +292,7 @@ void pool_core::give_back(resource* r, effects& fx) {
         destroy(r, destroy_reason::closed, fx);
         return;
     }
+    if (drop_unwanted(r, fx)) return;
     idle_.push_front(r);  // it was never used: keep its place in idle order
     reserve_for_parked(fx);
 }
@@ -295,6 +326,7 @@ void pool_core::release(resource* r, release_kind kind, effects& fx) {
         maybe_create(fx);
         return;
     }
+    if (drop_unwanted(r, fx)) return;
     if (cfg_.stamp_idle) r->idle_since = now_;
     idle_.push_back(r);
     if (fifo_.head) reserve_for_parked(fx);
@@ -315,6 +347,8 @@ void pool_core::creation_succeeded(resource* r, effects& fx) {
     failures_in_row_ = 0;
     r->idle_since = now_;
     r->fresh = true;  // never lent: before_acquire skips it (validation still looks at its idle time)
+    r->generation = generation_;
+    if (drop_unwanted(r, fx)) return;  // beyond a max lowered while it was being made
     idle_.push_back(r);
     reserve_for_parked(fx);
     maybe_create(fx);
@@ -373,6 +407,7 @@ status pool_core::inline_created(resource* r, effects& fx) {
         return status::closed;
     }
     --active_;  // lend() counts it again, with the rest of a take
+    r->generation = generation_;
     lend(r);
     return status::ok;
 }
@@ -408,6 +443,7 @@ void pool_core::end_check(resource* r, bool healthy, effects& fx) {
         destroy(r, destroy_reason::closed, fx);
         return;
     }
+    if (drop_unwanted(r, fx)) return;
     idle_.push_back(r);
     reserve_for_parked(fx);
 }
@@ -466,6 +502,36 @@ void pool_core::set_circuit(circuit s, effects& fx, std::uint32_t probes) {
     else maybe_create(fx);
 }
 
+void pool_core::set_max(std::uint32_t max, effects& fx) {
+    assert(max >= 1 && max >= cfg_.min);
+    cfg_.max = max;
+    // Idle resources beyond it go now, least recently used first; reserved ones are spoken for, and
+    // lent ones are never taken from their holders: they go when they come back.
+    while (total() > max && idle_.size() > reserved_) {
+        ++c_.surplus;
+        destroy(idle_.pop_front(), destroy_reason::surplus, fx);
+    }
+    shrinking_ = total() > max;
+    refresh_fast_paths();
+    maybe_create(fx);  // a larger max may serve parked waiters at once
+}
+
+void pool_core::retire_all(effects& fx) {
+    if (closed_) return;
+    ++generation_;
+    stale_ = 0;
+    // Idle ones go now (a place reserved for a woken waiter is already on its way to it); lent ones,
+    // and those in a check, go when they come back. Creations under way make new-generation ones.
+    const std::size_t n = idle_.size() - reserved_;
+    for (std::size_t i = 0; i < n; ++i) {
+        ++c_.replaced;
+        destroy(cfg_.lifo ? idle_.pop_back() : idle_.pop_front(), destroy_reason::replaced, fx);
+    }
+    stale_ = total() - creating_;  // set after the loop: destroy() counts stale ones down
+    refresh_fast_paths();
+    replenish(fx);  // replacements up to min, and for the queue
+}
+
 bool pool_core::close(effects& fx) {
     if (closed_) return false;
     closed_ = true;
@@ -492,7 +558,7 @@ snapshot pool_core::snap() const noexcept {
 
 std::string pool_core::audit() const {
     std::ostringstream e;
-    if (total() > cfg_.max) e << "total " << total() << " > max " << cfg_.max << "; ";
+    if (total() > cfg_.max && !shrinking_) e << "total " << total() << " > max " << cfg_.max << "; ";
     if (reserved_ > idle_.size()) e << "reserved " << reserved_ << " > idle " << idle_.size() << "; ";
     if (creating_ > active_) e << "creating " << creating_ << " > active " << active_ << "; ";
     if (creating_ > cfg_.max_concurrent_creations) e << "creating above max_concurrent_creations; ";

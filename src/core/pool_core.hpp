@@ -9,6 +9,8 @@
 
 #include "nodes.hpp"
 
+#include <respool/stats.hpp>
+
 #include "deadline.hpp"
 #include "deadline_heap.hpp"
 #include "effects.hpp"
@@ -23,7 +25,7 @@
 
 namespace respool::core {
 
-enum class circuit : std::uint8_t { closed = 0, open = 1, half_open = 2 };
+using circuit = respool::circuit_state;  // one list, in the public stats header
 
 struct config {
     std::uint32_t min = 0;
@@ -48,30 +50,7 @@ struct config {
     bool stamp_idle = false;    // idle_ttl > 0 or validate_on_borrow
 };
 
-struct counters {
-    std::uint64_t acquires = 0;       // leases handed out
-    std::uint64_t immediate_takes = 0;  // acquires served without waiting (wait-time bucket 0)
-    std::uint64_t waits = 0;          // acquires that had to park at least once
-    std::uint64_t timeouts = 0;
-    std::uint64_t cancellations = 0;
-    std::uint64_t creations = 0;      // successful factory calls
-    std::uint64_t create_failures = 0;
-    std::uint64_t destructions = 0;
-    std::uint64_t poisoned = 0;
-    std::uint64_t unavailable_rejections = 0;
-    std::uint64_t exhausted_rejections = 0;  // max_waiters shedding
-    std::uint64_t rejected = 0;              // before_acquire said no
-    std::uint64_t broken = 0;                // before_release said no
-    std::uint64_t unhealthy = 0;             // health check said no
-    std::uint64_t evicted = 0;               // idle_ttl
-    std::uint64_t retired = 0;               // max_lifetime
-    std::uint64_t leaks = 0;                 // leases reported as suspected leaks
-    std::uint64_t creation_retries = 0;      // creation back-offs started after a failure
-    std::uint64_t circuit_opened = 0;        // transitions to open
-    std::uint64_t circuit_half_opened = 0;   // transitions to half_open
-    std::uint64_t circuit_closed = 0;        // transitions back to closed
-    std::uint64_t probes = 0;                // acquires admitted while half_open
-};
+using counters = respool::pool_counters;  // defined once, in the public stats header
 
 struct snapshot {
     std::uint32_t idle = 0, active = 0, total = 0, waiting = 0, max = 0;
@@ -149,7 +128,8 @@ public:
     // reservation, the circuit is closed, the pool is open, no before_acquire or validation runs, and
     // no release needs a report to the circuit strategy or a lease to be tracked.
     [[nodiscard]] bool uncontended() const noexcept {
-        return !plain_take_blocked_ && !cfg_.reports && !cfg_.track_leases && fifo_.head == nullptr && reserved_ == 0;
+        return !plain_take_blocked_ && !plain_release_blocked_ && !cfg_.reports && !cfg_.track_leases &&
+               fifo_.head == nullptr && reserved_ == 0;
     }
     // The common take, inline: an unreserved idle resource, circuit closed, no checks or stamps.
     // nullptr when anything else applies (then call try_take()).
@@ -199,6 +179,14 @@ public:
         refresh_fast_paths();
     }
 
+    // Runtime controls. set_max: a new cap (>= 1 and >= min): a higher one serves parked waiters at once;
+    // a lower one destroys idle resources beyond it now and the rest as they come back (never one a
+    // holder has). retire_all: every resource that exists now is destroyed when next idle or returned
+    // (idle ones at once); new ones replace them, up to min and for the queue (soft eviction after a
+    // failover).
+    void set_max(std::uint32_t max, effects& fx);
+    void retire_all(effects& fx);
+
     // Idempotent; returns false when already closed.
     bool close(effects& fx);
     [[nodiscard]] bool closed() const noexcept { return closed_; }
@@ -235,12 +223,14 @@ private:
     take_result lend(resource* r) noexcept;  // idle -> active, leased list, validation flag, probes
     void unlend(resource* r) noexcept;
     void refresh_fast_paths() noexcept {
-        plain_release_blocked_ = closed_ || cfg_.reports || cfg_.lifetimes || cfg_.stamp_idle || cfg_.track_leases;
+        plain_release_blocked_ = closed_ || cfg_.reports || cfg_.lifetimes || cfg_.stamp_idle || cfg_.track_leases ||
+                                 stale_ != 0 || shrinking_;
         plain_take_blocked_ = closed_ || circuit_ != circuit::closed || cfg_.confirm_takes || cfg_.track_leases;
     }
     bool probes_exhausted() const noexcept {
         return circuit_ == circuit::half_open && probe_limit_ != 0 && probes_admitted_ >= probe_limit_;
     }
+    bool drop_unwanted(resource* r, effects& fx);
     void creation_failure(effects& fx);
 
     config cfg_;
@@ -267,6 +257,9 @@ private:
     std::uint32_t probe_limit_ = 0;
     std::uint32_t probes_admitted_ = 0;
     time_point now_{};
+    std::uint32_t generation_ = 0;  // retire_all() count: resources of an older one are replaced
+    std::uint32_t stale_ = 0;       // resources of an older generation still alive
+    bool shrinking_ = false;        // total > max after set_max() lowered it
     resource* leased_head_ = nullptr;
 };
 

@@ -491,17 +491,7 @@ struct res : resource {
     int id = 0;
 };
 
-bool same_counters(const counters& a, const counters& b) {
-    return a.acquires == b.acquires && a.waits == b.waits && a.timeouts == b.timeouts &&
-           a.cancellations == b.cancellations && a.creations == b.creations &&
-           a.create_failures == b.create_failures && a.destructions == b.destructions &&
-           a.poisoned == b.poisoned && a.unavailable_rejections == b.unavailable_rejections &&
-           a.exhausted_rejections == b.exhausted_rejections && a.rejected == b.rejected &&
-           a.broken == b.broken && a.unhealthy == b.unhealthy && a.evicted == b.evicted && a.retired == b.retired &&
-           a.leaks == b.leaks && a.creation_retries == b.creation_retries && a.circuit_opened == b.circuit_opened &&
-           a.circuit_half_opened == b.circuit_half_opened && a.circuit_closed == b.circuit_closed &&
-           a.probes == b.probes && a.immediate_takes == b.immediate_takes;
-}
+bool same_counters(const counters& a, const counters& b) { return a == b; }
 
 class run {
 public:
