@@ -202,6 +202,7 @@ private:
         this->timeout = limit;
         this->complete = &do_complete;
         this->post_resume = &do_post_resume;
+        this->destroy = &do_destroy;
         init_waiter(*this);
     }
 
@@ -222,6 +223,17 @@ private:
         lease<T> l = n ? lease_access::adopt<T>(impl.get(), n) : lease<T>{};
         if (post) boost::asio::post(work, boost::asio::append(std::move(h), ec, std::move(l)));
         else std::move(h)(ec, std::move(l));  // already running on the handler's executor
+    }
+
+    // Destroys the op and its handler unrun: its executor is being torn down (Asio's rule for pending
+    // handlers).
+    static void do_destroy(acquire_op_base* base) {
+        auto* self = static_cast<acquire_op*>(base);
+        auto slot = boost::asio::get_associated_cancellation_slot(self->handler_);
+        if (slot.is_connected()) slot.clear();
+        alloc_type a(boost::asio::get_associated_allocator(self->handler_, boost::asio::recycling_allocator<void>()));
+        self->~acquire_op();
+        std::allocator_traits<alloc_type>::deallocate(a, self, 1);
     }
 
     static void do_post_resume(acquire_op_base* base) {

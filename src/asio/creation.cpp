@@ -4,6 +4,30 @@
 
 namespace respool::detail {
 
+namespace {
+// One coroutine creation's completion, shared by the copies of its handler. When the last copy dies
+// without having run (the io_context was torn down under the suspended factory), the creation is
+// settled as abandoned, so its slot does not stay counted and keep the pool alive for ever.
+class pending_creation {
+public:
+    pending_creation(std::shared_ptr<pool_impl> p, std::shared_ptr<hook_run> run) noexcept
+        : p_(std::move(p)), run_(std::move(run)) {}
+    pending_creation(const pending_creation&) = delete;
+    pending_creation& operator=(const pending_creation&) = delete;
+    ~pending_creation() {
+        if (p_) p_->creation_abandoned(run_);
+    }
+    void finish(error_code ec, std::exception_ptr error, resource_node* n) {
+        const auto p = std::move(p_);
+        p->creation_done(run_, ec, std::move(error), n);
+    }
+
+private:
+    std::shared_ptr<pool_impl> p_;
+    std::shared_ptr<hook_run> run_;
+};
+}  // namespace
+
 // ---- creation --------------------------------------------------------------------------------
 
 void pool_impl::start_creations(int n) noexcept {
@@ -15,11 +39,11 @@ void pool_impl::start_creations(int n) noexcept {
                     guard g(*s_);
                     run = begin_run_locked(run_kind::create, nullptr, opts_.create_timeout);
                 }
-                hooks_->create_async(
-                    ex_, run->signal.slot(),
-                    [self = shared_from_this(), run](error_code ec, std::exception_ptr error, resource_node* node) {
-                        self->creation_done(run, ec, std::move(error), node);
-                    });
+                auto pending = std::make_shared<pending_creation>(shared_from_this(), run);
+                hooks_->create_async(ex_, run->signal.slot(),
+                                     [pending](error_code ec, std::exception_ptr error, resource_node* node) {
+                                         pending->finish(ec, std::move(error), node);
+                                     });
             } catch (...) {
                 const int more = settle_creation(errc::create_failed, nullptr);
                 if (more) start_creations(more);
@@ -34,6 +58,10 @@ void pool_impl::start_creations(int n) noexcept {
         resource_node* node = hooks_->create_sync(ec, error);
         n += settle_creation(ec, node, error);
     }
+}
+
+void pool_impl::creation_abandoned(const std::shared_ptr<hook_run>& run) noexcept {
+    creation_done(run, errc::closed, nullptr, nullptr);
 }
 
 void pool_impl::creation_done(const std::shared_ptr<hook_run>& run, error_code ec, std::exception_ptr error,

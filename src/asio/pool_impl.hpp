@@ -107,6 +107,13 @@ public:
     // The checks on the way out: validation (then before_acquire, unless the resource was never lent).
     enum class stage : std::uint8_t { validate, validate_only, before_acquire, done };
 
+    // Completions that may run after their executor is gone (ready_queue.cpp, creation.cpp).
+    void drain_ready() noexcept;
+    void abandon_ready() noexcept;
+    void creation_done(const std::shared_ptr<hook_run>& run, error_code ec, std::exception_ptr error,
+                       resource_node* n) noexcept;
+    void creation_abandoned(const std::shared_ptr<hook_run>& run) noexcept;
+
 private:
     void handle_taken(acquire_op_base* op, resource_node* n, bool post, stage from) noexcept;
     void check_done(const std::shared_ptr<hook_run>& run, bool ok, stage at) noexcept;
@@ -114,8 +121,6 @@ private:
     std::shared_ptr<hook_run> begin_run_locked(run_kind kind, resource_node* n, duration limit);
     bool end_run_locked(hook_run& run) noexcept;
     void hook_overdue(const std::shared_ptr<hook_run>& run) noexcept;
-    void creation_done(const std::shared_ptr<hook_run>& run, error_code ec, std::exception_ptr error,
-                       resource_node* n) noexcept;
     void health_done(const std::shared_ptr<hook_run>& run, bool ok) noexcept;
     void reset_done(const std::shared_ptr<hook_run>& run, bool ok) noexcept;
     resource_node* create_inline(error_code& ec, const std::source_location& where,
@@ -156,7 +161,6 @@ private:
     bool check(check_kind k, resource_node& n, hook_reason why) noexcept;  // a synchronous check
     void destroy_node(resource_node* n, destroy_reason why) noexcept;
     void make_ready(acquire_op_base* op) noexcept;
-    void drain_ready() noexcept;
 
     boost::asio::any_io_executor ex_;
     boost::asio::any_io_executor post_ex_;

@@ -4,6 +4,27 @@
 
 namespace respool::detail {
 
+namespace {
+// The posted drain of the ready queue. Destroyed without running (its io_context torn down), it
+// abandons the queued operations instead of leaking them.
+class drain_task {
+public:
+    explicit drain_task(std::shared_ptr<pool_impl> p) noexcept : p_(std::move(p)) {}
+    drain_task(drain_task&&) noexcept = default;
+    drain_task& operator=(drain_task&&) = delete;
+    ~drain_task() {
+        if (p_) p_->abandon_ready();
+    }
+    void operator()() {
+        const auto p = std::move(p_);
+        p->drain_ready();
+    }
+
+private:
+    std::shared_ptr<pool_impl> p_;
+};
+}  // namespace
+
 // ---- ready queue ----------------------------------------------------------------------------
 
 void pool_impl::make_ready(acquire_op_base* op) noexcept {
@@ -17,7 +38,7 @@ void pool_impl::make_ready(acquire_op_base* op) noexcept {
         post = !s_->drain_posted;
         s_->drain_posted = true;
     }
-    if (post) post_ex_.execute([self = shared_from_this()] { self->drain_ready(); });
+    if (post) post_ex_.execute(drain_task(shared_from_this()));
 }
 
 // Resumes woken waiters in wake order. A hand-off made by a resumed handler (it released its lease)
@@ -40,7 +61,30 @@ void pool_impl::drain_ready() noexcept {
         }
         resume(op, op->direct);
     }
-    post_ex_.execute([self = shared_from_this()] { self->drain_ready(); });
+    post_ex_.execute(drain_task(shared_from_this()));
+}
+
+// The drain was destroyed unrun: its io_context is being torn down. The woken operations it would
+// have resumed are destroyed too (Asio's rule for pending handlers), and the core forgets them (a
+// reserved place moves on), so neither they nor the pool they hold leak.
+void pool_impl::abandon_ready() noexcept {
+    for (;;) {
+        acquire_op_base* op;
+        core::effects fx;
+        {
+            guard g(*s_);
+            op = s_->ready_head;
+            if (!op) {
+                s_->drain_posted = false;
+                return;
+            }
+            s_->ready_head = op->ready_next;
+            if (!s_->ready_head) s_->ready_tail = nullptr;
+            s_->core.cancel(core_of(op), fx);  // a reserved place moves on; a failed one is already decided
+        }
+        op->destroy(op);
+        apply(fx);
+    }
 }
 
 }  // namespace respool::detail

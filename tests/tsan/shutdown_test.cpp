@@ -6,6 +6,9 @@
 #include "../asio/test_support.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <atomic>
 #include <memory>
@@ -132,4 +135,54 @@ TEST(shutdown, a_pool_destroyed_while_another_thread_returns_the_last_lease_outl
     }
     io.poll();
     EXPECT_EQ(created->load(), destroyed->load());
+}
+
+// Adversary D6: the io_context is destroyed without being run to completion while (a) a woken
+// acquire is still queued in the pool, or (b) a coroutine factory is suspended. Destroying a context
+// destroys its pending handlers; nothing of the pool may leak (the hooks, and what they capture, are
+// freed with it).
+TEST(shutdown, an_io_context_destroyed_under_a_woken_acquire_leaks_nothing) {
+    auto t = std::make_shared<test::tracker>();
+    auto sentinel = std::make_shared<int>(0);
+    std::weak_ptr<int> alive = sentinel;
+    {
+        auto io = std::make_unique<asio::io_context>();
+        auto h = test::counting_hooks(t);
+        h.destructor = [t, sentinel](test::conn&) { ++t->destroyed; };
+        sentinel.reset();
+        auto p = std::make_unique<respool::pool<test::conn>>(io->get_executor(), respool::pool_options{.max = 1},
+                                                             std::move(h));
+        auto held = p->try_acquire();
+        int completions = 0;
+        p->async_acquire([&](respool::error_code, respool::lease<test::conn>) { ++completions; });
+        io->poll();      // parked
+        held.release();  // woken: its resumption is queued on the context
+        p.reset();
+        io.reset();  // never run again
+        EXPECT_EQ(completions, 0) << "destroyed, not run";
+    }
+    EXPECT_TRUE(alive.expired()) << "the pool (and its hooks) were freed";
+    EXPECT_EQ(t->live(), 0);
+}
+
+TEST(shutdown, an_io_context_destroyed_under_a_suspended_coroutine_factory_leaks_nothing) {
+    auto sentinel = std::make_shared<int>(0);
+    std::weak_ptr<int> alive = sentinel;
+    {
+        auto io = std::make_unique<asio::io_context>();
+        respool::hooks<int> h;
+        h.factory = [sentinel]() -> asio::awaitable<int> {
+            asio::steady_timer never(co_await asio::this_coro::executor, std::chrono::hours(24));
+            co_await never.async_wait(asio::use_awaitable);
+            co_return 1;
+        };
+        sentinel.reset();
+        auto p = std::make_unique<respool::pool<int>>(io->get_executor(), respool::pool_options{.min = 1, .max = 1},
+                                                      std::move(h));
+        io->poll();  // the factory runs until it suspends
+        EXPECT_EQ(p->stats().creating, 1u);
+        p.reset();
+        io.reset();  // destroys the suspended coroutine and its completion
+    }
+    EXPECT_TRUE(alive.expired()) << "the pool (and its hooks) were freed";
 }

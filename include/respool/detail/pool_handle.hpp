@@ -101,6 +101,8 @@ struct acquire_op_base {
     void (*complete)(acquire_op_base*, error_code, resource_node*, bool post) = nullptr;
     // Posts the resumption to the handler's executor (thread_safe pools, ops that are not `direct`).
     void (*post_resume)(acquire_op_base*) = nullptr;
+    // Frees the op and its handler without running it (the executor it waited on is being destroyed).
+    void (*destroy)(acquire_op_base*) = nullptr;
 };
 
 // Constructs the core's waiter in a new operation's core_part (its constructor calls this).
