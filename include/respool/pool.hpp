@@ -5,7 +5,7 @@
 //   lease->query("...");                                           // returned when `lease` dies
 //
 // Every asynchronous operation documents: handler signature, the executor it completes on (never
-// inside the initiating call), cancellation, errors, thread-safety. See docs/03-operations.md.
+// inside the initiating call), cancellation, errors, thread-safety. See docs/02-operations.md.
 #pragma once
 
 #include <respool/circuit_breaker.hpp>
@@ -399,18 +399,28 @@ public:
         return n ? detail::lease_access::adopt<T>(impl_.get(), n) : lease<T>{};
     }
 
-    // Idempotent: waiters fail with closed, idle resources are destroyed, leases die on release.
+    // Idempotent: waiters fail with closed, idle resources are destroyed, coroutine hooks under way are
+    // interrupted, timers stop (nothing of them touches the executor once this returns), leases die on
+    // release. From the pool's executor, or any thread with thread_safe.
     void close() noexcept { detail::close(*impl_); }
 
-    // Closes, then completes once every lease is back and destroyed, or after `grace` with
-    // errc::timeout (leases still out die on release). Handler: void(error_code).
+    // Closes, then completes once every resource is gone (leases returned, creations finished or
+    // interrupted), or after `grace` with errc::timeout (leases still out die on release).
+    //  Handler:      void(error_code), exactly once.
+    //  Executor:     the handler's associated executor (the pool's by default); never inline.
+    //  Cancellation: none (the grace period bounds it).
+    //  Errors:       timeout (grace passed with resources left).
+    //  Threads:      as close().
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_close(duration grace, CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(detail::initiate_signal{impl_.get()},
                                                                        token, true, grace);
     }
 
-    // Completes when the pre-warm of `min` resources is done, or with the first creation error.
+    // Completes when the pre-warm of `min` resources is done.
+    //  Handler:      void(error_code): success, the first creation error, or closed.
+    //  Executor:     the handler's associated executor; never inline.
+    //  Cancellation: none. Threads: as close().
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_wait_ready(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(detail::initiate_signal{impl_.get()},
