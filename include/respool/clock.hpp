@@ -71,7 +71,7 @@ public:
 
 private:
     struct state;
-    std::unique_ptr<state> s_;
+    std::unique_ptr<state> state_;
 };
 
 }  // namespace respool

@@ -394,7 +394,7 @@ public:
     // not_supported when a check on the way out (before_acquire, validation on borrow) is a coroutine.
     lease<T> try_acquire(error_code& ec, std::source_location where = std::source_location::current()) noexcept {
         ec = {};
-        detail::resource_node* n = detail::take_plain(*impl_);  // the common case, before the general path
+        detail::resource_node* n = detail::take_inline(*impl_);  // the common case, before the general path
         if (!n) n = detail::try_acquire(*impl_, ec, where);
         return n ? detail::lease_access::adopt<T>(impl_.get(), n) : lease<T>{};
     }

@@ -1,6 +1,6 @@
 // Acquire: the inline and parked paths, the checks on the way out, deadline and cancellation.
 
-#include "engine.hpp"
+#include "driver_state.hpp"
 
 namespace respool::detail {
 
@@ -42,23 +42,23 @@ bool pool_impl::check(check_kind k, resource_node& n, hook_reason why) noexcept 
 void pool_impl::hand_out(resource_node* n, const std::source_location& where, const acquire_op_base* op) noexcept {
     if (opts_.acquire_ttl > duration::zero()) n->acquired_at = where;  // only leak reports read it
     if (context_) ++n->uses;
-    const bool timed = opts_.record_timings || s_->obs;
+    const bool timed = opts_.record_timings || state_->obs;
     if (timed) n->taken_at = now();
     if (!timed) return;
     if (op && op->started != clock::time_point{}) {
         const auto waited_for = std::chrono::nanoseconds(n->taken_at - op->started);
         if (opts_.record_timings) {
-            guard g(*s_);
-            s_->wait_time.record(waited_for);
+            guard g(*state_);
+            state_->wait_time.record(waited_for);
         }
-        notify(s_->obs, [&](observer& o) { o.on_taken(waited_for); });
+        notify(state_->obs, [&](observer& o) { o.on_taken(waited_for); });
     } else {  // immediate: counted by the core in bucket 0 (no clock, no lock here)
-        notify(s_->obs, [](observer& o) { o.on_taken(std::chrono::nanoseconds(0)); });
+        notify(state_->obs, [](observer& o) { o.on_taken(std::chrono::nanoseconds(0)); });
     }
 }
 
 resource_node* pool_impl::try_acquire(error_code& ec, const std::source_location& where) noexcept {
-    if (resource_node* n = take_plain()) return n;
+    if (resource_node* n = take_inline()) return n;
     if (!inline_ok_) {
         ec = errc::not_supported;
         return nullptr;
@@ -71,12 +71,12 @@ resource_node* pool_impl::try_acquire(error_code& ec, const std::source_location
 }
 
 resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location& where) noexcept {
-    if (resource_node* n = take_plain()) return n;
+    if (resource_node* n = take_inline()) return n;
     for (;;) {
         core::pool_core::take_result t;
         {
-            guard g(*s_);
-            t = s_->core.try_take();
+            guard g(*state_);
+            t = state_->core.try_take();
         }
         if (t.st != core::status::ok) {
             ec = to_error(t.st);
@@ -84,15 +84,15 @@ resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location
         }
         if (!t.r) return nullptr;
         auto* n = node_of(t.r);
-        if (s_->core.cfg().confirm_takes) {  // synchronous checks only here (inline_ok_)
+        if (state_->core.cfg().confirm_takes) {  // synchronous checks only here (inline_ok_)
             const bool ok = (!t.validate || check_inline(stage::validate, n)) &&
                             (t.fresh || before_acquire_ == hook_mode::none || check_inline(stage::before_acquire, n));
             core::effects fx;
             core::status st = core::status::ok;
             {
-                guard g(*s_);
-                if (ok) st = s_->core.confirm_take(core_of(n), fx);
-                else s_->core.reject(core_of(n), fx);
+                guard g(*state_);
+                if (ok) st = state_->core.confirm_take(core_of(n), fx);
+                else state_->core.reject(core_of(n), fx);
             }
             apply(fx);
             if (!ok) continue;  // destroyed; try the next place
@@ -119,23 +119,23 @@ void pool_impl::start_acquire(acquire_op_base* op) noexcept {
     core::status st = core::status::ok;
     bool expired = false;
     {
-        guard g(*s_);
+        guard g(*state_);
         if (op->cancel_requested) {
             t.st = core::status::cancelled;
         } else {
             // The clock only when something needs it: a deadline, wait times, the observer.
-            if (op->timeout || op->deadline || opts_.record_timings || s_->obs) {
+            if (op->timeout || op->deadline || opts_.record_timings || state_->obs) {
                 const auto t0 = now();
                 op->started = t0;  // before park: once parked, another thread may complete the op
                 if (op->timeout && !op->deadline) op->deadline = core::deadline_after(t0, *op->timeout);
-                s_->core.set_now(t0);
+                state_->core.set_now(t0);
             }
-            t = s_->core.try_take();
+            t = state_->core.try_take();
             if (t.st == core::status::ok && !t.r) {
                 expired = op->deadline && *op->deadline <= op->started;
                 if (!expired) {
-                    st = s_->core.park(core_of(op), op->started, op->deadline, fx);
-                    if (st == core::status::ok && op->deadline) s_->rearm();
+                    st = state_->core.park(core_of(op), op->started, op->deadline, fx);
+                    if (st == core::status::ok && op->deadline) state_->rearm();
                 }
             }
         }
@@ -148,8 +148,8 @@ void pool_impl::start_acquire(acquire_op_base* op) noexcept {
         resource_node* n = create_inline(ec, op->where, &op->create_exception);
         if (ec) op->create_error = ec;
         if (!n && !ec) {
-            guard g(*s_);
-            s_->core.count_timeout();
+            guard g(*state_);
+            state_->core.count_timeout();
             ec = errc::timeout;
         }
         return op->complete(op, ec, n, true);
@@ -162,21 +162,21 @@ void pool_impl::resume(acquire_op_base* op, bool on_handler_executor) noexcept {
     core::pool_core::take_result t;
     core::effects fx;
     {
-        guard g(*s_);
-        t = s_->core.resume(core_of(op), fx);
+        guard g(*state_);
+        t = state_->core.resume(core_of(op), fx);
     }
     if (!fx.empty()) apply(fx);
     const bool post = !on_handler_executor;
     if (t.r) return handle_taken(op, node_of(t.r), post, first_stage(t));
     error_code ec = to_error(t.st);
     if (t.st == core::status::create_failed && op->create_error) ec = op->create_error;
-    if (t.st == core::status::timeout) notify(s_->obs, [&](observer& o) { o.on_exhausted(stats()); });
+    if (t.st == core::status::timeout) notify(state_->obs, [&](observer& o) { o.on_exhausted(stats()); });
     op->complete(op, ec, nullptr, post);
 }
 
 // A check said no: destroy the resource and run steps 1-3 again for the waiter (it re-parks in its
 // arrival position when nothing is free). Called with the lock held.
-core::pool_core::take_result reject_and_retry_locked(pool_impl::engine& s, acquire_op_base* op, resource_node* n,
+core::pool_core::take_result reject_and_retry_locked(pool_impl::driver_state& s, acquire_op_base* op, resource_node* n,
                                                      core::effects& fx) {
     s.core.reject(core_of(n), fx);
     const auto t0 = s.clock->now();
@@ -199,14 +199,14 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
             if (mode == hook_mode::async) {
                 std::shared_ptr<hook_run> run;
                 try {
-                    guard g(*s_);
+                    guard g(*state_);
                     run = begin_run_locked(validating(at) ? run_kind::validate : run_kind::before_acquire, n,
                                            opts_.check_timeout);
                     run->op = op;
                     run->ctx = context_of(*n, hook_reason::on_borrow);
                     op->check = run.get();
                     if (op->deadline)  // the acquire's own deadline ends the wait, not the check
-                        run->op_deadline = s_->schedule(*op->deadline - now(), [this, weak = std::weak_ptr<hook_run>(run)] {
+                        run->op_deadline = state_->schedule(*op->deadline - now(), [this, weak = std::weak_ptr<hook_run>(run)] {
                             if (auto r = weak.lock()) abandon_check(*r, errc::timeout);
                         });
                 } catch (...) {
@@ -226,7 +226,7 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
             if (!ok) break;
             at = next_stage(at);
         }
-        if (ok && !s_->core.cfg().confirm_takes) {  // no checks configured: lend it as it is
+        if (ok && !state_->core.cfg().confirm_takes) {  // no checks configured: lend it as it is
             hand_out(n, op->where, op);
             return op->complete(op, {}, n, post);
         }
@@ -234,9 +234,9 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
         core::pool_core::take_result t;
         core::status st = core::status::ok;
         {
-            guard g(*s_);
-            if (ok) st = s_->core.confirm_take(core_of(n), fx);
-            else t = reject_and_retry_locked(*s_, op, n, fx);
+            guard g(*state_);
+            if (ok) st = state_->core.confirm_take(core_of(n), fx);
+            else t = reject_and_retry_locked(*state_, op, n, fx);
         }
         apply(fx);
         if (!ok) {
@@ -249,7 +249,7 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
             return;  // re-parked in its arrival position
         }
         if (st != core::status::ok) {
-            after_change();
+            finish_close_if_drained();
             return op->complete(op, to_error(st), nullptr, post);
         }
         hand_out(n, op->where, op);
@@ -262,10 +262,10 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
 void pool_impl::abandon_check(hook_run& run, error_code ec) noexcept {
     acquire_op_base* op;
     {
-        guard g(*s_);
-        op = detach_op_locked(*s_, run);
-        if (op && ec == errc::timeout) s_->core.count_timeout();
-        if (op && ec == errc::cancelled) s_->core.count_cancellation();
+        guard g(*state_);
+        op = detach_op_locked(*state_, run);
+        if (op && ec == errc::timeout) state_->core.count_timeout();
+        if (op && ec == errc::cancelled) state_->core.count_cancellation();
     }
     if (op) op->complete(op, ec, nullptr, true);
 }
@@ -278,29 +278,29 @@ void pool_impl::check_done(const std::shared_ptr<hook_run>& run, bool ok, stage 
     core::effects fx;
     bool live;
     {
-        guard g(*s_);
+        guard g(*state_);
         live = end_run_locked(*run);
         if (live) {
-            op = detach_op_locked(*s_, *run);
+            op = detach_op_locked(*state_, *run);
             if (!op) {
-                if (ok) s_->core.give_back(core_of(n), fx);
-                else s_->core.reject(core_of(n), fx);
+                if (ok) state_->core.give_back(core_of(n), fx);
+                else state_->core.reject(core_of(n), fx);
             }
         }
     }
     if (!live) {  // failed at its bound or at close, and counted out then
         destroy_node(n, run->why);
-        return after_change();
+        return finish_close_if_drained();
     }
     if (!op) {
         apply(fx);
-        return after_change();
+        return finish_close_if_drained();
     }
     if (ok) return handle_taken(op, n, true, next_stage(at));
     core::pool_core::take_result t;
     {
-        guard g(*s_);
-        t = reject_and_retry_locked(*s_, op, n, fx);
+        guard g(*state_);
+        t = reject_and_retry_locked(*state_, op, n, fx);
     }
     apply(fx);
     if (t.r) return handle_taken(op, node_of(t.r), true, first_stage(t));
@@ -311,11 +311,11 @@ void pool_impl::cancel(acquire_op_base* op) noexcept {
     core::effects fx;
     acquire_op_base* abandoned = nullptr;
     {
-        guard g(*s_);
-        if (s_->core.cancel(core_of(op), fx)) {
+        guard g(*state_);
+        if (state_->core.cancel(core_of(op), fx)) {
         } else if (op->check) {  // inside a coroutine check: complete now
-            abandoned = detach_op_locked(*s_, *op->check);
-            s_->core.count_cancellation();
+            abandoned = detach_op_locked(*state_, *op->check);
+            state_->core.count_cancellation();
         } else {
             op->cancel_requested = true;  // not parked yet: honoured by its park step
         }

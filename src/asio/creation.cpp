@@ -1,6 +1,6 @@
 // Creation: coroutine and synchronous factories, stamping, readiness of the pre-warm, inline creation.
 
-#include "engine.hpp"
+#include "driver_state.hpp"
 
 namespace respool::detail {
 
@@ -36,7 +36,7 @@ void pool_impl::start_creations(int n) noexcept {
             try {
                 std::shared_ptr<hook_run> run;
                 {
-                    guard g(*s_);
+                    guard g(*state_);
                     run = begin_run_locked(run_kind::create, nullptr, opts_.create_timeout);
                 }
                 auto pending = std::make_shared<pending_creation>(shared_from_this(), run);
@@ -68,7 +68,7 @@ void pool_impl::creation_done(const std::shared_ptr<hook_run>& run, error_code e
                               resource_node* node) noexcept {
     bool live;
     {
-        guard g(*s_);
+        guard g(*state_);
         live = end_run_locked(*run);
     }
     if (!live) {  // past create_timeout (or closed): its slot was freed then; the late resource goes
@@ -77,7 +77,7 @@ void pool_impl::creation_done(const std::shared_ptr<hook_run>& run, error_code e
     }
     const int more = settle_creation(ec, node, error);
     if (more) start_creations(more);
-    after_change();
+    finish_close_if_drained();
 }
 
 // A node fresh from the factory: the core's part is constructed here, before the core ever sees it.
@@ -86,8 +86,8 @@ void pool_impl::stamp_new(resource_node* n) noexcept {
     r->created_at = now();
     if (opts_.max_lifetime > duration::zero()) {
         std::uniform_real_distribution<double> jitter(0.0, 0.025);  // up to 2.5 % earlier
-        guard g(*s_);
-        const auto life = opts_.max_lifetime - std::chrono::duration_cast<duration>(opts_.max_lifetime * jitter(s_->rng));
+        guard g(*state_);
+        const auto life = opts_.max_lifetime - std::chrono::duration_cast<duration>(opts_.max_lifetime * jitter(state_->rng));
         r->expires_at = core::deadline_after(r->created_at, life);
     }
 }
@@ -99,43 +99,43 @@ int pool_impl::settle_creation(const error_code& ec, resource_node* n, const std
         log(log_level::warning, "creation failed: " + exception_message(error, creation_error(ec)));
     {
         if (n) stamp_new(n);
-        guard g(*s_);
+        guard g(*state_);
         if (n) {
-            s_->core.creation_succeeded(core_of(n), fx);
+            state_->core.creation_succeeded(core_of(n), fx);
         } else {
-            if (auto* op = op_of(s_->core.creation_failed(fx))) {
+            if (auto* op = op_of(state_->core.creation_failed(fx))) {
                 op->create_error = creation_error(ec);
                 op->create_exception = error;
             }
-            if (!s_->ready) {
-                s_->ready = true;
-                s_->ready_ec = creation_error(ec);
+            if (!state_->ready) {
+                state_->ready = true;
+                state_->ready_ec = creation_error(ec);
             }
         }
         check_ready_locked();
-        if (s_->ready) ready.swap(s_->ready_waiters);
+        if (state_->ready) ready.swap(state_->ready_waiters);
     }
-    notify(s_->obs, [&](observer& o) {
+    notify(state_->obs, [&](observer& o) {
         if (n) o.on_created();
         else o.on_create_failed(ec);
     });
-    fire(ready, s_->ready_ec);
+    fire(ready, state_->ready_ec);
     return process(fx, ec);
 }
 
 void pool_impl::check_ready_locked() noexcept {
-    if (!s_->ready && s_->core.creating() == 0) s_->ready = true;
+    if (!state_->ready && state_->core.creating() == 0) state_->ready = true;
 }
 
 void pool_impl::async_wait_ready(signal_handler done) {
     {
-        guard g(*s_);
-        if (!s_->ready) {
-            s_->ready_waiters.push_back(std::move(done));
+        guard g(*state_);
+        if (!state_->ready) {
+            state_->ready_waiters.push_back(std::move(done));
             return;
         }
     }
-    done(s_->ready_ec);
+    done(state_->ready_ec);
 }
 
 // A synchronous factory creates for the caller, in a place nobody waits for (try_acquire, and an
@@ -144,8 +144,8 @@ resource_node* pool_impl::create_inline(error_code& ec, const std::source_locati
                                         std::exception_ptr* error_out) noexcept {
     if (factory_ != hook_mode::sync) return nullptr;
     {
-        guard g(*s_);
-        if (!s_->core.begin_inline_creation()) return nullptr;
+        guard g(*state_);
+        if (!state_->core.begin_inline_creation()) return nullptr;
     }
     error_code cec;
     std::exception_ptr error;
@@ -154,16 +154,16 @@ resource_node* pool_impl::create_inline(error_code& ec, const std::source_locati
     core::effects fx;
     core::status st;
     {
-        guard g(*s_);
+        guard g(*state_);
         if (fresh) {
-            st = s_->core.inline_created(core_of(fresh), fx);
-            if (st == core::status::ok && s_->core.cfg().confirm_takes) st = s_->core.confirm_take(core_of(fresh), fx);
+            st = state_->core.inline_created(core_of(fresh), fx);
+            if (st == core::status::ok && state_->core.cfg().confirm_takes) st = state_->core.confirm_take(core_of(fresh), fx);
         } else {
-            s_->core.inline_failed(fx);
+            state_->core.inline_failed(fx);
             st = core::status::create_failed;
         }
     }
-    notify(s_->obs, [&](observer& o) {
+    notify(state_->obs, [&](observer& o) {
         if (fresh) o.on_created();
         else o.on_create_failed(cec);
     });
@@ -175,7 +175,7 @@ resource_node* pool_impl::create_inline(error_code& ec, const std::source_locati
         return nullptr;
     }
     if (st != core::status::ok) {  // closed meanwhile: destroyed
-        after_change();
+        finish_close_if_drained();
         ec = to_error(st);
         return nullptr;
     }

@@ -1,6 +1,6 @@
 // Runs the effects of core calls: resumptions, creations, destructions, reports, events, log lines.
 
-#include "engine.hpp"
+#include "driver_state.hpp"
 
 #include "duration_text.hpp"
 
@@ -19,7 +19,7 @@ int pool_impl::process(core::effects& fx, const error_code& create_ec, const res
             // A pool on one executor resumes every waiter there (its state is touched nowhere else); a
             // thread_safe one may resume a waiter on the waiter's own executor, saving a hop.
             auto* op = op_of(e.w);
-            if (op->direct || !s_->thread_safe) make_ready(op);
+            if (op->direct || !state_->thread_safe) make_ready(op);
             else op->post_resume(op);
             break;
         }
@@ -38,7 +38,7 @@ int pool_impl::process(core::effects& fx, const error_code& create_ec, const res
 void pool_impl::process_rare(const core::effect& e, const error_code& create_ec) noexcept {
     switch (e.what) {
         case core::effect::kind::report_success:
-            if (auto* st = s_->strategy.get()) {
+            if (auto* st = state_->strategy.get()) {
                 try {
                     st->report_success(*this);
                 } catch (...) {
@@ -46,7 +46,7 @@ void pool_impl::process_rare(const core::effect& e, const error_code& create_ec)
             }
             break;
         case core::effect::kind::report_failure:
-            if (auto* st = s_->strategy.get()) {
+            if (auto* st = state_->strategy.get()) {
                 error_code ec = e.st == core::status::create_failed
                                     ? creation_error(create_ec)
                                 : e.reason == core::destroy_reason::poisoned ? error_code(errc::poisoned)
@@ -59,7 +59,7 @@ void pool_impl::process_rare(const core::effect& e, const error_code& create_ec)
             break;
         case core::effect::kind::circuit_changed: {
             const circuit_state cs = state();
-            notify(s_->obs, [&](observer& o) { o.on_circuit_changed(cs); });
+            notify(state_->obs, [&](observer& o) { o.on_circuit_changed(cs); });
             log(cs == circuit_state::open ? log_level::warning : log_level::info,
                 std::string("circuit ") + (cs == circuit_state::open ? "open: acquires fail fast"
                                            : cs == circuit_state::half_open ? "half-open: probing"
@@ -68,7 +68,7 @@ void pool_impl::process_rare(const core::effect& e, const error_code& create_ec)
         }
         case core::effect::kind::retry_after: {
             const error_code cause = creation_error(create_ec);
-            notify(s_->obs, [&](observer& o) { o.on_creation_retry(cause, e.d); });
+            notify(state_->obs, [&](observer& o) { o.on_creation_retry(cause, e.d); });
             if (logging(log_level::warning))
                 log(log_level::warning, "creation failed (" + cause.message() + "); next attempt in about " +
                                             duration_text(e.d));
@@ -80,7 +80,7 @@ void pool_impl::process_rare(const core::effect& e, const error_code& create_ec)
             auto* n = node_of(e.r);
             const auto held = std::chrono::nanoseconds(now() - e.r->leased_at);
             const bool back = e.what == core::effect::kind::leak_returned;
-            notify(s_->obs, [&](observer& o) {
+            notify(state_->obs, [&](observer& o) {
                 if (back) o.on_leak_returned(held, n->acquired_at);
                 else o.on_leak_suspected(held, n->acquired_at);
             });
@@ -106,7 +106,7 @@ void pool_impl::destroy_node(resource_node* n, destroy_reason why) noexcept {
     if (!hooks_->destroy(n)) log(log_level::warning, std::string("destructor hook failed (") + to_string(why) + ")");
     else if (why == destroy_reason::idle_timeout || why == destroy_reason::lifetime)
         log(log_level::debug, std::string("destroyed an idle resource: ") + to_string(why));
-    notify(s_->obs, [&](observer& o) {
+    notify(state_->obs, [&](observer& o) {
         if (why == destroy_reason::poisoned) o.on_poisoned();
         o.on_destroyed(why);
     });

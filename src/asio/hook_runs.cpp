@@ -1,6 +1,6 @@
 // Coroutine hooks under way: bounded by their timeouts, interrupted by close().
 
-#include "engine.hpp"
+#include "driver_state.hpp"
 
 namespace respool::detail {
 
@@ -11,19 +11,19 @@ std::shared_ptr<hook_run> pool_impl::begin_run_locked(run_kind kind, resource_no
     auto run = std::make_shared<hook_run>();
     run->what = kind;
     run->n = n;
-    run->bound = s_->schedule(limit, [this, weak = std::weak_ptr<hook_run>(run)] {
+    run->bound = state_->schedule(limit, [this, weak = std::weak_ptr<hook_run>(run)] {
         if (auto r = weak.lock()) hook_overdue(r);
     });
-    s_->runs.push_back(run);
+    state_->runs.push_back(run);
     return run;
 }
 
 // The run's coroutine returned (lock held). False when its outcome was decided before (bound, close).
 bool pool_impl::end_run_locked(hook_run& run) noexcept {
-    s_->cancel_timer(run.bound);
-    s_->cancel_timer(run.op_deadline);
+    state_->cancel_timer(run.bound);
+    state_->cancel_timer(run.op_deadline);
     if (run.decided) return false;
-    auto& v = s_->runs;
+    auto& v = state_->runs;
     for (auto it = v.begin(); it != v.end(); ++it)
         if (it->get() == &run) {
             v.erase(it);
@@ -33,7 +33,7 @@ bool pool_impl::end_run_locked(hook_run& run) noexcept {
 }
 
 // Detaches the acquire waiting for a borrow check (lock held); the caller completes it.
-acquire_op_base* detach_op_locked(pool_impl::engine& s, hook_run& run) noexcept {
+acquire_op_base* detach_op_locked(pool_impl::driver_state& s, hook_run& run) noexcept {
     acquire_op_base* op = run.op;
     if (!op) return nullptr;
     run.op = nullptr;
@@ -49,42 +49,42 @@ void pool_impl::hook_overdue(const std::shared_ptr<hook_run>& run) noexcept {
     acquire_op_base* op = nullptr;
     core::pool_core::take_result next;
     {
-        guard g(*s_);
+        guard g(*state_);
         if (run->decided) return;
-        auto& v = s_->runs;
+        auto& v = state_->runs;
         auto it = v.begin();
         while (it != v.end() && it->get() != run.get()) ++it;
         if (it == v.end()) return;  // it returned meanwhile
         v.erase(it);
         run->decided = true;
-        s_->cancel_timer(run->bound);
+        state_->cancel_timer(run->bound);
         switch (run->what) {
         case run_kind::create: break;  // settled below, like any failed creation
         case run_kind::validate:
         case run_kind::before_acquire:
             run->why = destroy_reason::rejected;
-            op = detach_op_locked(*s_, *run);
-            if (op) next = reject_and_retry_locked(*s_, op, run->n, fx);
-            else s_->core.reject(core_of(run->n), fx);
+            op = detach_op_locked(*state_, *run);
+            if (op) next = reject_and_retry_locked(*state_, op, run->n, fx);
+            else state_->core.reject(core_of(run->n), fx);
             break;
         case run_kind::healthcheck:
             run->why = destroy_reason::unhealthy;
-            s_->core.end_check(core_of(run->n), false, fx);
+            state_->core.end_check(core_of(run->n), false, fx);
             break;
         case run_kind::before_release:
             run->why = destroy_reason::broken;
-            s_->core.release(core_of(run->n), core::pool_core::release_kind::broken, fx);
+            state_->core.release(core_of(run->n), core::pool_core::release_kind::broken, fx);
             break;
         }
     }
     run->signal.emit(asio::cancellation_type::terminal);
     if (logging(log_level::warning))
         log(log_level::warning, std::string(to_string(run->what)) + " hook " +
-                                    (s_->core.closed() ? "interrupted by close" : "timed out") + ": cancelled");
+                                    (state_->core.closed() ? "interrupted by close" : "timed out") + ": cancelled");
     if (run->what == run_kind::create) {
         const int more = settle_creation(errc::hook_timeout, nullptr);
         if (more) start_creations(more);
-        after_change();
+        finish_close_if_drained();
         return;
     }
     apply(fx, {}, run->n);
@@ -93,7 +93,7 @@ void pool_impl::hook_overdue(const std::shared_ptr<hook_run>& run) noexcept {
         if (next.st != core::status::ok) op->complete(op, to_error(next.st), nullptr, true);
     }
     if (run->what == run_kind::healthcheck) return health_step();
-    after_change();
+    finish_close_if_drained();
 }
 
 }  // namespace respool::detail

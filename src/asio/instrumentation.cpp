@@ -1,5 +1,5 @@
 // Observers: several behind one, each isolated from the others' exceptions; one-shot signals.
-#include "engine.hpp"
+#include "driver_state.hpp"
 
 namespace respool::detail {
 

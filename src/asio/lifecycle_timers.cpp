@@ -1,6 +1,6 @@
 // Timer work on the pool's executor: the alarm's dispatch, housekeeping, creation back-off, health checks.
 
-#include "engine.hpp"
+#include "driver_state.hpp"
 
 namespace respool::detail {
 
@@ -10,22 +10,22 @@ void pool_impl::on_alarm() noexcept {
     core::effects fx;
     std::vector<timer_list::callback> due;
     {
-        guard g(*s_);
-        s_->alarm_set = false;
+        guard g(*state_);
+        state_->alarm_set = false;
         const auto t = now();
-        s_->core.set_now(t);
-        s_->core.expire(t, fx);
-        s_->timers.take_due(t, due);
-        s_->rearm();
+        state_->core.set_now(t);
+        state_->core.expire(t, fx);
+        state_->timers.take_due(t, due);
+        state_->rearm();
     }
     apply(fx);
     for (auto& f : due) f();
 }
 
 void pool_impl::arm_housekeeping() noexcept {
-    if (s_->core.closed()) return;
+    if (state_->core.closed()) return;
     try {
-        s_->housekeeping_timer = s_->schedule(housekeeping_period_, [this] { housekeep_tick(); });
+        state_->housekeeping_timer = state_->schedule(housekeeping_period_, [this] { housekeep_tick(); });
     } catch (...) {
     }
 }
@@ -33,35 +33,35 @@ void pool_impl::arm_housekeeping() noexcept {
 void pool_impl::housekeep_tick() noexcept {
     core::effects fx;
     {
-        guard g(*s_);
-        s_->housekeeping_timer = {};
+        guard g(*state_);
+        state_->housekeeping_timer = {};
         const auto t = now();
-        s_->core.set_now(t);
-        if (s_->cache) {  // cached resources age and expire in the core's idle set
-            s_->cache->coarse_now.store(t.time_since_epoch().count(), std::memory_order_relaxed);
-            s_->drain_cache_locked(fx);
+        state_->core.set_now(t);
+        if (state_->cache) {  // cached resources age and expire in the core's idle set
+            state_->cache->coarse_now.store(t.time_since_epoch().count(), std::memory_order_relaxed);
+            state_->drain_cache_locked(fx);
         }
-        s_->core.housekeep(t, fx);
+        state_->core.housekeep(t, fx);
         arm_housekeeping();
     }
     apply(fx);
-    after_change();
+    finish_close_if_drained();
 }
 
 void pool_impl::arm_retry(duration d) noexcept {
     // +-20 % jitter: pools restarted together do not retry in lock-step.
     std::uniform_real_distribution<double> jitter(0.8, 1.2);
-    guard g(*s_);
-    if (s_->core.closed()) return;
-    const auto delay = std::chrono::duration_cast<duration>(d * jitter(s_->rng));
-    s_->cancel_timer(s_->retry_timer);
+    guard g(*state_);
+    if (state_->core.closed()) return;
+    const auto delay = std::chrono::duration_cast<duration>(d * jitter(state_->rng));
+    state_->cancel_timer(state_->retry_timer);
     try {
-        s_->retry_timer = s_->schedule(delay, [this] {
+        state_->retry_timer = state_->schedule(delay, [this] {
             core::effects fx;
             {
-                guard g2(*s_);
-                s_->retry_timer = {};
-                s_->core.backoff_elapsed(fx);
+                guard g2(*state_);
+                state_->retry_timer = {};
+                state_->core.backoff_elapsed(fx);
             }
             apply(fx);
         });
@@ -72,9 +72,9 @@ void pool_impl::arm_retry(duration d) noexcept {
 // ---- health check ----------------------------------------------------------------------------
 
 void pool_impl::arm_health_timer() noexcept {
-    if (s_->core.closed()) return;
+    if (state_->core.closed()) return;
     try {
-        s_->health_timer = s_->schedule(opts_.healthcheck_interval, [this] { health_tick(); });
+        state_->health_timer = state_->schedule(opts_.healthcheck_interval, [this] { health_tick(); });
     } catch (...) {
     }
 }
@@ -82,11 +82,11 @@ void pool_impl::arm_health_timer() noexcept {
 void pool_impl::health_tick() noexcept {
     core::effects fx;
     {
-        guard g(*s_);
-        s_->health_timer = {};
-        ++s_->tick;
-        s_->core.set_now(now());
-        if (s_->cache) s_->drain_cache_locked(fx);  // cached resources are idle: they are checked too
+        guard g(*state_);
+        state_->health_timer = {};
+        ++state_->tick;
+        state_->core.set_now(now());
+        if (state_->cache) state_->drain_cache_locked(fx);  // cached resources are idle: they are checked too
     }
     apply(fx);
     health_step();
@@ -99,8 +99,8 @@ void pool_impl::health_step() noexcept {
         resource_node* n;
         std::shared_ptr<hook_run> run;
         {
-            guard g(*s_);
-            n = node_of(s_->core.begin_check(s_->tick));
+            guard g(*state_);
+            n = node_of(state_->core.begin_check(state_->tick));
             if (n && healthcheck_ == hook_mode::async) {
                 try {
                     run = begin_run_locked(run_kind::healthcheck, n, opts_.check_timeout);
@@ -122,32 +122,32 @@ void pool_impl::health_step() noexcept {
         const bool ok = healthcheck_ == hook_mode::sync && check(check_kind::healthcheck, *n, hook_reason::in_background);
         core::effects fx;
         {
-            guard g(*s_);
-            s_->core.end_check(core_of(n), ok, fx);
+            guard g(*state_);
+            state_->core.end_check(core_of(n), ok, fx);
         }
         apply(fx);
     }
     core::effects fx;
     {
-        guard g(*s_);
-        s_->core.replenish(fx);  // replacements up to min
+        guard g(*state_);
+        state_->core.replenish(fx);  // replacements up to min
         arm_health_timer();
     }
     apply(fx);
-    after_change();
+    finish_close_if_drained();
 }
 
 void pool_impl::health_done(const std::shared_ptr<hook_run>& run, bool ok) noexcept {
     core::effects fx;
     bool live;
     {
-        guard g(*s_);
+        guard g(*state_);
         live = end_run_locked(*run);
-        if (live) s_->core.end_check(core_of(run->n), ok, fx);
+        if (live) state_->core.end_check(core_of(run->n), ok, fx);
     }
     if (!live) {  // failed at check_timeout or close: the round went on then
         destroy_node(run->n, run->why);
-        return after_change();
+        return finish_close_if_drained();
     }
     apply(fx);
     health_step();

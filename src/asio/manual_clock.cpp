@@ -14,42 +14,42 @@ struct manual_clock::state {
     detail::alarm_schedule alarms;
 };
 
-manual_clock::manual_clock() : s_(std::make_unique<state>()) {}
+manual_clock::manual_clock() : state_(std::make_unique<state>()) {}
 manual_clock::~manual_clock() = default;
 
 pool_clock::time_point manual_clock::now() const noexcept {
-    std::lock_guard<std::mutex> g(s_->m);
-    return s_->now;
+    std::lock_guard<std::mutex> g(state_->m);
+    return state_->now;
 }
 
 void manual_clock::set(alarm& a, time_point at) {
-    std::lock_guard<std::mutex> g(s_->m);
-    s_->alarms.set(a, at);
+    std::lock_guard<std::mutex> g(state_->m);
+    state_->alarms.set(a, at);
 }
 
 void manual_clock::cancel(alarm& a) noexcept {
-    std::lock_guard<std::mutex> g(s_->m);
-    s_->alarms.cancel(a);
+    std::lock_guard<std::mutex> g(state_->m);
+    state_->alarms.cancel(a);
 }
 
 void manual_clock::advance(duration d) {
-    std::lock_guard<std::mutex> g(s_->m);
-    const time_point target = s_->now + d;
-    for (auto next = s_->alarms.next(); next && *next <= target; next = s_->alarms.next()) {
-        if (*next > s_->now) s_->now = *next;
-        s_->alarms.pop_due(s_->now)->ring();
+    std::lock_guard<std::mutex> g(state_->m);
+    const time_point target = state_->now + d;
+    for (auto next = state_->alarms.next(); next && *next <= target; next = state_->alarms.next()) {
+        if (*next > state_->now) state_->now = *next;
+        state_->alarms.pop_due(state_->now)->ring();
     }
-    s_->now = target;
+    state_->now = target;
 }
 
 std::optional<pool_clock::time_point> manual_clock::next_alarm() const {
-    std::lock_guard<std::mutex> g(s_->m);
-    return s_->alarms.next();
+    std::lock_guard<std::mutex> g(state_->m);
+    return state_->alarms.next();
 }
 
 std::size_t manual_clock::alarms() const {
-    std::lock_guard<std::mutex> g(s_->m);
-    return s_->alarms.size();
+    std::lock_guard<std::mutex> g(state_->m);
+    return state_->alarms.size();
 }
 
 }  // namespace respool

@@ -2,7 +2,7 @@
 // pool's lifetime. Rules live in the sans-io core; the driver runs hooks, timers and completions
 // (the other files of src/asio/, one concept each; docs/03-design.md has the picture).
 
-#include "engine.hpp"
+#include "driver_state.hpp"
 
 #include <string>
 
@@ -41,7 +41,7 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
       context_(hooks_->wants_context()) {
     validate(opts_);
     if (factory_ == hook_mode::none) throw std::invalid_argument("respool: factory hook is required");
-    s_ = std::make_unique<engine>(this, ex_, to_config(opts_, before_acquire_, validate_, context_), opts_.thread_safe,
+    state_ = std::make_unique<driver_state>(this, ex_, to_config(opts_, before_acquire_, validate_, context_), opts_.thread_safe,
                                   opts_.clock ? opts_.clock : default_clock());
     const bool validate = opts_.health_check_on_borrow && validate_ != hook_mode::none;
     inline_ok_ = before_acquire_ != hook_mode::async && !(validate && validate_ == hook_mode::async);
@@ -59,8 +59,8 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
     // The cache lends without checks or stamps: only when no hook runs on the way out or back in.
     if (opts_.thread_affinity && plain_ && before_acquire_ == hook_mode::none &&
         before_release_ == hook_mode::none && !validate)
-        s_->cache = std::make_unique<affinity_cache>();
-    cache_ = s_->cache.get();
+        state_->cache = std::make_unique<affinity_cache>();
+    cache_ = state_->cache.get();
 }
 
 pool_impl::~pool_impl() = default;
@@ -68,10 +68,10 @@ pool_impl::~pool_impl() = default;
 void pool_impl::start() {
     core::effects fx;
     {
-        guard g(*s_);
-        s_->self = weak_from_this();
-        s_->core.set_now(now());
-        s_->core.replenish(fx);
+        guard g(*state_);
+        state_->self = weak_from_this();
+        state_->core.set_now(now());
+        state_->core.replenish(fx);
         check_ready_locked();
         if (opts_.healthcheck_interval > duration::zero() && healthcheck_ != hook_mode::none) arm_health_timer();
         if (housekeeping_period_ > duration::zero()) arm_housekeeping();
@@ -80,14 +80,14 @@ void pool_impl::start() {
     apply(fx);
 }
 
-clock::time_point pool_impl::now() const noexcept { return s_->clock->now(); }
+clock::time_point pool_impl::now() const noexcept { return state_->clock->now(); }
 
-bool pool_impl::logging(log_level level) const noexcept { return s_->sink && s_->sink->enabled(level); }
+bool pool_impl::logging(log_level level) const noexcept { return state_->sink && state_->sink->enabled(level); }
 
 void pool_impl::log(log_level level, const std::string& message) noexcept {
     if (!logging(level)) return;
     try {
-        s_->sink->log(level, message);
+        state_->sink->log(level, message);
     } catch (...) {
     }
 }
@@ -95,16 +95,16 @@ void pool_impl::log(log_level level, const std::string& message) noexcept {
 // ---- circuit ---------------------------------------------------------------------------------
 
 circuit_state pool_impl::state() const {
-    guard g(*s_);
-    return s_->core.circuit_state();
+    guard g(*state_);
+    return state_->core.circuit_state();
 }
 
 void pool_impl::set_circuit(circuit_state s, std::uint32_t probes) noexcept {
     core::effects fx;
     {
-        guard g(*s_);
-        s_->cancel_timer(s_->recover_timer);  // any explicit change supersedes a scheduled recovery
-        s_->core.set_circuit(s, fx, probes);
+        guard g(*state_);
+        state_->cancel_timer(state_->recover_timer);  // any explicit change supersedes a scheduled recovery
+        state_->core.set_circuit(s, fx, probes);
     }
     apply(fx);
 }
@@ -115,54 +115,54 @@ void pool_impl::recover() { set_circuit(circuit_state::half_open, 0); }
 void pool_impl::recover(std::uint32_t max_probes) { set_circuit(circuit_state::half_open, max_probes); }
 
 void pool_impl::recover_after(duration delay, std::uint32_t max_probes) {
-    guard g(*s_);
-    if (s_->core.closed()) return;
-    s_->cancel_timer(s_->recover_timer);  // the latest schedule wins
-    s_->recover_timer = s_->schedule(delay, [this, max_probes] {
+    guard g(*state_);
+    if (state_->core.closed()) return;
+    state_->cancel_timer(state_->recover_timer);  // the latest schedule wins
+    state_->recover_timer = state_->schedule(delay, [this, max_probes] {
         {
-            guard g2(*s_);
-            s_->recover_timer = {};
-            if (s_->core.circuit_state() != core::circuit::open) return;  // someone changed it meanwhile
+            guard g2(*state_);
+            state_->recover_timer = {};
+            if (state_->core.circuit_state() != core::circuit::open) return;  // someone changed it meanwhile
         }
         set_circuit(circuit_state::half_open, max_probes);
     });
 }
 
 void pool_impl::set_log_sink(std::shared_ptr<log_sink> l) {
-    guard g(*s_);
-    s_->sink = std::move(l);
+    guard g(*state_);
+    state_->sink = std::move(l);
 }
 
 void pool_impl::set_strategy(std::shared_ptr<circuit_strategy> s) {
-    guard g(*s_);
-    s_->core.set_reports(s != nullptr);
-    s_->strategy = std::move(s);
+    guard g(*state_);
+    state_->core.set_reports(s != nullptr);
+    state_->strategy = std::move(s);
 }
 
 void pool_impl::set_observer(std::shared_ptr<observer> o) {
-    guard g(*s_);
-    s_->observers.clear();
-    if (o) s_->observers.push_back(std::move(o));
-    s_->obs = fan_out(s_->observers);
+    guard g(*state_);
+    state_->observers.clear();
+    if (o) state_->observers.push_back(std::move(o));
+    state_->obs = fan_out(state_->observers);
 }
 
 void pool_impl::add_observer(std::shared_ptr<observer> o) {
     if (!o) return;
-    guard g(*s_);
-    s_->observers.push_back(std::move(o));
-    s_->obs = fan_out(s_->observers);
+    guard g(*state_);
+    state_->observers.push_back(std::move(o));
+    state_->obs = fan_out(state_->observers);
 }
 
 void pool_impl::remove_observer(const std::shared_ptr<observer>& o) {
-    guard g(*s_);
-    std::erase(s_->observers, o);
-    s_->obs = fan_out(s_->observers);
+    guard g(*state_);
+    std::erase(state_->observers, o);
+    state_->obs = fan_out(state_->observers);
 }
 
 pool_stats pool_impl::stats() const noexcept {
-    guard g(*s_);
-    pool_stats p = to_stats(s_->core.snap());
-    if (affinity_cache* c = s_->cache.get()) {  // cached resources are idle, whatever the core counts
+    guard g(*state_);
+    pool_stats p = to_stats(state_->core.snap());
+    if (affinity_cache* c = state_->cache.get()) {  // cached resources are idle, whatever the core counts
         p.acquires += c->takes();
         for (unsigned i = 0; i < affinity_cache::size; ++i) {
             if (c->slots[i].node.load(std::memory_order_relaxed) && p.active > 0) {
@@ -171,9 +171,9 @@ pool_stats pool_impl::stats() const noexcept {
             }
         }
     }
-    p.wait_time = s_->wait_time;
-    if (opts_.record_timings) p.wait_time.counts[0] += s_->core.stats().immediate_takes;
-    p.hold_time = s_->hold_time;
+    p.wait_time = state_->wait_time;
+    if (opts_.record_timings) p.wait_time.counts[0] += state_->core.stats().immediate_takes;
+    p.hold_time = state_->hold_time;
     return p;
 }
 
@@ -185,22 +185,22 @@ void pool_impl::close() noexcept {
     std::vector<acquire_op_base*> abandoned;
     std::vector<std::shared_ptr<hook_run>> interrupted;
     {
-        guard g(*s_);
-        if (!s_->core.close(fx)) return;
+        guard g(*state_);
+        if (!state_->core.close(fx)) return;
         // No timer outlives close (but async_close's grace): once this returns, nothing rings.
-        for (auto* t : {&s_->health_timer, &s_->housekeeping_timer, &s_->retry_timer, &s_->recover_timer})
-            s_->cancel_timer(*t);
-        for (auto& run : s_->runs) {
-            s_->cancel_timer(run->bound);
-            if (acquire_op_base* op = detach_op_locked(*s_, *run)) abandoned.push_back(op);
+        for (auto* t : {&state_->health_timer, &state_->housekeeping_timer, &state_->retry_timer, &state_->recover_timer})
+            state_->cancel_timer(*t);
+        for (auto& run : state_->runs) {
+            state_->cancel_timer(run->bound);
+            if (acquire_op_base* op = detach_op_locked(*state_, *run)) abandoned.push_back(op);
         }
-        interrupted = s_->runs;
-        s_->rearm();
-        if (!s_->ready) {
-            s_->ready = true;
-            s_->ready_ec = errc::closed;
+        interrupted = state_->runs;
+        state_->rearm();
+        if (!state_->ready) {
+            state_->ready = true;
+            state_->ready_ec = errc::closed;
         }
-        ready.swap(s_->ready_waiters);
+        ready.swap(state_->ready_waiters);
     }
     fire(ready, errc::closed);
     apply(fx);
@@ -219,12 +219,12 @@ void pool_impl::close() noexcept {
 void pool_impl::async_close(duration grace, signal_handler done) {
     close();
     {
-        guard g(*s_);
-        if (s_->core.total() != 0) {
-            // Completed exactly once, under the lock: by the drain (after_change) or by the grace timer.
-            const std::uint64_t key = ++s_->close_keys;
-            auto h = s_->schedule(grace, [this, key] { close_grace_over(key); });
-            s_->close_waiters.push_back({std::move(done), h, key});
+        guard g(*state_);
+        if (state_->core.total() != 0) {
+            // Completed exactly once, under the lock: by the drain (finish_close_if_drained) or by the grace timer.
+            const std::uint64_t key = ++state_->close_keys;
+            auto h = state_->schedule(grace, [this, key] { close_grace_over(key); });
+            state_->close_waiters.push_back({std::move(done), h, key});
             return;
         }
     }
@@ -234,8 +234,8 @@ void pool_impl::async_close(duration grace, signal_handler done) {
 void pool_impl::close_grace_over(std::uint64_t key) noexcept {
     signal_handler done;
     {
-        guard g(*s_);
-        auto& v = s_->close_waiters;
+        guard g(*state_);
+        auto& v = state_->close_waiters;
         for (auto it = v.begin(); it != v.end(); ++it)
             if (it->key == key) {
                 done = std::move(it->done);
@@ -248,22 +248,22 @@ void pool_impl::close_grace_over(std::uint64_t key) noexcept {
 
 void pool_impl::handle_dropped() noexcept {
     close();
-    guard g(*s_);
-    s_->dropped = true;
-    if (s_->core.total() != 0) s_->keep_alive = shared_from_this();
+    guard g(*state_);
+    state_->dropped = true;
+    if (state_->core.total() != 0) state_->keep_alive = shared_from_this();
 }
 
 // Called after anything that may have destroyed the last resource of a closed pool.
-void pool_impl::after_change() noexcept {
-    std::vector<engine::close_waiter> waiters;
+void pool_impl::finish_close_if_drained() noexcept {
+    std::vector<driver_state::close_waiter> waiters;
     std::shared_ptr<pool_impl> last;
     {
-        guard g(*s_);
-        if (!s_->core.closed() || s_->core.total() != 0) return;
-        waiters.swap(s_->close_waiters);
-        for (auto& w : waiters) s_->cancel_timer(w.grace);
-        s_->rearm();
-        if (s_->dropped) last = std::move(s_->keep_alive);
+        guard g(*state_);
+        if (!state_->core.closed() || state_->core.total() != 0) return;
+        waiters.swap(state_->close_waiters);
+        for (auto& w : waiters) state_->cancel_timer(w.grace);
+        state_->rearm();
+        if (state_->dropped) last = std::move(state_->keep_alive);
     }
     for (auto& w : waiters) w.done({});
     // `last` may be the final reference: *this dies here, and nothing touches it afterwards.
@@ -279,23 +279,23 @@ void pool_impl::set_max(std::size_t max) {
     validate(changed);  // "max (0) must be at least 1", "min (4) must not exceed max (3)", ...
     core::effects fx;
     {
-        guard g(*s_);
+        guard g(*state_);
         opts_.max = max;
-        s_->core.set_max(static_cast<std::uint32_t>(max), fx);
+        state_->core.set_max(static_cast<std::uint32_t>(max), fx);
     }
     apply(fx);
-    after_change();
+    finish_close_if_drained();
 }
 
 void pool_impl::retire_all() noexcept {
     core::effects fx;
     {
-        guard g(*s_);
-        s_->core.retire_all(fx);
+        guard g(*state_);
+        state_->core.retire_all(fx);
     }
     if (logging(log_level::info)) log(log_level::info, "retiring every resource: replaced as each comes back");
     apply(fx);
-    after_change();
+    finish_close_if_drained();
 }
 
 }  // namespace respool::detail

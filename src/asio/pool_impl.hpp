@@ -61,7 +61,7 @@ public:
     // Synchronous acquire: a node ready for the caller, or nullptr with ec set.
     resource_node* try_acquire(error_code& ec, const std::source_location& where = {}) noexcept;
     // The common take (no checks, stamps or observer; an unreserved idle resource): nullptr otherwise.
-    resource_node* take_plain() noexcept;
+    resource_node* take_inline() noexcept;
     // The immediate part of async_acquire: a node, an error, or (nullptr, no error) = must wait.
     // Only when no check on the way out is a coroutine (can_acquire_inline()).
     resource_node* acquire_now(error_code& ec, const std::source_location& where = {}) noexcept;
@@ -102,7 +102,7 @@ public:
     void recover(std::uint32_t max_probes) override;
     void recover_after(duration delay, std::uint32_t max_probes) override;
 
-    struct engine;  // core, lock, timers (src/asio/pool_impl.cpp)
+    struct driver_state;  // core, lock, timers (src/asio/pool_impl.cpp)
 
     // The checks on the way out: validation (then before_acquire, unless the resource was never lent).
     enum class stage : std::uint8_t { validate, validate_only, before_acquire, done };
@@ -139,16 +139,16 @@ private:
     void stamp_new(resource_node* n) noexcept;
     void finish_release(resource_node* n, bool poisoned, bool broken, const resource_node* keep = nullptr) noexcept;
     void release_general(resource_node* n, bool poisoned) noexcept;
-    resource_node* take_affine() noexcept;
-    resource_node* take_cached(unsigned me) noexcept;
-    resource_node* cache_take(unsigned from, unsigned me) noexcept;
+    resource_node* take_own_slot() noexcept;
+    resource_node* take_elsewhere(unsigned me) noexcept;
+    resource_node* take_from_slot(unsigned from, unsigned me) noexcept;
     void reclaim(std::atomic<resource_node*>& slot) noexcept;
     void arm_health_timer() noexcept;
     void health_tick() noexcept;
     void health_step() noexcept;
     void set_circuit(circuit_state s, std::uint32_t probes) noexcept;
     void check_ready_locked() noexcept;
-    void after_change() noexcept;
+    void finish_close_if_drained() noexcept;
     // Runs the effects of a core call. `keep`: a resource a hook still works on; its destroy effect is
     // left to the hook's completion.
     void apply(core::effects& fx, const error_code& create_ec = {}, const resource_node* keep = nullptr) noexcept;
@@ -172,7 +172,7 @@ private:
     bool plain_ = true;           // no per-lease stamps wanted: core take_fast/release_fast may serve
     affinity_cache* cache_ = nullptr;  // thread_affinity (owned by the engine), or none
     duration housekeeping_period_{};
-    std::unique_ptr<engine> s_;  // core, lock, timers: kept out of this header
+    std::unique_ptr<driver_state> state_;  // core, lock, timers: kept out of this header
 };
 
 }  // namespace respool::detail

@@ -1,6 +1,6 @@
 // Woken waiters whose handlers run on the pool's executor: one posted drain resumes them in wake order.
 
-#include "engine.hpp"
+#include "driver_state.hpp"
 
 namespace respool::detail {
 
@@ -30,13 +30,13 @@ private:
 void pool_impl::make_ready(acquire_op_base* op) noexcept {
     bool post;
     {
-        guard g(*s_);
+        guard g(*state_);
         op->ready_next = nullptr;
-        if (s_->ready_tail) s_->ready_tail->ready_next = op;
-        else s_->ready_head = op;
-        s_->ready_tail = op;
-        post = !s_->drain_posted;
-        s_->drain_posted = true;
+        if (state_->ready_tail) state_->ready_tail->ready_next = op;
+        else state_->ready_head = op;
+        state_->ready_tail = op;
+        post = !state_->drain_posted;
+        state_->drain_posted = true;
     }
     if (post) post_ex_.execute(drain_task(shared_from_this()));
 }
@@ -49,15 +49,15 @@ void pool_impl::drain_ready() noexcept {
     for (int i = 0;; ++i) {
         acquire_op_base* op;
         {
-            guard g(*s_);
-            op = s_->ready_head;
+            guard g(*state_);
+            op = state_->ready_head;
             if (!op) {
-                s_->drain_posted = false;
+                state_->drain_posted = false;
                 return;
             }
             if (i == batch) break;
-            s_->ready_head = op->ready_next;
-            if (!s_->ready_head) s_->ready_tail = nullptr;
+            state_->ready_head = op->ready_next;
+            if (!state_->ready_head) state_->ready_tail = nullptr;
         }
         resume(op, op->direct);
     }
@@ -72,15 +72,15 @@ void pool_impl::abandon_ready() noexcept {
         acquire_op_base* op;
         core::effects fx;
         {
-            guard g(*s_);
-            op = s_->ready_head;
+            guard g(*state_);
+            op = state_->ready_head;
             if (!op) {
-                s_->drain_posted = false;
+                state_->drain_posted = false;
                 return;
             }
-            s_->ready_head = op->ready_next;
-            if (!s_->ready_head) s_->ready_tail = nullptr;
-            s_->core.cancel(core_of(op), fx);  // a reserved place moves on; a failed one is already decided
+            state_->ready_head = op->ready_next;
+            if (!state_->ready_head) state_->ready_tail = nullptr;
+            state_->core.cancel(core_of(op), fx);  // a reserved place moves on; a failed one is already decided
         }
         op->destroy(op);
         apply(fx);

@@ -1,6 +1,6 @@
 // Release and the fast take/release paths (the thread-affinity cache, the core's inline ones).
 
-#include "engine.hpp"
+#include "driver_state.hpp"
 
 namespace respool::detail {
 
@@ -9,16 +9,16 @@ namespace respool::detail {
 void release_node(pool_impl* impl, resource_node* n, bool poisoned) noexcept { impl->release(n, poisoned); }
 
 // The fast paths: small functions with small frames, tried before the general ones.
-resource_node* pool_impl::take_plain() noexcept {
-    if (cache_) return take_affine();
-    if (!plain_ || s_->obs) return nullptr;  // nothing to check, stamp or report
-    plain_guard g(*s_);
-    return node_of(s_->core.take_fast());
+resource_node* pool_impl::take_inline() noexcept {
+    if (cache_) return take_own_slot();
+    if (!plain_ || state_->obs) return nullptr;  // nothing to check, stamp or report
+    plain_guard g(*state_);
+    return node_of(state_->core.take_fast());
 }
 
 // Takes the resource in slot `from` (counted for this thread, slot `me`). The second look at `open`
 // makes a take that raced with a waiter parking give the resource to the core (the waiter's, then).
-[[gnu::always_inline]] inline resource_node* pool_impl::cache_take(unsigned from, unsigned me) noexcept {
+[[gnu::always_inline]] inline resource_node* pool_impl::take_from_slot(unsigned from, unsigned me) noexcept {
     affinity_cache& c = *cache_;
     auto& sl = c.slots[from];
     if (!c.open.load(std::memory_order_acquire) || !sl.node.load(std::memory_order_relaxed)) return nullptr;
@@ -32,23 +32,23 @@ resource_node* pool_impl::take_plain() noexcept {
     return nullptr;
 }
 
-// take_plain with the thread-affinity cache: this thread's slot first, without the lock.
-resource_node* pool_impl::take_affine() noexcept {
+// take_inline with the thread-affinity cache: this thread's slot first, without the lock.
+resource_node* pool_impl::take_own_slot() noexcept {
     const unsigned me = affinity_cache::self();
-    if (resource_node* n = cache_take(me, me)) return n;
-    return take_cached(me);
+    if (resource_node* n = take_from_slot(me, me)) return n;
+    return take_elsewhere(me);
 }
 
-// take_affine with this thread's slot empty: the core, then the other threads' slots. (The cache
+// take_own_slot with this thread's slot empty: the core, then the other threads' slots. (The cache
 // exists only when plain_; an observer closes it.)
-[[gnu::noinline]] resource_node* pool_impl::take_cached(unsigned me) noexcept {
-    if (s_->obs) return nullptr;
+[[gnu::noinline]] resource_node* pool_impl::take_elsewhere(unsigned me) noexcept {
+    if (state_->obs) return nullptr;
     resource_node* n;
     {
-        guard g(*s_);
-        n = node_of(s_->core.take_fast());
+        guard g(*state_);
+        n = node_of(state_->core.take_fast());
     }
-    for (unsigned i = 1, used = affinity_cache::used(); i < used && !n; ++i) n = cache_take((me + i) % used, me);
+    for (unsigned i = 1, used = affinity_cache::used(); i < used && !n; ++i) n = take_from_slot((me + i) % used, me);
     return n;
 }
 
@@ -65,11 +65,11 @@ void pool_impl::release(resource_node* n, bool poisoned) noexcept {
                 return;
             }
         }  // else: poisoned, past max_lifetime (the core retires it), or the cache is closed
-    } else if (plain_ && !poisoned && !s_->obs &&
+    } else if (plain_ && !poisoned && !state_->obs &&
                (before_release_ == hook_mode::none ||
                 (needs_reset_ == hook_mode::sync && !check(check_kind::needs_reset, *n, hook_reason::on_release)))) {
-        plain_guard g(*s_);
-        if (s_->core.release_fast(core_of(n))) return;
+        plain_guard g(*state_);
+        if (state_->core.release_fast(core_of(n))) return;
     }
     release_general(n, poisoned);
 }
@@ -88,7 +88,7 @@ void pool_impl::reclaim(std::atomic<resource_node*>& slot) noexcept {
         std::shared_ptr<hook_run> run;
         try {
             {
-                guard g(*s_);
+                guard g(*state_);
                 run = begin_run_locked(run_kind::before_release, n, opts_.reset_timeout);
                 run->ctx = context_of(*n, hook_reason::on_release);
             }
@@ -107,44 +107,44 @@ void pool_impl::reclaim(std::atomic<resource_node*>& slot) noexcept {
 void pool_impl::reset_done(const std::shared_ptr<hook_run>& run, bool ok) noexcept {
     bool live;
     {
-        guard g(*s_);
+        guard g(*state_);
         live = end_run_locked(*run);
     }
     if (live) return finish_release(run->n, false, !ok);
     destroy_node(run->n, run->why);  // failed at reset_timeout or close, and counted out then
-    after_change();
+    finish_close_if_drained();
 }
 
 void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken, const resource_node* keep) noexcept {
     std::chrono::nanoseconds held{};
-    const bool timed = opts_.record_timings || s_->obs;  // otherwise the node is not even read
+    const bool timed = opts_.record_timings || state_->obs;  // otherwise the node is not even read
     if (timed && n->taken_at != clock::time_point{}) held = now() - n->taken_at;
-    if (timed) notify(s_->obs, [held](observer& o) { o.on_released(held); });
+    if (timed) notify(state_->obs, [held](observer& o) { o.on_released(held); });
     core::effects fx;
     bool closed;
     std::shared_ptr<pool_impl> self;
     {
-        guard g(*s_);
-        if (opts_.record_timings) s_->hold_time.record(held);
-        s_->core.release(core_of(n),
+        guard g(*state_);
+        if (opts_.record_timings) state_->hold_time.record(held);
+        state_->core.release(core_of(n),
                          poisoned ? core::pool_core::release_kind::poisoned
                          : broken ? core::pool_core::release_kind::broken
                                   : core::pool_core::release_kind::ok,
                          fx);
-        closed = s_->core.closed();
+        closed = state_->core.closed();
         // In a thread_safe pool another thread may drop the pool object as soon as this section
         // ends, and a closed pool lives only until its count is zero: keep it for the rest of this
         // call (destructor hook, strategy, drain). Taken under the lock, while something holds it.
-        if (closed || (s_->thread_safe && !fx.empty())) self = shared_from_this();
+        if (closed || (state_->thread_safe && !fx.empty())) self = shared_from_this();
     }
     if (!fx.empty()) apply(fx, {}, keep);
-    if (closed) after_change();  // may be the last resource of a dropped pool: may free *this
+    if (closed) finish_close_if_drained();  // may be the last resource of a dropped pool: may free *this
 }
 
 }  // namespace respool::detail
 
 namespace respool::detail {
 
-resource_node* take_plain(pool_impl& p) noexcept { return p.take_plain(); }
+resource_node* take_inline(pool_impl& p) noexcept { return p.take_inline(); }
 
 }  // namespace respool::detail

@@ -206,22 +206,22 @@ private:
 
 class c_strategy final : public respool::circuit_strategy {
 public:
-    c_strategy(const respool_circuit_strategy& s, respool_pool* p) : s_(s), p_(p) {}
+    c_strategy(const respool_circuit_strategy& s, respool_pool* p) : state_(s), p_(p) {}
     void report_success(respool::circuit_breaker&) override {
         callback_scope in(p_);
-        if (s_.report_success) s_.report_success(s_.ctx, p_);
+        if (state_.report_success) state_.report_success(state_.ctx, p_);
     }
     void report_failure(respool::circuit_breaker&, const error_code& ec) override {
-        if (!s_.report_failure) return;
+        if (!state_.report_failure) return;
         int st = status_of(ec);
         if (ec == errc::broken || ec == errc::poisoned) st = RESPOOL_E_INVALID;
         else if (st == RESPOOL_E_INTERNAL) st = RESPOOL_E_CREATE;  // a factory error of its own
         callback_scope in(p_);
-        s_.report_failure(s_.ctx, p_, st);
+        state_.report_failure(state_.ctx, p_, st);
     }
 
 private:
-    respool_circuit_strategy s_;
+    respool_circuit_strategy state_;
     respool_pool* p_;
 };
 

@@ -129,7 +129,7 @@ void start_acquire(pool_impl& p, acquire_op_base* op) noexcept;
 void resume(pool_impl& p, acquire_op_base* op, bool on_handler_executor) noexcept;
 void cancel(pool_impl& p, acquire_op_base* op) noexcept;
 // The common take (no checks, stamps or observer; an unreserved idle resource): nullptr otherwise.
-resource_node* take_plain(pool_impl& p) noexcept;
+resource_node* take_inline(pool_impl& p) noexcept;
 resource_node* try_acquire(pool_impl& p, error_code& ec, const std::source_location& where) noexcept;
 // The lease's way back (the lease may outlive the pool object).
 void release_node(pool_impl* p, resource_node* n, bool poisoned) noexcept;

@@ -1,6 +1,6 @@
 // The driver state's own work: its alarm, and keeping the affinity cache in line with the core.
 
-#include "engine.hpp"
+#include "driver_state.hpp"
 
 namespace respool::detail {
 
@@ -15,7 +15,7 @@ const char* to_string(run_kind k) noexcept {
     return "hook";
 }
 
-unsigned pool_impl::engine::drain_cache_locked(core::effects& fx) noexcept {
+unsigned pool_impl::driver_state::drain_cache_locked(core::effects& fx) noexcept {
     unsigned n = 0;
     for (unsigned i = 0, used = affinity_cache::used(); i < used; ++i) {
         auto& sl = cache->slots[i];
@@ -28,7 +28,7 @@ unsigned pool_impl::engine::drain_cache_locked(core::effects& fx) noexcept {
     return n;
 }
 
-void pool_impl::engine::unlock_cached() noexcept {
+void pool_impl::driver_state::unlock_cached() noexcept {
     const bool want = !obs && core.uncontended();
     if (want == cache->open.load(std::memory_order_relaxed)) return mu.unlock();  // the common case
     cache->open.store(want, std::memory_order_seq_cst);
@@ -38,10 +38,10 @@ void pool_impl::engine::unlock_cached() noexcept {
     mu.unlock();
     if (!drained) return;
     owner->apply(fx);  // a parked waiter gets its resource; a closed pool destroys them
-    if (closed) owner->after_change();
+    if (closed) owner->finish_close_if_drained();
 }
 
-void pool_impl::engine::rearm() noexcept {
+void pool_impl::driver_state::rearm() noexcept {
     auto next = core.next_deadline();
     if (auto t = timers.next(); t && (!next || *t < *next)) next = t;
     if (!next) {  // also after a ring: the cancel orders that ring's post before whatever follows
@@ -59,7 +59,7 @@ void pool_impl::engine::rearm() noexcept {
 }
 
 // On the clock's thread: only a post. The timer work runs on the pool's executor.
-void pool_impl::engine::ring() noexcept {
+void pool_impl::driver_state::ring() noexcept {
     try {
         asio::post(alarm_ex, [weak = self] {
             if (auto p = weak.lock()) p->on_alarm();

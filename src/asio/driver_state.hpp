@@ -1,4 +1,4 @@
-// The driver's state behind pool_impl (s_): the core, the lock, the timers, the hooks under way,
+// The driver's state behind pool_impl (state_): the core, the lock, the timers, the hooks under way,
 // the observers, the ready queue, the close waiters. And the few helpers every driver file shares.
 //
 // Lifetime: pool<T> holds a shared_ptr. Leases hold a raw pointer; when the pool object goes away
@@ -26,12 +26,12 @@ namespace respool::detail {
 
 using clock = std::chrono::steady_clock;
 
-struct pool_impl::engine final : pool_clock::alarm {
-    engine(pool_impl* o, const asio::any_io_executor& ex, const core::config& c, bool ts,
+struct pool_impl::driver_state final : pool_clock::alarm {
+    driver_state(pool_impl* o, const asio::any_io_executor& ex, const core::config& c, bool ts,
            std::shared_ptr<pool_clock> clk)
         : owner(o), core(c), thread_safe(ts), clock(std::move(clk)), alarm_ex(ex) {}
     // A ring may be under way on the clock's thread: cancel waits for it, and no other follows.
-    ~engine() { clock->cancel(*this); }
+    ~driver_state() { clock->cancel(*this); }
 
     pool_impl* const owner;
 
@@ -102,15 +102,15 @@ struct pool_impl::engine final : pool_clock::alarm {
 // Locks only in thread_safe mode: the default pool lives on one executor and pays nothing.
 class guard {
 public:
-    explicit guard(pool_impl::engine& s) : s_(s.thread_safe ? &s : nullptr) {
-        if (s_) s_->mu.lock();
+    explicit guard(pool_impl::driver_state& s) : state_(s.thread_safe ? &s : nullptr) {
+        if (state_) state_->mu.lock();
     }
     ~guard() { unlock(); }
     [[gnu::always_inline]] void unlock() {
-        if (s_) release(std::exchange(s_, nullptr));
+        if (state_) release(std::exchange(state_, nullptr));
     }
     // With the thread-affinity cache, every unlock first brings the cache in line with the core.
-    static void release(pool_impl::engine* s) noexcept {
+    static void release(pool_impl::driver_state* s) noexcept {
         if (s->cache) s->unlock_cached();
         else s->mu.unlock();
     }
@@ -118,13 +118,13 @@ public:
     guard& operator=(const guard&) = delete;
 
 private:
-    pool_impl::engine* s_;  // null: a pool on one executor locks nothing
+    pool_impl::driver_state* state_;  // null: a pool on one executor locks nothing
 };
 
 // The fast paths' lock when the pool has no thread-affinity cache: nothing to bring in line on unlock.
 class plain_guard {
 public:
-    explicit plain_guard(pool_impl::engine& s) : m_(s.thread_safe ? &s.mu : nullptr) {
+    explicit plain_guard(pool_impl::driver_state& s) : m_(s.thread_safe ? &s.mu : nullptr) {
         if (m_) m_->lock();
     }
     ~plain_guard() {
@@ -158,9 +158,9 @@ void fire(std::vector<signal_handler>& hs, const error_code& ec);
 std::shared_ptr<observer> fan_out(const std::vector<std::shared_ptr<observer>>& all);
 
 pool_impl::stage first_stage(const core::pool_core::take_result& t) noexcept;
-core::pool_core::take_result reject_and_retry_locked(pool_impl::engine& s, acquire_op_base* op, resource_node* n,
+core::pool_core::take_result reject_and_retry_locked(pool_impl::driver_state& s, acquire_op_base* op, resource_node* n,
                                                      core::effects& fx);
 // Detaches the acquire waiting for a borrow check (lock held); the caller completes it.
-acquire_op_base* detach_op_locked(pool_impl::engine& s, hook_run& run) noexcept;
+acquire_op_base* detach_op_locked(pool_impl::driver_state& s, hook_run& run) noexcept;
 
 }  // namespace respool::detail
