@@ -8,7 +8,7 @@ namespace respool::core {
 void deadline_heap::push(waiter& w) {
     assert(!contains(w));
     assert(v_.size() < waiter::not_in_heap);
-    v_.push_back(slot{w.deadline, w.seq, &w});  // the only step that may throw
+    v_.push_back(slot_of(w));  // the only step that may throw
     sift_up(v_.size() - 1);
 }
 
@@ -62,8 +62,7 @@ std::string deadline_heap::check() const {
     for (std::size_t i = 0; i < v_.size(); ++i) {
         const slot& s = v_[i];
         if (s.w->heap_index != i) e << "deadline heap slot " << i << " has a stale index; ";
-        if (s.deadline != s.w->deadline || s.seq != s.w->seq)
-            e << "deadline heap slot " << i << " has stale keys; ";
+        if (s.key() != slot_of(*s.w).key()) e << "deadline heap slot " << i << " has stale keys; ";
         if (i > 0 && earlier(s, v_[(i - 1) / arity])) e << "deadline heap out of order at " << i << "; ";
     }
     return e.str();

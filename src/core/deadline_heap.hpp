@@ -36,12 +36,12 @@ public:
     // Its deadline, read from the heap's own copy (no visit to the waiter's memory).
     [[nodiscard]] std::optional<time_point> earliest() const noexcept {
         if (v_.empty()) return std::nullopt;
-        return v_.front().deadline;
+        return v_.front().deadline();
     }
     // The earliest waiter when its deadline is <= now (due), else nullptr. Erasing it (or failing it,
     // which erases it) and asking again walks the due waiters in deadline order.
     [[nodiscard]] waiter* due(time_point now) const noexcept {
-        return !v_.empty() && v_.front().deadline <= now ? v_.front().w : nullptr;
+        return !v_.empty() && v_.front().deadline() <= now ? v_.front().w : nullptr;
     }
     [[nodiscard]] static bool contains(const waiter& w) noexcept {
         return w.heap_index != waiter::not_in_heap;
@@ -55,16 +55,26 @@ public:
     [[nodiscard]] std::string check() const;
 
 private:
+    // (deadline, seq) as one 128-bit unsigned number, stored as two 64-bit halves (a slot stays 24
+    // bytes): one branch-free comparison orders two slots. The deadline's sign bit is flipped so that
+    // unsigned order is time order.
+    __extension__ using key_type = unsigned __int128;
+    static constexpr std::uint64_t sign = std::uint64_t{1} << 63;
     struct slot {
-        time_point deadline;  // copies of w's keys
-        std::uint64_t seq;
+        std::uint64_t hi;  // deadline ticks ^ sign
+        std::uint64_t lo;  // seq
         waiter* w;
+        [[nodiscard]] key_type key() const noexcept { return (key_type{hi} << 64) | lo; }
+        [[nodiscard]] time_point deadline() const noexcept {
+            return time_point(duration(static_cast<duration::rep>(hi ^ sign)));
+        }
     };
+    static slot slot_of(waiter& w) noexcept {
+        return {static_cast<std::uint64_t>(w.deadline.time_since_epoch().count()) ^ sign, w.seq, &w};
+    }
     static constexpr std::size_t arity = 4;
 
-    static bool earlier(const slot& a, const slot& b) noexcept {
-        return a.deadline < b.deadline || (a.deadline == b.deadline && a.seq < b.seq);
-    }
+    static bool earlier(const slot& a, const slot& b) noexcept { return a.key() < b.key(); }
     void place(std::size_t i, const slot& s) noexcept {
         v_[i] = s;
         s.w->heap_index = static_cast<std::uint32_t>(i);
