@@ -29,7 +29,8 @@ struct result {
     double p50, p99, max;
 };
 
-result run(std::size_t creations, int clients, std::chrono::milliseconds connect, std::chrono::milliseconds work) {
+result run(std::size_t creations, int clients, std::chrono::milliseconds connect,
+           std::chrono::milliseconds work) {
     asio::io_context io;
     auto keep_running = asio::make_work_guard(io);  // run_one() must not find a stopped context
     respool::hooks<int> h;
@@ -39,8 +40,8 @@ result run(std::size_t creations, int clients, std::chrono::milliseconds connect
         co_await t.async_wait(asio::use_awaitable);
         co_return ++next;
     };
-    respool::pool<int> pool(io.get_executor(),
-                            {.min = 5, .max = 50, .max_concurrent_creations = creations}, std::move(h));
+    respool::pool<int> pool(io.get_executor(), {.min = 5, .max = 50, .max_concurrent_creations = creations},
+                            std::move(h));
     bool ready = false;
     pool.async_wait_ready([&](respool::error_code) { ready = true; });
     while (!ready) io.run_one();
@@ -66,7 +67,9 @@ result run(std::size_t creations, int clients, std::chrono::milliseconds connect
     // demand does not abort a creation under way).
     while (pool.stats().creating > 0) io.run_one();
     std::sort(waits.begin(), waits.end());
-    auto pct = [&](double q) { return waits[static_cast<std::size_t>(q * static_cast<double>(waits.size() - 1))]; };
+    auto pct = [&](double q) {
+        return waits[static_cast<std::size_t>(q * static_cast<double>(waits.size() - 1))];
+    };
     return {pool.stats().creations - warm, pct(0.5), pct(0.99), waits.back()};
 }
 
@@ -74,7 +77,8 @@ result run(std::size_t creations, int clients, std::chrono::milliseconds connect
 
 int main(int argc, char** argv) {
     std::vector<std::size_t> variants{1, 2};
-    if (argc == 3 && std::strcmp(argv[1], "--creations") == 0) variants = {std::strtoul(argv[2], nullptr, 10)};
+    if (argc == 3 && std::strcmp(argv[1], "--creations") == 0)
+        variants = {std::strtoul(argv[2], nullptr, 10)};
     std::printf("spike: 50 simultaneous acquires, min_idle 5, max 50, connect 150 ms, work 2 ms\n");
     std::printf("%-26s %14s %10s %10s %10s\n", "max_concurrent_creations", "created (total)", "p50 wait",
                 "p99 wait", "max wait");

@@ -24,8 +24,7 @@ int main() {
     int next_id = 0;
 
     respool::pool<connection> pool(
-        io.get_executor(),
-        {.min = 1, .max = 4, .acquire_timeout = 2s},
+        io.get_executor(), {.min = 1, .max = 4, .acquire_timeout = 2s},
         {
             .factory = [&]() -> asio::awaitable<connection> {  // connecting is I/O: a coroutine
                 asio::steady_timer connect(co_await asio::this_coro::executor, 5ms);

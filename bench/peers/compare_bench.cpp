@@ -1,6 +1,7 @@
 // The C++ side of bench/compare: respool (a shared thread_safe pool with FIFO idle order, the same with
-// the thread-affinity cache, and one pool per thread as in SPEC.md §3) and the naive pool a C++ developer would otherwise hand-roll, on the workloads of the Java
-// peer harness, measured the same way (threads cycle for a fixed time after a warm-up; median of reps).
+// the thread-affinity cache, and one pool per thread as in SPEC.md §3) and the naive pool a C++ developer
+// would otherwise hand-roll, on the workloads of the Java peer harness, measured the same way (threads cycle
+// for a fixed time after a warm-up; median of reps).
 //
 //   respool_compare <seconds> <reps> [variant...]   prints: cycle <variant> <threads> <pool> <median ops/s>
 // With variant names, only those run (e.g. respool_compare 0.5 5 respool-shared naive-cpp).
@@ -124,10 +125,12 @@ int main(int argc, char** argv) {
 
         if (argc > 3)
             std::erase_if(vs, [&](const variant& v) {
-                return std::none_of(argv + 3, argv + argc, [&](const char* a) { return std::string_view(a) == v.name; });
+                return std::none_of(argv + 3, argv + argc,
+                                    [&](const char* a) { return std::string_view(a) == v.name; });
             });
         measure_interleaved(vs, reps, seconds, threads);
-        for (const auto& v : vs) std::printf("cycle %s %d %zu %.0f\n", v.name, threads, size, v.runs[v.runs.size() / 2]);
+        for (const auto& v : vs)
+            std::printf("cycle %s %d %zu %.0f\n", v.name, threads, size, v.runs[v.runs.size() / 2]);
         std::fflush(stdout);
         shared.close();
         affine.close();

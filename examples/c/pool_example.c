@@ -42,8 +42,8 @@ static void* worker(void* arg) {
             fprintf(stderr, "acquire: %s\n", respool_status_string(st));
             return NULL;
         }
-        ((connection*)r)->queries++;              /* "run a query" */
-        respool_release(pool, r);                 /* back to the pool (before_release decides) */
+        ((connection*)r)->queries++; /* "run a query" */
+        respool_release(pool, r);    /* back to the pool (before_release decides) */
     }
     return NULL;
 }

@@ -8,8 +8,8 @@
 //   use(l.get());                                             // void*, or l.as<my_conn>()
 #pragma once
 
-#include <respool/error.hpp>
 #include <respool/respool.h>
+#include <respool/error.hpp>
 #include <respool/stats.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -38,7 +38,8 @@ inline error_code to_error_code(int status) noexcept {
     case RESPOOL_E_CREATE: return errc::create_failed;
     case RESPOOL_E_EXHAUSTED: return errc::exhausted;
     case RESPOOL_E_CANCELLED: return errc::cancelled;
-    case RESPOOL_E_INVALID: return boost::system::errc::make_error_code(boost::system::errc::invalid_argument);
+    case RESPOOL_E_INVALID:
+        return boost::system::errc::make_error_code(boost::system::errc::invalid_argument);
     default: return boost::system::errc::make_error_code(boost::system::errc::state_not_recoverable);
     }
 }
@@ -48,7 +49,8 @@ class c_lease {
 public:
     c_lease() noexcept = default;
     c_lease(respool_pool* p, void* r) noexcept : pool_(p), r_(r) {}
-    c_lease(c_lease&& o) noexcept : pool_(std::exchange(o.pool_, nullptr)), r_(std::exchange(o.r_, nullptr)) {}
+    c_lease(c_lease&& o) noexcept
+        : pool_(std::exchange(o.pool_, nullptr)), r_(std::exchange(o.r_, nullptr)) {}
     c_lease& operator=(c_lease&& o) noexcept {
         if (this != &o) {
             release();
@@ -134,7 +136,8 @@ private:
         static void done(void* user, int status, void* r) {  // on the pool's thread
             std::unique_ptr<pending> self(static_cast<pending*>(user));
             c_lease l = r ? c_lease{self->pool, r} : c_lease{};
-            boost::asio::post(self->work, boost::asio::append(std::move(self->handler), to_error_code(status), std::move(l)));
+            boost::asio::post(self->work, boost::asio::append(std::move(self->handler), to_error_code(status),
+                                                              std::move(l)));
         }
     };
 
@@ -144,13 +147,14 @@ private:
         void operator()(Handler&& handler, int64_t timeout_ms) const {
             using H = std::decay_t<Handler>;
             auto ex = boost::asio::get_associated_executor(handler, self->ex_);
-            auto* state = new pending<H>{std::forward<Handler>(handler),
-                                         boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked),
-                                         self->pool_};
+            auto* state = new pending<H>{
+                std::forward<Handler>(handler),
+                boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked), self->pool_};
             const int st = respool_acquire_async(self->pool_, timeout_ms, &pending<H>::done, state);
             if (st != RESPOOL_OK) {  // not started: complete with the reason, through the executor
                 std::unique_ptr<pending<H>> owned(state);
-                boost::asio::post(owned->work, boost::asio::append(std::move(owned->handler), to_error_code(st), c_lease{}));
+                boost::asio::post(owned->work, boost::asio::append(std::move(owned->handler),
+                                                                   to_error_code(st), c_lease{}));
             }
         }
     };

@@ -37,7 +37,9 @@ struct diagnostics {
     }
 };
 
-inline error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), category()}; }
+inline error_code make_error_code(errc e) noexcept {
+    return {static_cast<int>(e), category()};
+}
 
 }  // namespace respool
 

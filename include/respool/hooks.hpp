@@ -1,13 +1,14 @@
 // Hooks of a pool<T> (SPEC.md §1.1). Each check accepts a plain callable or a coroutine returning
 // asio::awaitable<...> (creating, pinging or resetting a connection is I/O), with or without a
 // hook_context; callables may be move-only.
-//   factory        T()                      or awaitable<T>()          failure: throw (system_error keeps its code)
-//   destructor     void(T&)                                             runs exactly once per created resource
-//   validate       bool(T&[, hook_context])  or awaitable<bool>(...)    on borrow, idle past validate_after
-//   before_acquire bool(T&[, hook_context])  or awaitable<bool>(...)    on borrow (never a fresh one)
-//   healthcheck    bool(T&[, hook_context])  or awaitable<bool>(...)    in the background, idle resources only
-//   needs_reset    bool(T&[, hook_context])                             on release: false skips before_release
-//   before_release bool(T&[, hook_context])  or awaitable<bool>(...)    on release; false/throw = broken, destroy
+//   factory        T()                      or awaitable<T>()          failure: throw (system_error keeps its
+//   code) destructor     void(T&)                                             runs exactly once per created
+//   resource validate       bool(T&[, hook_context])  or awaitable<bool>(...)    on borrow, idle past
+//   validate_after before_acquire bool(T&[, hook_context])  or awaitable<bool>(...)    on borrow (never a
+//   fresh one) healthcheck    bool(T&[, hook_context])  or awaitable<bool>(...)    in the background, idle
+//   resources only needs_reset    bool(T&[, hook_context])                             on release: false
+//   skips before_release before_release bool(T&[, hook_context])  or awaitable<bool>(...)    on release;
+//   false/throw = broken, destroy
 //
 // Execution: coroutine hooks run on the pool's executor (asio::this_coro::executor is the pool's),
 // bound to a cancellation slot that the hook's bound (create_timeout, check_timeout, reset_timeout)
@@ -40,7 +41,7 @@ struct hook_context {
     hook_reason reason = hook_reason::on_borrow;
     std::chrono::nanoseconds age{};       // since it was created
     std::chrono::nanoseconds idle_for{};  // since it last went idle (0 on release)
-    std::uint64_t uses = 0;               // leases handed out on it so far (on release: the returning one too)
+    std::uint64_t uses = 0;  // leases handed out on it so far (on release: the returning one too)
 };
 
 namespace detail {
@@ -56,8 +57,8 @@ class factory_hook {
 public:
     factory_hook() = default;
     template <class F>
-        requires std::invocable<F&>
-    factory_hook(F f) {  // NOLINT(google-explicit-constructor): hooks are written inline
+    requires std::invocable<F&> factory_hook(
+        F f) {  // NOLINT(google-explicit-constructor): hooks are written inline
         using R = std::invoke_result_t<F&>;
         if constexpr (detail::is_awaitable<R>::value) {
             static_assert(std::is_convertible_v<typename R::value_type, T>, "factory coroutine must yield T");
@@ -81,8 +82,8 @@ class check_hook {
 public:
     check_hook() = default;
     template <class F>
-        requires(std::invocable<F&, T&, const hook_context&> || std::invocable<F&, T&>)
-    check_hook(F f) {  // NOLINT(google-explicit-constructor)
+    requires(std::invocable<F&, T&, const hook_context&> || std::invocable<F&, T&>)
+        check_hook(F f) {  // NOLINT(google-explicit-constructor)
         if constexpr (std::invocable<F&, T&, const hook_context&>) {
             wants_context_ = true;
             store<std::invoke_result_t<F&, T&, const hook_context&>>(std::move(f));
@@ -112,8 +113,8 @@ private:
 
 template <class T>
 struct hooks {
-    factory_hook<T> factory{};                           // required
-    detail::unique_function<void(T&)> destructor{};      // optional; T's own destructor runs afterwards anyway
+    factory_hook<T> factory{};                       // required
+    detail::unique_function<void(T&)> destructor{};  // optional; T's own destructor runs afterwards anyway
     // On borrow, for a resource idle longer than validate_after (pool_options::health_check_on_borrow);
     // the database layers ping here. Without it, health_check_on_borrow uses the healthcheck hook.
     check_hook<T> validate{};

@@ -19,14 +19,14 @@ enum class idle_order {
 };
 
 struct pool_options {
-    std::size_t min = 0;                          // created at construction; the floor kept after losses
-    std::size_t max = 10;                         // cap on total resources, >= 1
-    duration healthcheck_interval{};              // 0 = off; checks idle resources only
-    std::optional<duration> acquire_timeout{};    // default deadline of async_acquire; none = forever
-    std::size_t max_waiters = 0;                  // 0 = unbounded; beyond it acquire fails with exhausted
-    std::size_t max_concurrent_creations = 2;     // factory calls running at once, >= 1
+    std::size_t min = 0;                        // created at construction; the floor kept after losses
+    std::size_t max = 10;                       // cap on total resources, >= 1
+    duration healthcheck_interval{};            // 0 = off; checks idle resources only
+    std::optional<duration> acquire_timeout{};  // default deadline of async_acquire; none = forever
+    std::size_t max_waiters = 0;                // 0 = unbounded; beyond it acquire fails with exhausted
+    std::size_t max_concurrent_creations = 2;   // factory calls running at once, >= 1
     idle_order order = idle_order::fifo;
-    bool thread_safe = false;                     // allow acquire/release from any thread
+    bool thread_safe = false;  // allow acquire/release from any thread
     // With thread_safe: a thread that releases while nobody waits keeps the resource in a slot of its
     // own, and its next acquire takes it back without the pool's lock (HikariCP's ConcurrentBag idea).
     // Idle order becomes "this thread's last resource first"; waiters stay FIFO (a parking waiter
@@ -36,10 +36,11 @@ struct pool_options {
 
     // Lifecycle (SPEC.md §2). Off in the generic pool; the database layer turns them on (300 s, 30 s).
     // `min` is the warm baseline (min_idle): re-created in the background after losses.
-    duration idle_ttl{};               // evict resources idle longer, never below min; checked every idle_ttl/4
-    duration max_lifetime{};           // retire older resources (minus up to 2.5 % jitter): when idle or on release
-    duration acquire_ttl{};            // a lease held longer is reported once (leak_suspected) and again on return
-    bool health_check_on_borrow = false;  // run the healthcheck hook on a resource idle longer than validate_after
+    duration idle_ttl{};      // evict resources idle longer, never below min; checked every idle_ttl/4
+    duration max_lifetime{};  // retire older resources (minus up to 2.5 % jitter): when idle or on release
+    duration acquire_ttl{};   // a lease held longer is reported once (leak_suspected) and again on return
+    bool health_check_on_borrow =
+        false;  // run the healthcheck hook on a resource idle longer than validate_after
     duration validate_after = std::chrono::seconds(1);
     // A failed creation holds further creations back for initial * 2^(n-1) (capped, +-20 % jitter) while
     // demand remains; the failure itself reaches the oldest waiter at once. 0 = retry at once.

@@ -1,8 +1,8 @@
 // respool::pool<T>: an asynchronous resource pool on Boost.Asio (SPEC.md §1).
 //
 //   respool::pool<conn> p(io.get_executor(), {.min = 2, .max = 16}, {.factory = [] { return conn{}; }});
-//   auto lease = co_await p.async_acquire(boost::asio::use_awaitable);    // or a callback, use_future, deferred
-//   lease->query("...");                                           // returned when `lease` dies
+//   auto lease = co_await p.async_acquire(boost::asio::use_awaitable);    // or a callback, use_future,
+//   deferred lease->query("...");                                           // returned when `lease` dies
 //
 // Every asynchronous operation documents: handler signature, the executor it completes on (never
 // inside the initiating call), cancellation, errors, thread-safety. See docs/02-operations.md.
@@ -21,8 +21,8 @@
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
@@ -54,15 +54,25 @@ inline error_code error_of(const std::exception_ptr& e) noexcept {
 // The library's view of the hooks' callables (private to users).
 struct hook_access {
     template <class T>
-    static auto& sync(factory_hook<T>& h) noexcept { return h.sync_; }
+    static auto& sync(factory_hook<T>& h) noexcept {
+        return h.sync_;
+    }
     template <class T>
-    static auto& async(factory_hook<T>& h) noexcept { return h.async_; }
+    static auto& async(factory_hook<T>& h) noexcept {
+        return h.async_;
+    }
     template <class T>
-    static auto& sync(check_hook<T>& h) noexcept { return h.sync_; }
+    static auto& sync(check_hook<T>& h) noexcept {
+        return h.sync_;
+    }
     template <class T>
-    static auto& async(check_hook<T>& h) noexcept { return h.async_; }
+    static auto& async(check_hook<T>& h) noexcept {
+        return h.async_;
+    }
     template <class T>
-    static bool wants_context(const check_hook<T>& h) noexcept { return h.wants_context_; }
+    static bool wants_context(const check_hook<T>& h) noexcept {
+        return h.wants_context_;
+    }
 };
 
 // The user's hooks<T> behind hooks_base.
@@ -74,8 +84,8 @@ public:
     hook_mode factory_mode() const noexcept override { return mode_of(h_.factory); }
     hook_mode mode(check_kind k) const noexcept override { return mode_of(pick(k)); }
     bool wants_context() const noexcept override {
-        for (auto k : {check_kind::validate, check_kind::before_acquire, check_kind::healthcheck, check_kind::needs_reset,
-                       check_kind::before_release})
+        for (auto k : {check_kind::validate, check_kind::before_acquire, check_kind::healthcheck,
+                       check_kind::needs_reset, check_kind::before_release})
             if (hook_access::wants_context(pick(k))) return true;
         return false;
     }
@@ -88,18 +98,25 @@ public:
             return nullptr;
         }
     }
-    void create_async(const boost::asio::any_io_executor& ex, boost::asio::cancellation_slot stop, create_done done) override {
+    void create_async(const boost::asio::any_io_executor& ex, boost::asio::cancellation_slot stop,
+                      create_done done) override {
         // The result is owned until the pool takes it: a completion destroyed unrun (its io_context
         // torn down) frees the value instead of leaking it. The factory lives in the pool, which the
         // completion keeps alive.
         using owned = std::unique_ptr<typed_node<T>>;
         auto& f = hook_access::async(h_.factory);
         boost::asio::co_spawn(
-            ex, [&f]() -> boost::asio::awaitable<owned> { co_return std::make_unique<typed_node<T>>(co_await f()); },
-            boost::asio::bind_cancellation_slot(stop, [done = std::move(done)](std::exception_ptr e, owned n) {
-                if (e) done(error_of(e), e, nullptr);
-                else done({}, nullptr, n.release());
-            }));
+            ex,
+            [&f]() -> boost::asio::awaitable<owned> {
+                co_return std::make_unique<typed_node<T>>(co_await f());
+            },
+            boost::asio::bind_cancellation_slot(stop,
+                                                [done = std::move(done)](std::exception_ptr e, owned n) {
+                                                    if (e)
+                                                        done(error_of(e), e, nullptr);
+                                                    else
+                                                        done({}, nullptr, n.release());
+                                                }));
     }
     bool check_sync(check_kind k, resource_node& n, const hook_context& ctx) noexcept override {
         try {
@@ -108,11 +125,13 @@ public:
             return false;  // hook errors other than the factory's become "no"
         }
     }
-    void check_async(check_kind k, resource_node& n, const hook_context& ctx, const boost::asio::any_io_executor& ex,
-                     boost::asio::cancellation_slot stop, check_done done) override {
-        boost::asio::co_spawn(ex, hook_access::async(pick(k))(static_cast<typed_node<T>&>(n).value, ctx),
-                       boost::asio::bind_cancellation_slot(
-                           stop, [done = std::move(done)](std::exception_ptr e, bool ok) { done(!e && ok); }));
+    void check_async(check_kind k, resource_node& n, const hook_context& ctx,
+                     const boost::asio::any_io_executor& ex, boost::asio::cancellation_slot stop,
+                     check_done done) override {
+        boost::asio::co_spawn(
+            ex, hook_access::async(pick(k))(static_cast<typed_node<T>&>(n).value, ctx),
+            boost::asio::bind_cancellation_slot(
+                stop, [done = std::move(done)](std::exception_ptr e, bool ok) { done(!e && ok); }));
     }
     bool destroy(resource_node* n) noexcept override {
         auto* t = static_cast<typed_node<T>*>(n);
@@ -131,11 +150,14 @@ public:
 private:
     template <class H>
     static hook_mode mode_of(H& h) noexcept {
-        return hook_access::async(h) ? hook_mode::async : hook_access::sync(h) ? hook_mode::sync : hook_mode::none;
+        return hook_access::async(h)  ? hook_mode::async
+               : hook_access::sync(h) ? hook_mode::sync
+                                      : hook_mode::none;
     }
     check_hook<T>& pick(check_kind k) const noexcept {
         switch (k) {
-        case check_kind::validate: return h_.validate ? h_.validate : h_.healthcheck;  // healthcheck doubles for it
+        case check_kind::validate:
+            return h_.validate ? h_.validate : h_.healthcheck;  // healthcheck doubles for it
         case check_kind::before_acquire: return h_.before_acquire;
         case check_kind::healthcheck: return h_.healthcheck;
         case check_kind::needs_reset: return h_.needs_reset;
@@ -149,8 +171,10 @@ private:
 // True when a handler completes on the pool's own executor (then the pool's ready queue serves it).
 template <class E>
 bool same_executor(const E& a, const boost::asio::any_io_executor& b) noexcept {
-    if constexpr (std::is_same_v<E, boost::asio::any_io_executor>) return a == b;
-    else return false;
+    if constexpr (std::is_same_v<E, boost::asio::any_io_executor>)
+        return a == b;
+    else
+        return false;
 }
 
 // The state of one parked async_acquire: the handler, a work guard on its executor, and (through
@@ -160,17 +184,18 @@ template <class T, class Handler>
 class acquire_op final : public acquire_op_base {
 public:
     using executor_type = boost::asio::associated_executor_t<Handler, boost::asio::any_io_executor>;
-    using work_type = std::decay_t<decltype(boost::asio::prefer(std::declval<const executor_type&>(),
-                                                         boost::asio::execution::outstanding_work.tracked,
-                                                         boost::asio::execution::blocking.never))>;
-    using alloc_type = typename std::allocator_traits<
-        boost::asio::associated_allocator_t<Handler, boost::asio::recycling_allocator<void>>>::template rebind_alloc<acquire_op>;
+    using work_type = std::decay_t<decltype(boost::asio::prefer(
+        std::declval<const executor_type&>(), boost::asio::execution::outstanding_work.tracked,
+        boost::asio::execution::blocking.never))>;
+    using alloc_type = typename std::allocator_traits<boost::asio::associated_allocator_t<
+        Handler, boost::asio::recycling_allocator<void>>>::template rebind_alloc<acquire_op>;
 
-    static acquire_op* create(Handler&& h, std::shared_ptr<pool_impl> owner, std::optional<duration> limit) {
+    static acquire_op* create(Handler&& h, std::shared_ptr<pool_impl> owner, const pool_facts& facts,
+                              std::optional<duration> limit) {
         alloc_type a(boost::asio::get_associated_allocator(h, boost::asio::recycling_allocator<void>()));
         acquire_op* p = std::allocator_traits<alloc_type>::allocate(a, 1);
         try {
-            new (p) acquire_op(std::move(h), std::move(owner), limit);
+            new (p) acquire_op(std::move(h), std::move(owner), facts, limit);
         } catch (...) {
             std::allocator_traits<alloc_type>::deallocate(a, p, 1);
             throw;
@@ -193,11 +218,14 @@ private:
         }
     };
 
-    acquire_op(Handler&& h, std::shared_ptr<pool_impl> owner, std::optional<duration> limit)
+    acquire_op(Handler&& h, std::shared_ptr<pool_impl> owner, const pool_facts& facts,
+               std::optional<duration> limit)
         : handler_(std::move(h)),
-          work_(boost::asio::prefer(boost::asio::get_associated_executor(handler_, executor_of(*owner)),
-                             boost::asio::execution::outstanding_work.tracked, boost::asio::execution::blocking.never)) {
-        this->direct = same_executor(boost::asio::get_associated_executor(handler_, executor_of(*owner)), executor_of(*owner));
+          work_(boost::asio::prefer(boost::asio::get_associated_executor(handler_, facts.executor),
+                                    boost::asio::execution::outstanding_work.tracked,
+                                    boost::asio::execution::blocking.never)) {
+        this->direct =
+            same_executor(boost::asio::get_associated_executor(handler_, facts.executor), facts.executor);
         this->impl = std::move(owner);
         this->timeout = limit;
         this->complete = &do_complete;
@@ -221,8 +249,10 @@ private:
         self->~acquire_op();
         std::allocator_traits<alloc_type>::deallocate(a, self, 1);  // freed before the upcall
         lease<T> l = n ? lease_access::adopt<T>(impl.get(), n) : lease<T>{};
-        if (post) boost::asio::post(work, boost::asio::append(std::move(h), ec, std::move(l)));
-        else std::move(h)(ec, std::move(l));  // already running on the handler's executor
+        if (post)
+            boost::asio::post(work, boost::asio::append(std::move(h), ec, std::move(l)));
+        else
+            std::move(h)(ec, std::move(l));  // already running on the handler's executor
     }
 
     // Destroys the op and its handler unrun: its executor is being torn down (Asio's rule for pending
@@ -231,7 +261,8 @@ private:
         auto* self = static_cast<acquire_op*>(base);
         auto slot = boost::asio::get_associated_cancellation_slot(self->handler_);
         if (slot.is_connected()) slot.clear();
-        alloc_type a(boost::asio::get_associated_allocator(self->handler_, boost::asio::recycling_allocator<void>()));
+        alloc_type a(
+            boost::asio::get_associated_allocator(self->handler_, boost::asio::recycling_allocator<void>()));
         self->~acquire_op();
         std::allocator_traits<alloc_type>::deallocate(a, self, 1);
     }
@@ -257,31 +288,35 @@ struct acquire_request {
 template <class T>
 struct initiate_acquire {
     pool_impl* impl;
+    const pool_facts* facts;
     template <class Handler>
-    void operator()(Handler&& handler, std::optional<duration> timeout, std::source_location where = {}) const {
+    void operator()(Handler&& handler, std::optional<duration> timeout,
+                    std::source_location where = {}) const {
         (*this)(std::forward<Handler>(handler), acquire_request{timeout, std::nullopt, nullptr, where});
     }
     template <class Handler>
     void operator()(Handler&& handler, acquire_request req) const {
         using H = std::decay_t<Handler>;
-        if (can_acquire_inline(*impl)) {
+        if (facts->acquire_inline) {
             error_code ec;
             resource_node* n = acquire_now(*impl, ec, req.where);
             if (n || ec) {  // decided now; completes through the handler's executor, never inline
-                auto ex = boost::asio::get_associated_executor(handler, executor_of(*impl));
+                auto ex = boost::asio::get_associated_executor(handler, facts->executor);
                 lease<T> l = n ? lease_access::adopt<T>(impl, n) : lease<T>{};
-                if (same_executor(ex, executor_of(*impl))) {
-                    post_executor_of(*impl).execute(
+                if (same_executor(ex, facts->executor)) {
+                    facts->post_executor.execute(
                         [h = H(std::forward<Handler>(handler)), ec, l = std::move(l)]() mutable {
                             std::move(h)(ec, std::move(l));
                         });
                 } else {
-                    boost::asio::post(ex, boost::asio::append(std::forward<Handler>(handler), ec, std::move(l)));
+                    boost::asio::post(ex,
+                                      boost::asio::append(std::forward<Handler>(handler), ec, std::move(l)));
                 }
                 return;
             }
         }
-        auto* op = acquire_op<T, H>::create(H(std::forward<Handler>(handler)), shared_from(*impl), req.timeout);
+        auto* op = acquire_op<T, H>::create(H(std::forward<Handler>(handler)), shared_from(*impl), *facts,
+                                            req.timeout);
         op->deadline = req.deadline;
         op->diag = req.diag;
         op->where = req.where;
@@ -292,15 +327,20 @@ struct initiate_acquire {
 
 struct initiate_signal {
     pool_impl* impl;
+    const pool_facts* facts;
     template <class Handler>
     void operator()(Handler&& handler, bool close, duration grace) const {
         using H = std::decay_t<Handler>;
-        auto ex = boost::asio::get_associated_executor(handler, executor_of(*impl));
+        auto ex = boost::asio::get_associated_executor(handler, facts->executor);
         auto work = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
         auto h = std::make_shared<H>(std::forward<Handler>(handler));
-        signal_handler done = [h, work](error_code ec) { boost::asio::post(work, boost::asio::append(std::move(*h), ec)); };
-        if (close) async_close(*impl, grace, std::move(done));
-        else async_wait_ready(*impl, std::move(done));
+        signal_handler done = [h, work](error_code ec) {
+            boost::asio::post(work, boost::asio::append(std::move(*h), ec));
+        };
+        if (close)
+            async_close(*impl, grace, std::move(done));
+        else
+            async_wait_ready(*impl, std::move(done));
     }
 };
 
@@ -317,13 +357,14 @@ public:
     // pre-warms `min` resources: created before this returns with a synchronous factory, started
     // with a coroutine factory (async_wait_ready tells when they are in).
     pool(executor_type ex, pool_options opts, hooks<T> h)
-        : impl_(make(std::move(ex), opts, std::move(h))) {}
+        : impl_(make(std::move(ex), opts, std::move(h))), facts_(&detail::facts_of(*impl_)) {}
 
     pool(pool&&) noexcept = default;
     pool& operator=(pool&& o) noexcept {
         if (this != &o) {
             drop();
             impl_ = std::move(o.impl_);
+            facts_ = o.facts_;
         }
         return *this;
     }
@@ -332,7 +373,7 @@ public:
     // Closes the pool. Leases still out stay valid; their release destroys the resource.
     ~pool() { drop(); }
 
-    [[nodiscard]] executor_type get_executor() const noexcept { return detail::executor_of(*impl_); }
+    [[nodiscard]] executor_type get_executor() const noexcept { return facts_->executor; }
     [[nodiscard]] const pool_options& options() const noexcept { return detail::options_of(*impl_); }
 
     // Acquire with the pool's default deadline (pool_options::acquire_timeout).
@@ -347,11 +388,13 @@ public:
     //  Threads:      from the pool's executor, or any thread with pool_options::thread_safe.
     // `where` (the call site, captured by default) names the acquirer in leak reports.
     template <class CompletionToken = boost::asio::deferred_t>
-        requires(!std::is_convertible_v<CompletionToken, duration> &&
-                 !std::is_convertible_v<CompletionToken, std::chrono::steady_clock::time_point> &&
-                 !std::is_same_v<std::decay_t<CompletionToken>, diagnostics>)
-    auto async_acquire(CompletionToken&& token = {}, std::source_location where = std::source_location::current()) {
-        return initiate(token, {detail::options_of(*impl_).acquire_timeout, std::nullopt, nullptr, where});
+    requires(!std::is_convertible_v<CompletionToken, duration> &&
+             !std::is_convertible_v<CompletionToken, std::chrono::steady_clock::time_point> &&
+             !std::is_same_v<std::decay_t<CompletionToken>,
+                             diagnostics>) auto async_acquire(CompletionToken&& token = {},
+                                                              std::source_location where =
+                                                                  std::source_location::current()) {
+        return initiate(token, {facts_->acquire_timeout, std::nullopt, nullptr, where});
     }
     // As above, with this call's own timeout (overrides the default; zero fails at once when nothing is
     // free now) or absolute deadline on the pool's clock (pool_options::clock; the steady clock by
@@ -371,7 +414,7 @@ public:
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire(diagnostics& diag, CompletionToken&& token = {},
                        std::source_location where = std::source_location::current()) {
-        return initiate(token, {detail::options_of(*impl_).acquire_timeout, std::nullopt, &diag, where});
+        return initiate(token, {facts_->acquire_timeout, std::nullopt, &diag, where});
     }
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire(duration timeout, diagnostics& diag, CompletionToken&& token = {},
@@ -380,7 +423,8 @@ public:
     }
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire(std::chrono::steady_clock::time_point deadline, diagnostics& diag,
-                       CompletionToken&& token = {}, std::source_location where = std::source_location::current()) {
+                       CompletionToken&& token = {},
+                       std::source_location where = std::source_location::current()) {
         return initiate(token, {std::nullopt, deadline, &diag, where});
     }
 
@@ -392,7 +436,8 @@ public:
     }
     // As above; ec says why it is empty: closed, unavailable, exhausted, the factory's error, or
     // not_supported when a check on the way out (before_acquire, validation on borrow) is a coroutine.
-    lease<T> try_acquire(error_code& ec, std::source_location where = std::source_location::current()) noexcept {
+    lease<T> try_acquire(error_code& ec,
+                         std::source_location where = std::source_location::current()) noexcept {
         ec = {};
         detail::resource_node* n = detail::take_inline(*impl_);  // the common case, before the general path
         if (!n) n = detail::try_acquire(*impl_, ec, where);
@@ -413,8 +458,8 @@ public:
     //  Threads:      as close().
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_close(duration grace, CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(detail::initiate_signal{impl_.get()},
-                                                                       token, true, grace);
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            detail::initiate_signal{impl_.get(), facts_}, token, true, grace);
     }
 
     // Completes when the pre-warm of `min` resources is done.
@@ -423,8 +468,8 @@ public:
     //  Cancellation: none. Threads: as close().
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_wait_ready(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(detail::initiate_signal{impl_.get()},
-                                                                       token, false, duration{});
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            detail::initiate_signal{impl_.get(), facts_}, token, false, duration{});
     }
 
     // Circuit breaker, manual control (SPEC.md §1.7).
@@ -434,7 +479,9 @@ public:
     void recover() { detail::breaker(*impl_).recover(); }
     void recover(std::uint32_t max_probes) { detail::breaker(*impl_).recover(max_probes); }
     // Called on every accepted release (success) and broken/poisoned release or failed creation.
-    void set_circuit_strategy(std::shared_ptr<circuit_strategy> s) { detail::set_strategy(*impl_, std::move(s)); }
+    void set_circuit_strategy(std::shared_ptr<circuit_strategy> s) {
+        detail::set_strategy(*impl_, std::move(s));
+    }
     // Observers (several may watch one pool: the user's and a metrics exporter, say). Install them
     // before the pool is in use by other threads; with none installed events cost nothing.
     // set_observer replaces them all (nullptr removes them all).
@@ -464,8 +511,10 @@ private:
         validate(opts);
         if (!h.factory) throw std::invalid_argument("respool: factory hook is required");
         if (detail::hook_access::async(h.needs_reset))
-            throw std::invalid_argument("respool: needs_reset must be synchronous (it decides whether a coroutine runs)");
-        return detail::make_pool_impl(std::move(ex), opts, std::make_unique<detail::typed_hooks<T>>(std::move(h)));
+            throw std::invalid_argument(
+                "respool: needs_reset must be synchronous (it decides whether a coroutine runs)");
+        return detail::make_pool_impl(std::move(ex), opts,
+                                      std::make_unique<detail::typed_hooks<T>>(std::move(h)));
     }
     void drop() noexcept {
         if (impl_) {
@@ -476,11 +525,12 @@ private:
 
     template <class CompletionToken>
     auto initiate(CompletionToken& token, detail::acquire_request req) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, lease<T>)>(detail::initiate_acquire<T>{impl_.get()},
-                                                                                  token, req);
+        return boost::asio::async_initiate<CompletionToken, void(error_code, lease<T>)>(
+            detail::initiate_acquire<T>{impl_.get(), facts_}, token, req);
     }
 
     std::shared_ptr<detail::pool_impl> impl_;
+    const detail::pool_facts* facts_ = nullptr;  // lives in *impl_
 };
 
 }  // namespace respool

@@ -26,7 +26,7 @@ extern "C" {
 
 /* status codes: 0 ok, negative errors */
 #define RESPOOL_OK 0
-#define RESPOOL_E_INVALID -1     /* bad argument, or a resource this pool has not lent out */
+#define RESPOOL_E_INVALID -1 /* bad argument, or a resource this pool has not lent out */
 #define RESPOOL_E_CLOSED -2
 #define RESPOOL_E_TIMEOUT -3
 #define RESPOOL_E_UNAVAILABLE -4 /* circuit breaker open */

@@ -51,13 +51,13 @@ struct histogram {
 // The monotonic counters (SPEC.md §1.9), defined once: the sans-io core counts into this struct and
 // stats() hands out a copy. The first two are the ones every take writes (kept together, first).
 struct pool_counters {
-    std::uint64_t acquires = 0;          // leases handed out
-    std::uint64_t immediate_takes = 0;   // of those, served without waiting
-    std::uint64_t waits = 0;             // acquires that had to wait (once each, however often they parked)
+    std::uint64_t acquires = 0;         // leases handed out
+    std::uint64_t immediate_takes = 0;  // of those, served without waiting
+    std::uint64_t waits = 0;            // acquires that had to wait (once each, however often they parked)
     std::uint64_t timeouts = 0;
     std::uint64_t cancellations = 0;
-    std::uint64_t creations = 0;         // successful factory calls
-    std::uint64_t create_failures = 0;   // failed factory calls (errors, create_timeout)
+    std::uint64_t creations = 0;        // successful factory calls
+    std::uint64_t create_failures = 0;  // failed factory calls (errors, create_timeout)
     std::uint64_t destructions = 0;
     std::uint64_t poisoned = 0;
     std::uint64_t unavailable_rejections = 0;
@@ -74,21 +74,21 @@ struct pool_counters {
     std::uint64_t circuit_opened = 0;        // circuit state changes, by target state
     std::uint64_t circuit_half_opened = 0;
     std::uint64_t circuit_closed = 0;
-    std::uint64_t probes = 0;                // acquires admitted while half-open
+    std::uint64_t probes = 0;  // acquires admitted while half-open
     bool operator==(const pool_counters&) const = default;
 };
 
 struct pool_stats : pool_counters {
-    std::uint32_t idle = 0;      // created, ready to lend
-    std::uint32_t active = 0;    // lent out, or inside a hook / factory / health check
-    std::uint32_t total = 0;     // idle + active
-    std::uint32_t waiting = 0;   // acquires parked (including woken ones not yet resumed)
+    std::uint32_t idle = 0;     // created, ready to lend
+    std::uint32_t active = 0;   // lent out, or inside a hook / factory / health check
+    std::uint32_t total = 0;    // idle + active
+    std::uint32_t waiting = 0;  // acquires parked (including woken ones not yet resumed)
     std::uint32_t max = 0;
     std::uint32_t reserved = 0;  // idle resources set aside for woken waiters
     std::uint32_t creating = 0;  // factory calls under way (counted in active)
     // With pool_options::record_timings (empty otherwise):
-    histogram wait_time;                     // acquire -> lease (immediate ones count in bucket 0)
-    histogram hold_time;                     // lease -> release
+    histogram wait_time;  // acquire -> lease (immediate ones count in bucket 0)
+    histogram hold_time;  // lease -> release
     circuit_state circuit = circuit_state::closed;
     bool closed = false;
 };

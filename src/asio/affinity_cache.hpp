@@ -24,7 +24,8 @@ struct affinity_cache {
         std::atomic<std::uint64_t> takes{0};  // leases lent from the cache by the slot's first thread
     };
     alignas(64) std::atomic<bool> open{false};
-    std::atomic<std::chrono::steady_clock::rep> coarse_now{0};  // with max_lifetime: the last housekeeping time
+    std::atomic<std::chrono::steady_clock::rep> coarse_now{
+        0};  // with max_lifetime: the last housekeeping time
     slot slots[size];
     alignas(64) std::atomic<std::uint64_t> shared_takes{0};  // takes by threads numbered size and up
 

@@ -57,13 +57,13 @@ void pool_impl::hand_out(resource_node* n, const std::source_location& where, co
     }
 }
 
+// pool<T>::try_acquire after take_inline found nothing (it is not tried again here).
 resource_node* pool_impl::try_acquire(error_code& ec, const std::source_location& where) noexcept {
-    if (resource_node* n = take_inline()) return n;
-    if (!inline_ok_) {
+    if (!acquire_inline) {
         ec = errc::not_supported;
         return nullptr;
     }
-    resource_node* n = acquire_now(ec, where);
+    resource_node* n = acquire_general(ec, where);
     if (n || ec) return n;
     n = create_inline(ec, where);
     if (!n && !ec) ec = errc::exhausted;
@@ -71,7 +71,12 @@ resource_node* pool_impl::try_acquire(error_code& ec, const std::source_location
 }
 
 resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location& where) noexcept {
-    if (resource_node* n = take_inline()) return n;
+    if (resource_node* n = take_inline(*this)) return n;
+    return acquire_general(ec, where);
+}
+
+// Steps 1-3 through the core's general take, with synchronous checks only (acquire_inline).
+resource_node* pool_impl::acquire_general(error_code& ec, const std::source_location& where) noexcept {
     for (;;) {
         core::pool_core::take_result t;
         {
@@ -84,7 +89,7 @@ resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location
         }
         if (!t.r) return nullptr;
         auto* n = node_of(t.r);
-        if (state_->core.cfg().confirm_takes) {  // synchronous checks only here (inline_ok_)
+        if (state_->core.cfg().confirm_takes) {  // synchronous checks only here (acquire_inline)
             const bool ok = (!t.validate || check_inline(stage::validate, n)) &&
                             (t.fresh || before_acquire_ == hook_mode::none || check_inline(stage::before_acquire, n));
             core::effects fx;
@@ -215,7 +220,7 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
                 }
                 try {
                     hooks_->check_async(validating(at) ? check_kind::validate : check_kind::before_acquire, *n,
-                                        run->ctx, ex_, run->signal.slot(),
+                                        run->ctx, pool_facts::executor, run->signal.slot(),
                                         [self = op->impl, run, at](bool pass) { self->check_done(run, pass, at); });
                 } catch (...) {
                     check_done(run, false, at);
@@ -328,7 +333,6 @@ void pool_impl::cancel(acquire_op_base* op) noexcept {
 
 namespace respool::detail {
 
-bool can_acquire_inline(const pool_impl& p) noexcept { return p.can_acquire_inline(); }
 resource_node* acquire_now(pool_impl& p, error_code& ec, const std::source_location& where) noexcept {
     return p.acquire_now(ec, where);
 }

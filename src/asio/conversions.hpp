@@ -25,7 +25,9 @@ inline error_code to_error(core::status s) noexcept {
 }
 
 // The factory's own error when it gave one, create_failed otherwise.
-inline error_code creation_error(const error_code& ec) noexcept { return ec ? ec : error_code(errc::create_failed); }
+inline error_code creation_error(const error_code& ec) noexcept {
+    return ec ? ec : error_code(errc::create_failed);
+}
 
 pool_stats to_stats(const core::snapshot& s) noexcept;
 

@@ -40,7 +40,7 @@ void pool_impl::start_creations(int n) noexcept {
                     run = begin_run_locked(run_kind::create, nullptr, opts_.create_timeout);
                 }
                 auto pending = std::make_shared<pending_creation>(shared_from_this(), run);
-                hooks_->create_async(ex_, run->signal.slot(),
+                hooks_->create_async(pool_facts::executor, run->signal.slot(),
                                      [pending](error_code ec, std::exception_ptr error, resource_node* node) {
                                          pending->finish(ec, std::move(error), node);
                                      });
@@ -87,12 +87,14 @@ void pool_impl::stamp_new(resource_node* n) noexcept {
     if (opts_.max_lifetime > duration::zero()) {
         std::uniform_real_distribution<double> jitter(0.0, 0.025);  // up to 2.5 % earlier
         guard g(*state_);
-        const auto life = opts_.max_lifetime - std::chrono::duration_cast<duration>(opts_.max_lifetime * jitter(state_->rng));
+        const auto life = opts_.max_lifetime -
+                          std::chrono::duration_cast<duration>(opts_.max_lifetime * jitter(state_->rng));
         r->expires_at = core::deadline_after(r->created_at, life);
     }
 }
 
-int pool_impl::settle_creation(const error_code& ec, resource_node* n, const std::exception_ptr& error) noexcept {
+int pool_impl::settle_creation(const error_code& ec, resource_node* n,
+                               const std::exception_ptr& error) noexcept {
     core::effects fx;
     std::vector<signal_handler> ready;
     if (!n && logging(log_level::warning))
@@ -116,8 +118,10 @@ int pool_impl::settle_creation(const error_code& ec, resource_node* n, const std
         if (state_->ready) ready.swap(state_->ready_waiters);
     }
     notify(state_->obs, [&](observer& o) {
-        if (n) o.on_created();
-        else o.on_create_failed(ec);
+        if (n)
+            o.on_created();
+        else
+            o.on_create_failed(ec);
     });
     fire(ready, state_->ready_ec);
     return process(fx, ec);
@@ -157,20 +161,24 @@ resource_node* pool_impl::create_inline(error_code& ec, const std::source_locati
         guard g(*state_);
         if (fresh) {
             st = state_->core.inline_created(core_of(fresh), fx);
-            if (st == core::status::ok && state_->core.cfg().confirm_takes) st = state_->core.confirm_take(core_of(fresh), fx);
+            if (st == core::status::ok && state_->core.cfg().confirm_takes)
+                st = state_->core.confirm_take(core_of(fresh), fx);
         } else {
             state_->core.inline_failed(fx);
             st = core::status::create_failed;
         }
     }
     notify(state_->obs, [&](observer& o) {
-        if (fresh) o.on_created();
-        else o.on_create_failed(cec);
+        if (fresh)
+            o.on_created();
+        else
+            o.on_create_failed(cec);
     });
     apply(fx, cec);
     if (!fresh) {
         ec = creation_error(cec);
-        if (logging(log_level::warning)) log(log_level::warning, "creation failed: " + exception_message(error, ec));
+        if (logging(log_level::warning))
+            log(log_level::warning, "creation failed: " + exception_message(error, ec));
         if (error_out) *error_out = error;
         return nullptr;
     }

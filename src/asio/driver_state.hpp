@@ -9,12 +9,12 @@
 
 #include "asio/pool_impl.hpp"
 
+#include "affinity_cache.hpp"
 #include "conversions.hpp"
 #include "core/pool_core.hpp"
-#include "timer_list.hpp"
-#include "affinity_cache.hpp"
 #include "hook_run.hpp"
 #include "pool_lock.hpp"
+#include "timer_list.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -28,7 +28,7 @@ using clock = std::chrono::steady_clock;
 
 struct pool_impl::driver_state final : pool_clock::alarm {
     driver_state(pool_impl* o, const asio::any_io_executor& ex, const core::config& c, bool ts,
-           std::shared_ptr<pool_clock> clk)
+                 std::shared_ptr<pool_clock> clk)
         : owner(o), core(c), thread_safe(ts), clock(std::move(clk)), alarm_ex(ex) {}
     // A ring may be under way on the clock's thread: cancel waits for it, and no other follows.
     ~driver_state() { clock->cancel(*this); }
@@ -98,7 +98,6 @@ struct pool_impl::driver_state final : pool_clock::alarm {
     void unlock_cached() noexcept;
 };
 
-
 // Locks only in thread_safe mode: the default pool lives on one executor and pays nothing.
 class guard {
 public:
@@ -111,8 +110,10 @@ public:
     }
     // With the thread-affinity cache, every unlock first brings the cache in line with the core.
     static void release(pool_impl::driver_state* s) noexcept {
-        if (s->cache) s->unlock_cached();
-        else s->mu.unlock();
+        if (s->cache)
+            s->unlock_cached();
+        else
+            s->mu.unlock();
     }
     guard(const guard&) = delete;
     guard& operator=(const guard&) = delete;
@@ -137,7 +138,6 @@ private:
     pool_lock* m_;
 };
 
-
 core::config to_config(const pool_options& o, hook_mode before_acquire, hook_mode validate, bool context);
 
 // Calls the observer, if any; an observer that throws is ignored (events never change outcomes).
@@ -158,8 +158,8 @@ void fire(std::vector<signal_handler>& hs, const error_code& ec);
 std::shared_ptr<observer> fan_out(const std::vector<std::shared_ptr<observer>>& all);
 
 pool_impl::stage first_stage(const core::pool_core::take_result& t) noexcept;
-core::pool_core::take_result reject_and_retry_locked(pool_impl::driver_state& s, acquire_op_base* op, resource_node* n,
-                                                     core::effects& fx);
+core::pool_core::take_result reject_and_retry_locked(pool_impl::driver_state& s, acquire_op_base* op,
+                                                     resource_node* n, core::effects& fx);
 // Detaches the acquire waiting for a borrow check (lock held); the caller completes it.
 acquire_op_base* detach_op_locked(pool_impl::driver_state& s, hook_run& run) noexcept;
 

@@ -19,8 +19,10 @@ int pool_impl::process(core::effects& fx, const error_code& create_ec, const res
             // A pool on one executor resumes every waiter there (its state is touched nowhere else); a
             // thread_safe one may resume a waiter on the waiter's own executor, saving a hop.
             auto* op = op_of(e.w);
-            if (op->direct || !state_->thread_safe) make_ready(op);
-            else op->post_resume(op);
+            if (op->direct || !state_->thread_safe)
+                make_ready(op);
+            else
+                op->post_resume(op);
             break;
         }
         case core::effect::kind::create: ++creates; break;
@@ -37,62 +39,64 @@ int pool_impl::process(core::effects& fx, const error_code& create_ec, const res
 // Reports, circuit changes, back-offs and leaks: rare, and kept out of the hot loop's frame.
 void pool_impl::process_rare(const core::effect& e, const error_code& create_ec) noexcept {
     switch (e.what) {
-        case core::effect::kind::report_success:
-            if (auto* st = state_->strategy.get()) {
-                try {
-                    st->report_success(*this);
-                } catch (...) {
-                }
+    case core::effect::kind::report_success:
+        if (auto* st = state_->strategy.get()) {
+            try {
+                st->report_success(*this);
+            } catch (...) {
             }
-            break;
-        case core::effect::kind::report_failure:
-            if (auto* st = state_->strategy.get()) {
-                error_code ec = e.st == core::status::create_failed
-                                    ? creation_error(create_ec)
-                                : e.reason == core::destroy_reason::poisoned ? error_code(errc::poisoned)
-                                                                             : error_code(errc::broken);
-                try {
-                    st->report_failure(*this, ec);
-                } catch (...) {
-                }
+        }
+        break;
+    case core::effect::kind::report_failure:
+        if (auto* st = state_->strategy.get()) {
+            error_code ec = e.st == core::status::create_failed          ? creation_error(create_ec)
+                            : e.reason == core::destroy_reason::poisoned ? error_code(errc::poisoned)
+                                                                         : error_code(errc::broken);
+            try {
+                st->report_failure(*this, ec);
+            } catch (...) {
             }
-            break;
-        case core::effect::kind::circuit_changed: {
-            const circuit_state cs = state();
-            notify(state_->obs, [&](observer& o) { o.on_circuit_changed(cs); });
-            log(cs == circuit_state::open ? log_level::warning : log_level::info,
-                std::string("circuit ") + (cs == circuit_state::open ? "open: acquires fail fast"
-                                           : cs == circuit_state::half_open ? "half-open: probing"
-                                                                            : "closed: normal operation"));
-            break;
         }
-        case core::effect::kind::retry_after: {
-            const error_code cause = creation_error(create_ec);
-            notify(state_->obs, [&](observer& o) { o.on_creation_retry(cause, e.d); });
-            if (logging(log_level::warning))
-                log(log_level::warning, "creation failed (" + cause.message() + "); next attempt in about " +
-                                            duration_text(e.d));
-            arm_retry(e.d);
-            break;
+        break;
+    case core::effect::kind::circuit_changed: {
+        const circuit_state cs = state();
+        notify(state_->obs, [&](observer& o) { o.on_circuit_changed(cs); });
+        log(cs == circuit_state::open ? log_level::warning : log_level::info,
+            std::string("circuit ") + (cs == circuit_state::open        ? "open: acquires fail fast"
+                                       : cs == circuit_state::half_open ? "half-open: probing"
+                                                                        : "closed: normal operation"));
+        break;
+    }
+    case core::effect::kind::retry_after: {
+        const error_code cause = creation_error(create_ec);
+        notify(state_->obs, [&](observer& o) { o.on_creation_retry(cause, e.d); });
+        if (logging(log_level::warning))
+            log(log_level::warning,
+                "creation failed (" + cause.message() + "); next attempt in about " + duration_text(e.d));
+        arm_retry(e.d);
+        break;
+    }
+    case core::effect::kind::leak_suspected:
+    case core::effect::kind::leak_returned: {
+        auto* n = node_of(e.r);
+        const auto held = std::chrono::nanoseconds(now() - e.r->leased_at);
+        const bool back = e.what == core::effect::kind::leak_returned;
+        notify(state_->obs, [&](observer& o) {
+            if (back)
+                o.on_leak_returned(held, n->acquired_at);
+            else
+                o.on_leak_suspected(held, n->acquired_at);
+        });
+        if (logging(back ? log_level::info : log_level::warning)) {
+            std::ostringstream m;
+            m << (back ? "leaked lease returned after " : "leak suspected: lease held for ")
+              << duration_text(held) << ", acquired at "
+              << (n->acquired_at.file_name()[0] ? n->acquired_at.file_name() : "?") << ':'
+              << n->acquired_at.line() << " (" << n->acquired_at.function_name() << ')';
+            log(back ? log_level::info : log_level::warning, m.str());
         }
-        case core::effect::kind::leak_suspected:
-        case core::effect::kind::leak_returned: {
-            auto* n = node_of(e.r);
-            const auto held = std::chrono::nanoseconds(now() - e.r->leased_at);
-            const bool back = e.what == core::effect::kind::leak_returned;
-            notify(state_->obs, [&](observer& o) {
-                if (back) o.on_leak_returned(held, n->acquired_at);
-                else o.on_leak_suspected(held, n->acquired_at);
-            });
-            if (logging(back ? log_level::info : log_level::warning)) {
-                std::ostringstream m;
-                m << (back ? "leaked lease returned after " : "leak suspected: lease held for ") << duration_text(held)
-                  << ", acquired at " << (n->acquired_at.file_name()[0] ? n->acquired_at.file_name() : "?") << ':'
-                  << n->acquired_at.line() << " (" << n->acquired_at.function_name() << ')';
-                log(back ? log_level::info : log_level::warning, m.str());
-            }
-            break;
-        }
+        break;
+    }
     default: break;
     }
 }
@@ -103,7 +107,8 @@ void pool_impl::apply(core::effects& fx, const error_code& create_ec, const reso
 }
 
 void pool_impl::destroy_node(resource_node* n, destroy_reason why) noexcept {
-    if (!hooks_->destroy(n)) log(log_level::warning, std::string("destructor hook failed (") + to_string(why) + ")");
+    if (!hooks_->destroy(n))
+        log(log_level::warning, std::string("destructor hook failed (") + to_string(why) + ")");
     else if (why == destroy_reason::idle_timeout || why == destroy_reason::lifetime)
         log(log_level::debug, std::string("destroyed an idle resource: ") + to_string(why));
     notify(state_->obs, [&](observer& o) {

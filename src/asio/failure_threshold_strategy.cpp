@@ -14,7 +14,8 @@ failure_threshold_strategy::failure_threshold_strategy(breaker_options o) : o_(o
     if (o_.failures_to_open == 0) fail("failures_to_open (0) must be at least 1");
     if (o_.probes == 0) fail("probes (0) must be at least 1");
     if (o_.successes_to_close == 0) fail("successes_to_close (0) must be at least 1");
-    if (o_.cool_down < duration::zero()) fail("cool_down (" + detail::duration_text(o_.cool_down) + ") must not be negative");
+    if (o_.cool_down < duration::zero())
+        fail("cool_down (" + detail::duration_text(o_.cool_down) + ") must not be negative");
 }
 
 void failure_threshold_strategy::trip(circuit_breaker& cb) {
@@ -31,7 +32,7 @@ void failure_threshold_strategy::report_failure(circuit_breaker& cb, const error
         if (++failures_ >= o_.failures_to_open) trip(cb);
         break;
     case circuit_state::half_open: trip(cb); break;  // a probe failed: open again
-    case circuit_state::open: break;                   // late reports of work started before opening
+    case circuit_state::open: break;                 // late reports of work started before opening
     }
 }
 

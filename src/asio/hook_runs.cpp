@@ -64,8 +64,10 @@ void pool_impl::hook_overdue(const std::shared_ptr<hook_run>& run) noexcept {
         case run_kind::before_acquire:
             run->why = destroy_reason::rejected;
             op = detach_op_locked(*state_, *run);
-            if (op) next = reject_and_retry_locked(*state_, op, run->n, fx);
-            else state_->core.reject(core_of(run->n), fx);
+            if (op)
+                next = reject_and_retry_locked(*state_, op, run->n, fx);
+            else
+                state_->core.reject(core_of(run->n), fx);
             break;
         case run_kind::healthcheck:
             run->why = destroy_reason::unhealthy;
@@ -80,7 +82,8 @@ void pool_impl::hook_overdue(const std::shared_ptr<hook_run>& run) noexcept {
     run->signal.emit(asio::cancellation_type::terminal);
     if (logging(log_level::warning))
         log(log_level::warning, std::string(to_string(run->what)) + " hook " +
-                                    (state_->core.closed() ? "interrupted by close" : "timed out") + ": cancelled");
+                                    (state_->core.closed() ? "interrupted by close" : "timed out") +
+                                    ": cancelled");
     if (run->what == run_kind::create) {
         const int more = settle_creation(errc::hook_timeout, nullptr);
         if (more) start_creations(more);

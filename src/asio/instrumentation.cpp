@@ -8,14 +8,30 @@ namespace respool::detail {
 class fan_out_observer final : public observer {
 public:
     explicit fan_out_observer(std::vector<std::shared_ptr<observer>> all) : all_(std::move(all)) {}
-    void on_created() override { each([](observer& o) { o.on_created(); }); }
-    void on_create_failed(const error_code& ec) override { each([&](observer& o) { o.on_create_failed(ec); }); }
-    void on_destroyed(destroy_reason r) override { each([&](observer& o) { o.on_destroyed(r); }); }
-    void on_poisoned() override { each([](observer& o) { o.on_poisoned(); }); }
-    void on_taken(std::chrono::nanoseconds w) override { each([&](observer& o) { o.on_taken(w); }); }
-    void on_released(std::chrono::nanoseconds h) override { each([&](observer& o) { o.on_released(h); }); }
-    void on_exhausted(const pool_stats& s) override { each([&](observer& o) { o.on_exhausted(s); }); }
-    void on_circuit_changed(circuit_state c) override { each([&](observer& o) { o.on_circuit_changed(c); }); }
+    void on_created() override {
+        each([](observer& o) { o.on_created(); });
+    }
+    void on_create_failed(const error_code& ec) override {
+        each([&](observer& o) { o.on_create_failed(ec); });
+    }
+    void on_destroyed(destroy_reason r) override {
+        each([&](observer& o) { o.on_destroyed(r); });
+    }
+    void on_poisoned() override {
+        each([](observer& o) { o.on_poisoned(); });
+    }
+    void on_taken(std::chrono::nanoseconds w) override {
+        each([&](observer& o) { o.on_taken(w); });
+    }
+    void on_released(std::chrono::nanoseconds h) override {
+        each([&](observer& o) { o.on_released(h); });
+    }
+    void on_exhausted(const pool_stats& s) override {
+        each([&](observer& o) { o.on_exhausted(s); });
+    }
+    void on_circuit_changed(circuit_state c) override {
+        each([&](observer& o) { o.on_circuit_changed(c); });
+    }
     void on_leak_suspected(std::chrono::nanoseconds h, const std::source_location& w) override {
         each([&](observer& o) { o.on_leak_suspected(h, w); });
     }

@@ -112,14 +112,16 @@ void pool_impl::health_step() noexcept {
         if (!n) break;
         if (run) {
             try {
-                hooks_->check_async(check_kind::healthcheck, *n, run->ctx, ex_, run->signal.slot(),
-                                    [self = shared_from_this(), run](bool ok) { self->health_done(run, ok); });
+                hooks_->check_async(
+                    check_kind::healthcheck, *n, run->ctx, pool_facts::executor, run->signal.slot(),
+                    [self = shared_from_this(), run](bool ok) { self->health_done(run, ok); });
             } catch (...) {
                 health_done(run, false);
             }
             return;  // health_done (or hook_overdue) goes on with the next resource
         }
-        const bool ok = healthcheck_ == hook_mode::sync && check(check_kind::healthcheck, *n, hook_reason::in_background);
+        const bool ok =
+            healthcheck_ == hook_mode::sync && check(check_kind::healthcheck, *n, hook_reason::in_background);
         core::effects fx;
         {
             guard g(*state_);

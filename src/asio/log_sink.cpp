@@ -9,7 +9,8 @@ namespace respool {
 namespace {
 class ostream_sink final : public log_sink {
 public:
-    ostream_sink(std::ostream& os, log_level min, std::string name) : os_(os), min_(min), name_(std::move(name)) {}
+    ostream_sink(std::ostream& os, log_level min, std::string name)
+        : os_(os), min_(min), name_(std::move(name)) {}
     bool enabled(log_level l) const noexcept override { return l >= min_; }
     void log(log_level l, std::string_view message) override {
         std::lock_guard<std::mutex> g(m_);  // one line at a time from any thread

@@ -24,7 +24,8 @@ void validate(const pool_options& o) {
     if (o.acquire_timeout && *o.acquire_timeout < duration::zero())
         fail("acquire_timeout (" + duration_text(*o.acquire_timeout) + ") must not be negative");
     auto non_negative = [&](const char* name, duration d) {
-        if (d < duration::zero()) fail(std::string(name) + " (" + duration_text(d) + ") must not be negative");
+        if (d < duration::zero())
+            fail(std::string(name) + " (" + duration_text(d) + ") must not be negative");
     };
     non_negative("idle_ttl", o.idle_ttl);
     non_negative("max_lifetime", o.max_lifetime);
@@ -41,8 +42,8 @@ void validate(const pool_options& o) {
     if (o.thread_affinity && !o.thread_safe)
         fail("thread_affinity requires thread_safe (a pool on one executor has no threads to tell apart)");
     if (o.create_retry_max < o.create_retry_initial)
-        fail("create_retry_max (" + duration_text(o.create_retry_max) + ") must not be below create_retry_initial (" +
-             duration_text(o.create_retry_initial) + ")");
+        fail("create_retry_max (" + duration_text(o.create_retry_max) +
+             ") must not be below create_retry_initial (" + duration_text(o.create_retry_initial) + ")");
 }
 
 }  // namespace respool

@@ -15,7 +15,8 @@ core::config to_config(const pool_options& o, hook_mode before_acquire, hook_mod
     c.max_waiters = static_cast<std::uint32_t>(o.max_waiters);
     c.max_concurrent_creations = static_cast<std::uint32_t>(o.max_concurrent_creations);
     c.lifo = o.order == idle_order::lifo;
-    c.confirm_takes = before_acquire != hook_mode::none || (o.health_check_on_borrow && validate != hook_mode::none);
+    c.confirm_takes =
+        before_acquire != hook_mode::none || (o.health_check_on_borrow && validate != hook_mode::none);
     c.idle_ttl = o.idle_ttl;
     c.acquire_ttl = o.acquire_ttl;
     c.validate_on_borrow = o.health_check_on_borrow && validate != hook_mode::none;
@@ -28,8 +29,7 @@ core::config to_config(const pool_options& o, hook_mode before_acquire, hook_mod
 }
 
 pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::unique_ptr<hooks_base> hooks)
-    : ex_(std::move(ex)),
-      post_ex_(asio::prefer(ex_, asio::execution::blocking.never)),
+    : pool_facts{ex, asio::prefer(ex, asio::execution::blocking.never), opts.acquire_timeout, true},
       opts_(opts),
       hooks_(std::move(hooks)),
       factory_(hooks_->factory_mode()),
@@ -41,10 +41,11 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
       context_(hooks_->wants_context()) {
     validate(opts_);
     if (factory_ == hook_mode::none) throw std::invalid_argument("respool: factory hook is required");
-    state_ = std::make_unique<driver_state>(this, ex_, to_config(opts_, before_acquire_, validate_, context_), opts_.thread_safe,
-                                  opts_.clock ? opts_.clock : default_clock());
+    state_ = std::make_unique<driver_state>(this, pool_facts::executor,
+                                            to_config(opts_, before_acquire_, validate_, context_),
+                                            opts_.thread_safe, opts_.clock ? opts_.clock : default_clock());
     const bool validate = opts_.health_check_on_borrow && validate_ != hook_mode::none;
-    inline_ok_ = before_acquire_ != hook_mode::async && !(validate && validate_ == hook_mode::async);
+    acquire_inline = before_acquire_ != hook_mode::async && !(validate && validate_ == hook_mode::async);
     // Housekeeping runs at a quarter of the shortest lifecycle period (at least every 10 ms): that is
     // the precision of idle_ttl, max_lifetime, acquire_ttl and validate_after.
     duration period{};
@@ -52,7 +53,8 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
                        validate ? opts_.validate_after : duration{}})
         if (d > duration::zero() && (period == duration::zero() || d / 4 < period)) period = d / 4;
     if (validate && opts_.validate_after == duration::zero()) period = std::chrono::milliseconds(10);
-    if (period > duration::zero() && period < std::chrono::milliseconds(10)) period = std::chrono::milliseconds(10);
+    if (period > duration::zero() && period < std::chrono::milliseconds(10))
+        period = std::chrono::milliseconds(10);
     housekeeping_period_ = period;
     // Neither lifecycle stamps nor hold times: the inline take/release paths may apply.
     plain_ = opts_.acquire_ttl == duration::zero() && !opts_.record_timings && !context_;
@@ -73,16 +75,21 @@ void pool_impl::start() {
         state_->core.set_now(now());
         state_->core.replenish(fx);
         check_ready_locked();
-        if (opts_.healthcheck_interval > duration::zero() && healthcheck_ != hook_mode::none) arm_health_timer();
+        if (opts_.healthcheck_interval > duration::zero() && healthcheck_ != hook_mode::none)
+            arm_health_timer();
         if (housekeeping_period_ > duration::zero()) arm_housekeeping();
     }
     if (opts_.min > 0) log(log_level::info, "warming up " + std::to_string(opts_.min) + " resources");
     apply(fx);
 }
 
-clock::time_point pool_impl::now() const noexcept { return state_->clock->now(); }
+clock::time_point pool_impl::now() const noexcept {
+    return state_->clock->now();
+}
 
-bool pool_impl::logging(log_level level) const noexcept { return state_->sink && state_->sink->enabled(level); }
+bool pool_impl::logging(log_level level) const noexcept {
+    return state_->sink && state_->sink->enabled(level);
+}
 
 void pool_impl::log(log_level level, const std::string& message) noexcept {
     if (!logging(level)) return;
@@ -109,10 +116,18 @@ void pool_impl::set_circuit(circuit_state s, std::uint32_t probes) noexcept {
     apply(fx);
 }
 
-void pool_impl::activate() { set_circuit(circuit_state::closed, 0); }
-void pool_impl::deactivate() { set_circuit(circuit_state::open, 0); }
-void pool_impl::recover() { set_circuit(circuit_state::half_open, 0); }
-void pool_impl::recover(std::uint32_t max_probes) { set_circuit(circuit_state::half_open, max_probes); }
+void pool_impl::activate() {
+    set_circuit(circuit_state::closed, 0);
+}
+void pool_impl::deactivate() {
+    set_circuit(circuit_state::open, 0);
+}
+void pool_impl::recover() {
+    set_circuit(circuit_state::half_open, 0);
+}
+void pool_impl::recover(std::uint32_t max_probes) {
+    set_circuit(circuit_state::half_open, max_probes);
+}
 
 void pool_impl::recover_after(duration delay, std::uint32_t max_probes) {
     guard g(*state_);
@@ -188,7 +203,8 @@ void pool_impl::close() noexcept {
         guard g(*state_);
         if (!state_->core.close(fx)) return;
         // No timer outlives close (but async_close's grace): once this returns, nothing rings.
-        for (auto* t : {&state_->health_timer, &state_->housekeeping_timer, &state_->retry_timer, &state_->recover_timer})
+        for (auto* t : {&state_->health_timer, &state_->housekeeping_timer, &state_->retry_timer,
+                        &state_->recover_timer})
             state_->cancel_timer(*t);
         for (auto& run : state_->runs) {
             state_->cancel_timer(run->bound);
@@ -208,7 +224,7 @@ void pool_impl::close() noexcept {
     // Hooks under way are interrupted on the pool's executor (their cancellation slots live there).
     if (!interrupted.empty()) {
         try {
-            asio::post(ex_, [self = shared_from_this(), runs = std::move(interrupted)] {
+            asio::post(pool_facts::executor, [self = shared_from_this(), runs = std::move(interrupted)] {
                 for (const auto& r : runs) self->hook_overdue(r);
             });
         } catch (...) {
@@ -221,7 +237,8 @@ void pool_impl::async_close(duration grace, signal_handler done) {
     {
         guard g(*state_);
         if (state_->core.total() != 0) {
-            // Completed exactly once, under the lock: by the drain (finish_close_if_drained) or by the grace timer.
+            // Completed exactly once, under the lock: by the drain (finish_close_if_drained) or by the grace
+            // timer.
             const std::uint64_t key = ++state_->close_keys;
             auto h = state_->schedule(grace, [this, key] { close_grace_over(key); });
             state_->close_waiters.push_back({std::move(done), h, key});
@@ -293,7 +310,8 @@ void pool_impl::retire_all() noexcept {
         guard g(*state_);
         state_->core.retire_all(fx);
     }
-    if (logging(log_level::info)) log(log_level::info, "retiring every resource: replaced as each comes back");
+    if (logging(log_level::info))
+        log(log_level::info, "retiring every resource: replaced as each comes back");
     apply(fx);
     finish_close_if_drained();
 }
@@ -310,24 +328,53 @@ std::shared_ptr<pool_impl> make_pool_impl(boost::asio::any_io_executor ex, const
     p->start();
     return p;
 }
-const boost::asio::any_io_executor& executor_of(const pool_impl& p) noexcept { return p.executor(); }
-const boost::asio::any_io_executor& post_executor_of(const pool_impl& p) noexcept { return p.post_executor(); }
-const pool_options& options_of(const pool_impl& p) noexcept { return p.options(); }
-std::shared_ptr<pool_impl> shared_from(pool_impl& p) { return p.shared_from_this(); }
-void close(pool_impl& p) noexcept { p.close(); }
+const pool_facts& facts_of(const pool_impl& p) noexcept {
+    return p;
+}
+const pool_options& options_of(const pool_impl& p) noexcept {
+    return p.options();
+}
+std::shared_ptr<pool_impl> shared_from(pool_impl& p) {
+    return p.shared_from_this();
+}
+void close(pool_impl& p) noexcept {
+    p.close();
+}
 void async_close(pool_impl& p, std::chrono::steady_clock::duration grace, signal_handler done) {
     p.async_close(grace, std::move(done));
 }
-void async_wait_ready(pool_impl& p, signal_handler done) { p.async_wait_ready(std::move(done)); }
-void handle_dropped(pool_impl& p) noexcept { p.handle_dropped(); }
-pool_stats stats(const pool_impl& p) noexcept { return p.stats(); }
-circuit_breaker& breaker(pool_impl& p) noexcept { return p; }
-void set_strategy(pool_impl& p, std::shared_ptr<circuit_strategy> s) { p.set_strategy(std::move(s)); }
-void set_observer(pool_impl& p, std::shared_ptr<observer> o) { p.set_observer(std::move(o)); }
-void add_observer(pool_impl& p, std::shared_ptr<observer> o) { p.add_observer(std::move(o)); }
-void remove_observer(pool_impl& p, const std::shared_ptr<observer>& o) { p.remove_observer(o); }
-void set_log_sink(pool_impl& p, std::shared_ptr<log_sink> s) { p.set_log_sink(std::move(s)); }
-void set_max(pool_impl& p, std::size_t max) { p.set_max(max); }
-void retire_all(pool_impl& p) noexcept { p.retire_all(); }
+void async_wait_ready(pool_impl& p, signal_handler done) {
+    p.async_wait_ready(std::move(done));
+}
+void handle_dropped(pool_impl& p) noexcept {
+    p.handle_dropped();
+}
+pool_stats stats(const pool_impl& p) noexcept {
+    return p.stats();
+}
+circuit_breaker& breaker(pool_impl& p) noexcept {
+    return p;
+}
+void set_strategy(pool_impl& p, std::shared_ptr<circuit_strategy> s) {
+    p.set_strategy(std::move(s));
+}
+void set_observer(pool_impl& p, std::shared_ptr<observer> o) {
+    p.set_observer(std::move(o));
+}
+void add_observer(pool_impl& p, std::shared_ptr<observer> o) {
+    p.add_observer(std::move(o));
+}
+void remove_observer(pool_impl& p, const std::shared_ptr<observer>& o) {
+    p.remove_observer(o);
+}
+void set_log_sink(pool_impl& p, std::shared_ptr<log_sink> s) {
+    p.set_log_sink(std::move(s));
+}
+void set_max(pool_impl& p, std::size_t max) {
+    p.set_max(max);
+}
+void retire_all(pool_impl& p) noexcept {
+    p.retire_all();
+}
 
 }  // namespace respool::detail

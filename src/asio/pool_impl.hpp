@@ -32,18 +32,25 @@ static_assert(std::is_standard_layout_v<resource_node> && offsetof(resource_node
 static_assert(std::is_standard_layout_v<acquire_op_base> && offsetof(acquire_op_base, core_part) == 0);
 static_assert(sizeof(core::resource) <= resource_node::core_size && alignof(core::resource) <= 8);
 static_assert(sizeof(core::waiter) <= acquire_op_base::core_size && alignof(core::waiter) <= 8);
-static_assert(std::is_trivially_destructible_v<core::resource> && std::is_trivially_destructible_v<core::waiter>);
+static_assert(std::is_trivially_destructible_v<core::resource> &&
+              std::is_trivially_destructible_v<core::waiter>);
 
 inline core::resource* core_of(resource_node* n) noexcept {
     return std::launder(reinterpret_cast<core::resource*>(n->core_part));
 }
-inline resource_node* node_of(core::resource* r) noexcept { return reinterpret_cast<resource_node*>(r); }
+inline resource_node* node_of(core::resource* r) noexcept {
+    return reinterpret_cast<resource_node*>(r);
+}
 inline core::waiter& core_of(acquire_op_base* op) noexcept {
     return *std::launder(reinterpret_cast<core::waiter*>(op->core_part));
 }
-inline acquire_op_base* op_of(core::waiter* w) noexcept { return reinterpret_cast<acquire_op_base*>(w); }
+inline acquire_op_base* op_of(core::waiter* w) noexcept {
+    return reinterpret_cast<acquire_op_base*>(w);
+}
 
-class pool_impl final : public std::enable_shared_from_this<pool_impl>, public circuit_breaker {
+class pool_impl final : public pool_facts,
+                        public std::enable_shared_from_this<pool_impl>,
+                        public circuit_breaker {
 public:
     pool_impl(boost::asio::any_io_executor ex, const pool_options& opts, std::unique_ptr<hooks_base> hooks);
     ~pool_impl();
@@ -53,19 +60,24 @@ public:
     // Pre-warm and start the health timer. Called once, right after construction.
     void start();
 
-    [[nodiscard]] const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
+    [[nodiscard]] const boost::asio::any_io_executor& executor() const noexcept {
+        return pool_facts::executor;
+    }
     // ex_ with blocking.never already applied: posting through it skips per-call prefer() copies.
-    [[nodiscard]] const boost::asio::any_io_executor& post_executor() const noexcept { return post_ex_; }
+    [[nodiscard]] const boost::asio::any_io_executor& post_executor() const noexcept {
+        return pool_facts::post_executor;
+    }
     [[nodiscard]] const pool_options& options() const noexcept { return opts_; }
 
     // Synchronous acquire: a node ready for the caller, or nullptr with ec set.
     resource_node* try_acquire(error_code& ec, const std::source_location& where = {}) noexcept;
     // The common take (no checks, stamps or observer; an unreserved idle resource): nullptr otherwise.
-    resource_node* take_inline() noexcept;
+    friend resource_node* take_inline(pool_impl& p) noexcept;
     // The immediate part of async_acquire: a node, an error, or (nullptr, no error) = must wait.
-    // Only when no check on the way out is a coroutine (can_acquire_inline()).
+    // Only when no check on the way out is a coroutine (pool_facts::acquire_inline).
     resource_node* acquire_now(error_code& ec, const std::source_location& where = {}) noexcept;
-    [[nodiscard]] bool can_acquire_inline() const noexcept { return inline_ok_; }
+    resource_node* acquire_general(error_code& ec, const std::source_location& where) noexcept;
+
     // Slow path: steps 1-3 again, then park. Completion is posted.
     void start_acquire(acquire_op_base* op) noexcept;
     // A woken waiter, running on the pool's executor or (thread_safe pools) on its handler's.
@@ -137,7 +149,8 @@ private:
     void log(log_level level, const std::string& message) noexcept;
     [[nodiscard]] bool logging(log_level level) const noexcept;
     void stamp_new(resource_node* n) noexcept;
-    void finish_release(resource_node* n, bool poisoned, bool broken, const resource_node* keep = nullptr) noexcept;
+    void finish_release(resource_node* n, bool poisoned, bool broken,
+                        const resource_node* keep = nullptr) noexcept;
     void release_general(resource_node* n, bool poisoned) noexcept;
     resource_node* take_own_slot() noexcept;
     resource_node* take_elsewhere(unsigned me) noexcept;
@@ -151,25 +164,24 @@ private:
     void finish_close_if_drained() noexcept;
     // Runs the effects of a core call. `keep`: a resource a hook still works on; its destroy effect is
     // left to the hook's completion.
-    void apply(core::effects& fx, const error_code& create_ec = {}, const resource_node* keep = nullptr) noexcept;
+    void apply(core::effects& fx, const error_code& create_ec = {},
+               const resource_node* keep = nullptr) noexcept;
     int process(core::effects& fx, const error_code& create_ec, const resource_node* keep = nullptr) noexcept;
     void process_rare(const core::effect& e, const error_code& create_ec) noexcept;
     void start_creations(int n) noexcept;
     // Returns how many creations to start next.
-    int settle_creation(const error_code& ec, resource_node* n, const std::exception_ptr& error = {}) noexcept;
+    int settle_creation(const error_code& ec, resource_node* n,
+                        const std::exception_ptr& error = {}) noexcept;
     [[nodiscard]] hook_context context_of(const resource_node& n, hook_reason why) const noexcept;
     bool check(check_kind k, resource_node& n, hook_reason why) noexcept;  // a synchronous check
     void destroy_node(resource_node* n, destroy_reason why) noexcept;
     void make_ready(acquire_op_base* op) noexcept;
 
-    boost::asio::any_io_executor ex_;
-    boost::asio::any_io_executor post_ex_;
     pool_options opts_;
     std::unique_ptr<hooks_base> hooks_;
     hook_mode factory_, validate_, before_acquire_, healthcheck_, needs_reset_, before_release_;
-    bool context_ = false;  // a check reads its hook_context: stamp uses and idle times
-    bool inline_ok_ = true;       // no coroutine check between taking a resource and lending it
-    bool plain_ = true;           // no per-lease stamps wanted: core take_fast/release_fast may serve
+    bool context_ = false;             // a check reads its hook_context: stamp uses and idle times
+    bool plain_ = true;                // no per-lease stamps wanted: core take_fast/release_fast may serve
     affinity_cache* cache_ = nullptr;  // thread_affinity (owned by the engine), or none
     duration housekeeping_period_{};
     std::unique_ptr<driver_state> state_;  // core, lock, timers: kept out of this header

@@ -20,15 +20,25 @@ public:
         pthread_mutex_init(&m_, &a);
         pthread_mutexattr_destroy(&a);
     }
-    ~pool_lock() { pthread_mutex_destroy(&m_); }
-    void lock() noexcept { pthread_mutex_lock(&m_); }
-    void unlock() noexcept { pthread_mutex_unlock(&m_); }
+    ~pool_lock() {
+        pthread_mutex_destroy(&m_);
+    }
+    void lock() noexcept {
+        pthread_mutex_lock(&m_);
+    }
+    void unlock() noexcept {
+        pthread_mutex_unlock(&m_);
+    }
 
 private:
     pthread_mutex_t m_;
 #else
-    void lock() noexcept { m_.lock(); }
-    void unlock() noexcept { m_.unlock(); }
+    void lock() noexcept {
+        m_.lock();
+    }
+    void unlock() noexcept {
+        m_.unlock();
+    }
 
 private:
     std::mutex m_;

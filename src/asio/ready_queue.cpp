@@ -32,13 +32,15 @@ void pool_impl::make_ready(acquire_op_base* op) noexcept {
     {
         guard g(*state_);
         op->ready_next = nullptr;
-        if (state_->ready_tail) state_->ready_tail->ready_next = op;
-        else state_->ready_head = op;
+        if (state_->ready_tail)
+            state_->ready_tail->ready_next = op;
+        else
+            state_->ready_head = op;
         state_->ready_tail = op;
         post = !state_->drain_posted;
         state_->drain_posted = true;
     }
-    if (post) post_ex_.execute(drain_task(shared_from_this()));
+    if (post) pool_facts::post_executor.execute(drain_task(shared_from_this()));
 }
 
 // Resumes woken waiters in wake order. A hand-off made by a resumed handler (it released its lease)
@@ -61,7 +63,7 @@ void pool_impl::drain_ready() noexcept {
         }
         resume(op, op->direct);
     }
-    post_ex_.execute(drain_task(shared_from_this()));
+    pool_facts::post_executor.execute(drain_task(shared_from_this()));
 }
 
 // The drain was destroyed unrun: its io_context is being torn down. The woken operations it would
@@ -80,7 +82,8 @@ void pool_impl::abandon_ready() noexcept {
             }
             state_->ready_head = op->ready_next;
             if (!state_->ready_head) state_->ready_tail = nullptr;
-            state_->core.cancel(core_of(op), fx);  // a reserved place moves on; a failed one is already decided
+            state_->core.cancel(core_of(op),
+                                fx);  // a reserved place moves on; a failed one is already decided
         }
         op->destroy(op);
         apply(fx);

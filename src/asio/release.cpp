@@ -6,14 +6,18 @@ namespace respool::detail {
 
 // ---- release ---------------------------------------------------------------------------------
 
-void release_node(pool_impl* impl, resource_node* n, bool poisoned) noexcept { impl->release(n, poisoned); }
+void release_node(pool_impl* impl, resource_node* n, bool poisoned) noexcept {
+    impl->release(n, poisoned);
+}
 
 // The fast paths: small functions with small frames, tried before the general ones.
-resource_node* pool_impl::take_inline() noexcept {
-    if (cache_) return take_own_slot();
-    if (!plain_ || state_->obs) return nullptr;  // nothing to check, stamp or report
-    plain_guard g(*state_);
-    return node_of(state_->core.take_fast());
+// The common take, called by pool<T>::try_acquire itself: this thread's cached resource, or the core's
+// inline take; nullptr when checks, stamps or an observer need the general path.
+resource_node* take_inline(pool_impl& p) noexcept {
+    if (p.cache_) return p.take_own_slot();
+    if (!p.plain_ || p.state_->obs) return nullptr;  // nothing to check, stamp or report
+    plain_guard g(*p.state_);
+    return node_of(p.state_->core.take_fast());
 }
 
 // Takes the resource in slot `from` (counted for this thread, slot `me`). The second look at `open`
@@ -48,7 +52,8 @@ resource_node* pool_impl::take_own_slot() noexcept {
         guard g(*state_);
         n = node_of(state_->core.take_fast());
     }
-    for (unsigned i = 1, used = affinity_cache::used(); i < used && !n; ++i) n = take_from_slot((me + i) % used, me);
+    for (unsigned i = 1, used = affinity_cache::used(); i < used && !n; ++i)
+        n = take_from_slot((me + i) % used, me);
     return n;
 }
 
@@ -56,18 +61,21 @@ void pool_impl::release(resource_node* n, bool poisoned) noexcept {
     if (affinity_cache* c = cache_) {  // keep it in this thread's slot while nobody waits
         if (!poisoned && c->open.load(std::memory_order_acquire) &&
             (core_of(n)->expires_at == clock::time_point{} ||
-             core_of(n)->expires_at.time_since_epoch().count() > c->coarse_now.load(std::memory_order_relaxed))) {
+             core_of(n)->expires_at.time_since_epoch().count() >
+                 c->coarse_now.load(std::memory_order_relaxed))) {
             auto& sl = c->slots[affinity_cache::self()];
             resource_node* empty = nullptr;
             // Fails when the slot is full (two leases on this thread, or a thread sharing the slot).
-            if (sl.node.compare_exchange_strong(empty, n, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+            if (sl.node.compare_exchange_strong(empty, n, std::memory_order_seq_cst,
+                                                std::memory_order_relaxed)) {
                 if (!c->open.load(std::memory_order_seq_cst)) reclaim(sl.node);
                 return;
             }
         }  // else: poisoned, past max_lifetime (the core retires it), or the cache is closed
     } else if (plain_ && !poisoned && !state_->obs &&
                (before_release_ == hook_mode::none ||
-                (needs_reset_ == hook_mode::sync && !check(check_kind::needs_reset, *n, hook_reason::on_release)))) {
+                (needs_reset_ == hook_mode::sync &&
+                 !check(check_kind::needs_reset, *n, hook_reason::on_release)))) {
         plain_guard g(*state_);
         if (state_->core.release_fast(core_of(n))) return;
     }
@@ -82,8 +90,9 @@ void pool_impl::reclaim(std::atomic<resource_node*>& slot) noexcept {
 
 [[gnu::noinline]] void pool_impl::release_general(resource_node* n, bool poisoned) noexcept {
     // A clean resource (needs_reset said no) skips before_release, coroutine or not.
-    const bool reset = !poisoned && before_release_ != hook_mode::none &&
-                       (needs_reset_ == hook_mode::none || check(check_kind::needs_reset, *n, hook_reason::on_release));
+    const bool reset =
+        !poisoned && before_release_ != hook_mode::none &&
+        (needs_reset_ == hook_mode::none || check(check_kind::needs_reset, *n, hook_reason::on_release));
     if (reset && before_release_ == hook_mode::async) {
         std::shared_ptr<hook_run> run;
         try {
@@ -92,7 +101,8 @@ void pool_impl::reclaim(std::atomic<resource_node*>& slot) noexcept {
                 run = begin_run_locked(run_kind::before_release, n, opts_.reset_timeout);
                 run->ctx = context_of(*n, hook_reason::on_release);
             }
-            hooks_->check_async(check_kind::before_release, *n, run->ctx, ex_, run->signal.slot(),
+            hooks_->check_async(check_kind::before_release, *n, run->ctx, pool_facts::executor,
+                                run->signal.slot(),
                                 [self = shared_from_this(), run](bool ok) { self->reset_done(run, ok); });
             return;
         } catch (...) {
@@ -115,7 +125,8 @@ void pool_impl::reset_done(const std::shared_ptr<hook_run>& run, bool ok) noexce
     finish_close_if_drained();
 }
 
-void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken, const resource_node* keep) noexcept {
+void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken,
+                               const resource_node* keep) noexcept {
     std::chrono::nanoseconds held{};
     const bool timed = opts_.record_timings || state_->obs;  // otherwise the node is not even read
     if (timed && n->taken_at != clock::time_point{}) held = now() - n->taken_at;
@@ -127,10 +138,10 @@ void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken, con
         guard g(*state_);
         if (opts_.record_timings) state_->hold_time.record(held);
         state_->core.release(core_of(n),
-                         poisoned ? core::pool_core::release_kind::poisoned
-                         : broken ? core::pool_core::release_kind::broken
-                                  : core::pool_core::release_kind::ok,
-                         fx);
+                             poisoned ? core::pool_core::release_kind::poisoned
+                             : broken ? core::pool_core::release_kind::broken
+                                      : core::pool_core::release_kind::ok,
+                             fx);
         closed = state_->core.closed();
         // In a thread_safe pool another thread may drop the pool object as soon as this section
         // ends, and a closed pool lives only until its count is zero: keep it for the rest of this
@@ -140,11 +151,5 @@ void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken, con
     if (!fx.empty()) apply(fx, {}, keep);
     if (closed) finish_close_if_drained();  // may be the last resource of a dropped pool: may free *this
 }
-
-}  // namespace respool::detail
-
-namespace respool::detail {
-
-resource_node* take_inline(pool_impl& p) noexcept { return p.take_inline(); }
 
 }  // namespace respool::detail

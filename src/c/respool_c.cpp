@@ -2,8 +2,8 @@
 // void* resources, the hooks called through plain function pointers (no std::function, no type
 // erasure beyond one vtable), a pool-owned thread running the pool's io_context (asynchronous
 // completions, health checks, timers). Every entry point catches everything: no exception crosses.
-#include <respool/pool.hpp>
 #include <respool/respool.h>
+#include <respool/pool.hpp>
 
 #include "asio/pool_impl.hpp"
 
@@ -118,7 +118,9 @@ class c_hooks final : public respool::detail::hooks_base {
 public:
     explicit c_hooks(respool_pool* p) : p_(p) {}
 
-    respool::detail::hook_mode factory_mode() const noexcept override { return respool::detail::hook_mode::sync; }
+    respool::detail::hook_mode factory_mode() const noexcept override {
+        return respool::detail::hook_mode::sync;
+    }
     respool::detail::hook_mode mode(respool::detail::check_kind k) const noexcept override {
         return pick(k) ? respool::detail::hook_mode::sync : respool::detail::hook_mode::none;
     }
@@ -154,10 +156,12 @@ public:
             return nullptr;
         }
     }
-    void create_async(const asio::any_io_executor&, asio::cancellation_slot, respool::detail::create_done done) override {
+    void create_async(const asio::any_io_executor&, asio::cancellation_slot,
+                      respool::detail::create_done done) override {
         done(errc::not_supported, nullptr, nullptr);  // never called: the C factory is synchronous
     }
-    bool check_sync(respool::detail::check_kind k, resource_node& n, const respool::hook_context&) noexcept override {
+    bool check_sync(respool::detail::check_kind k, resource_node& n,
+                    const respool::hook_context&) noexcept override {
         try {
             callback_scope in(p_);
             return pick(k)(p_->hooks.ctx, static_cast<c_node&>(n).value);
@@ -214,8 +218,10 @@ public:
     void report_failure(respool::circuit_breaker&, const error_code& ec) override {
         if (!state_.report_failure) return;
         int st = status_of(ec);
-        if (ec == errc::broken || ec == errc::poisoned) st = RESPOOL_E_INVALID;
-        else if (st == RESPOOL_E_INTERNAL) st = RESPOOL_E_CREATE;  // a factory error of its own
+        if (ec == errc::broken || ec == errc::poisoned)
+            st = RESPOOL_E_INVALID;
+        else if (st == RESPOOL_E_INTERNAL)
+            st = RESPOOL_E_CREATE;  // a factory error of its own
         callback_scope in(p_);
         state_.report_failure(state_.ctx, p_, st);
     }
@@ -376,7 +382,7 @@ int respool_create(const respool_config* config, const respool_hooks* hooks, res
         o.max_waiters = config->max_waiters;
         o.thread_safe = true;
         p->impl = std::make_shared<respool::detail::pool_impl>(p->io.get_executor(), o,
-                                                                std::make_unique<c_hooks>(p.get()));
+                                                               std::make_unique<c_hooks>(p.get()));
         p->impl->start();  // the synchronous pre-warm runs here, on the caller's thread
         if (p->impl->stats().idle < config->min) {
             discard();
@@ -436,7 +442,7 @@ int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms)
             error_code ec;
             resource_node* n = nullptr;
         } w;
-        respool::detail::initiate_acquire<void*>{pool->impl.get()}(
+        respool::detail::initiate_acquire<void*>{pool->impl.get(), &respool::detail::facts_of(*pool->impl)}(
             [&w](error_code e, respool::lease<void*> l) {
                 std::lock_guard<std::mutex> g(w.m);
                 w.ec = e;
@@ -467,7 +473,7 @@ int respool_acquire_async(respool_pool* pool, int64_t timeout_ms, respool_acquir
         return RESPOOL_E_INTERNAL;
     }
     try {
-        respool::detail::initiate_acquire<void*>{pool->impl.get()}(
+        respool::detail::initiate_acquire<void*>{pool->impl.get(), &respool::detail::facts_of(*pool->impl)}(
             [pool, cb, user](error_code e, respool::lease<void*> l) {
                 int st = status_of(e);
                 void* r = nullptr;
@@ -490,9 +496,13 @@ int respool_acquire_async(respool_pool* pool, int64_t timeout_ms, respool_acquir
     }
 }
 
-int respool_release(respool_pool* pool, void* resource) { return release_impl(pool, resource, false); }
+int respool_release(respool_pool* pool, void* resource) {
+    return release_impl(pool, resource, false);
+}
 
-int respool_release_broken(respool_pool* pool, void* resource) { return release_impl(pool, resource, true); }
+int respool_release_broken(respool_pool* pool, void* resource) {
+    return release_impl(pool, resource, true);
+}
 
 int respool_close(respool_pool* pool) {
     if (!pool) return RESPOOL_E_INVALID;

@@ -85,8 +85,10 @@ private:
 class effects {
 public:
     void push(const effect& e) {
-        if (n_ < inline_size) inline_[n_] = e;
-        else more_.push_back(e);
+        if (n_ < inline_size)
+            inline_[n_] = e;
+        else
+            more_.push_back(e);
         ++n_;
     }
     [[nodiscard]] std::size_t size() const noexcept { return n_; }

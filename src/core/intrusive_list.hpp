@@ -14,16 +14,22 @@ struct waiter_list {
     void push_back(waiter& w) noexcept {
         w.prev = tail;
         w.next = nullptr;
-        if (tail) tail->next = &w;
-        else head = &w;
+        if (tail)
+            tail->next = &w;
+        else
+            head = &w;
         tail = &w;
     }
 
     void remove(waiter& w) noexcept {
-        if (w.prev) w.prev->next = w.next;
-        else head = w.next;
-        if (w.next) w.next->prev = w.prev;
-        else tail = w.prev;
+        if (w.prev)
+            w.prev->next = w.next;
+        else
+            head = w.next;
+        if (w.next)
+            w.next->prev = w.prev;
+        else
+            tail = w.prev;
         w.prev = w.next = nullptr;
     }
 
@@ -39,8 +45,10 @@ struct waiter_list {
         }
         w.next = at;
         w.prev = at->prev;
-        if (at->prev) at->prev->next = &w;
-        else head = &w;
+        if (at->prev)
+            at->prev->next = &w;
+        else
+            head = &w;
         at->prev = &w;
     }
 };

@@ -65,10 +65,12 @@ struct affinity_fixture : ::testing::Test {
 TEST(affinity_options, thread_affinity_requires_thread_safe) {
     asio::io_context io;
     try {
-        pool<conn> p(io.get_executor(), {.max = 2, .thread_affinity = true}, test::counting_hooks(std::make_shared<test::tracker>()));
+        pool<conn> p(io.get_executor(), {.max = 2, .thread_affinity = true},
+                     test::counting_hooks(std::make_shared<test::tracker>()));
         FAIL() << "expected std::invalid_argument";
     } catch (const std::invalid_argument& e) {
-        EXPECT_NE(std::string(e.what()).find("thread_affinity requires thread_safe"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("thread_affinity requires thread_safe"), std::string::npos)
+            << e.what();
     }
 }
 

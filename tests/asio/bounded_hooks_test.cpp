@@ -47,7 +47,8 @@ struct gates {
             co_await asio::this_coro::reset_cancellation_state(
                 [](asio::cancellation_type) { return asio::cancellation_type::none; });
         ++entered;
-        auto& t = waits.emplace_back(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
+        auto& t =
+            waits.emplace_back(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
         auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
         if (ec && how == stuck::honours_cancellation && !opened) throw boost::system::system_error(ec);
     }
@@ -243,14 +244,15 @@ TEST_P(bounded, a_stuck_hook_fails_at_its_bound_or_at_close_and_nothing_leaks) {
 
 INSTANTIATE_TEST_SUITE_P(
     every_hook, bounded,
-    ::testing::Combine(::testing::Values(hook::factory, hook::validate, hook::before_acquire, hook::healthcheck,
-                                         hook::before_release),
+    ::testing::Combine(::testing::Values(hook::factory, hook::validate, hook::before_acquire,
+                                         hook::healthcheck, hook::before_release),
                        ::testing::Values(stuck::honours_cancellation, stuck::ignores_cancellation),
                        ::testing::Values(ending::bound, ending::close)),
     [](const auto& param_info) {
         const auto& p = param_info.param;
         return std::string(name(std::get<0>(p))) +
-               (std::get<1>(p) == stuck::honours_cancellation ? "_honours_cancellation" : "_ignores_cancellation") +
+               (std::get<1>(p) == stuck::honours_cancellation ? "_honours_cancellation"
+                                                              : "_ignores_cancellation") +
                (std::get<2>(p) == ending::bound ? "_bound" : "_close");
     });
 

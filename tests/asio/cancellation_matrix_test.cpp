@@ -114,11 +114,15 @@ void run_case(hook h, behaviour b, ending e) {
     // The factory cases start empty (the acquire creates); the others start with one idle resource
     // (before_acquire only runs on idle ones) that is validated on borrow (the healthcheck case).
     const bool prewarm = h != hook::factory;
-    auto p = std::make_unique<pool<res>>(
-        x.io.get_executor(),
-        respool::pool_options{.min = 0, .max = 1, .health_check_on_borrow = h == hook::healthcheck,
-                              .validate_after = 0ms, .create_retry_initial = {}, .create_retry_max = {}},
-        std::move(hooks));
+    auto p =
+        std::make_unique<pool<res>>(x.io.get_executor(),
+                                    respool::pool_options{.min = 0,
+                                                          .max = 1,
+                                                          .health_check_on_borrow = h == hook::healthcheck,
+                                                          .validate_after = 0ms,
+                                                          .create_retry_initial = {},
+                                                          .create_retry_max = {}},
+                                    std::move(hooks));
     if (prewarm) {
         bool got = false;
         p->async_acquire(5s, [&](error_code ec, lease<res> l) {
@@ -148,12 +152,15 @@ void run_case(hook h, behaviour b, ending e) {
     if (e == ending::cancel || e == ending::close) {
         asio::steady_timer t(x.io, 1ms);
         t.async_wait([&](error_code) {
-            if (e == ending::cancel) sig.emit(asio::cancellation_type::terminal);
-            else p->close();
+            if (e == ending::cancel)
+                sig.emit(asio::cancellation_type::terminal);
+            else
+                p->close();
         });
         ASSERT_TRUE(test::run_until(x.io, [&] { return completions > 0; }));
     } else {
-        ASSERT_TRUE(test::run_until(x.io, [&] { return completions > 0; })) << "a stuck hook must not hang the acquire past its deadline";
+        ASSERT_TRUE(test::run_until(x.io, [&] { return completions > 0; }))
+            << "a stuck hook must not hang the acquire past its deadline";
     }
     const auto s = p->stats();
     EXPECT_LE(s.total, s.max);
@@ -166,10 +173,12 @@ void run_case(hook h, behaviour b, ending e) {
     // Teardown: close, unstick the stuck hooks, drain; then every creation has been destroyed once.
     p->close();
     for (auto& t : x.stuck) t.cancel();
-    ASSERT_TRUE(test::run_until(x.io, [&] {
-        for (auto& t : x.stuck) t.cancel();
-        return p->stats().total == 0;
-    })) << "total " << p->stats().total;
+    ASSERT_TRUE(test::run_until(x.io,
+                                [&] {
+                                    for (auto& t : x.stuck) t.cancel();
+                                    return p->stats().total == 0;
+                                }))
+        << "total " << p->stats().total;
     x.io.restart();
     x.io.poll();
     EXPECT_EQ(completions, 1) << "completed exactly once";
@@ -189,7 +198,8 @@ TEST_P(matrix, acquire_completes_once_and_nothing_leaks) {
 
 INSTANTIATE_TEST_SUITE_P(
     every_hook_behaviour_and_ending, matrix,
-    ::testing::Combine(::testing::Values(hook::factory, hook::before_acquire, hook::before_release, hook::healthcheck),
+    ::testing::Combine(::testing::Values(hook::factory, hook::before_acquire, hook::before_release,
+                                         hook::healthcheck),
                        ::testing::Values(behaviour::ok, behaviour::error, behaviour::slow, behaviour::never),
                        ::testing::Values(ending::success, ending::timeout, ending::cancel, ending::close)),
     [](const auto& param_info) {

@@ -185,14 +185,16 @@ TEST(hooks, the_factory_error_detail_reaches_the_acquire_it_fails) {
     EXPECT_EQ(diag.message, "FATAL: password authentication failed for user \"app\"");
     ASSERT_TRUE(diag.error);
     EXPECT_THROW(std::rethrow_exception(diag.error), std::runtime_error);
-    EXPECT_NE(log.str().find("creation failed: FATAL: password authentication failed"), std::string::npos) << log.str();
+    EXPECT_NE(log.str().find("creation failed: FATAL: password authentication failed"), std::string::npos)
+        << log.str();
 }
 
 TEST(hooks, a_factory_error_code_of_its_own_reaches_the_acquire_as_is) {
     fixture f;
     respool::hooks<conn> h;
     h.factory = []() -> conn {
-        throw boost::system::system_error(make_error_code(boost::system::errc::connection_refused), "connect 127.0.0.1:1");
+        throw boost::system::system_error(make_error_code(boost::system::errc::connection_refused),
+                                          "connect 127.0.0.1:1");
     };
     pool<conn> p(f.io.get_executor(), f.options(), std::move(h));
     respool::diagnostics diag;

@@ -54,7 +54,8 @@ struct fake_breaker : respool::circuit_breaker {
 }  // namespace
 
 TEST(strategy, opens_after_n_consecutive_failures_and_schedules_the_cool_down) {
-    respool::failure_threshold_strategy st({.failures_to_open = 3, .cool_down = 7s, .probes = 2, .successes_to_close = 2});
+    respool::failure_threshold_strategy st(
+        {.failures_to_open = 3, .cool_down = 7s, .probes = 2, .successes_to_close = 2});
     fake_breaker cb;
     st.report_failure(cb, errc::broken);
     st.report_failure(cb, errc::broken);
@@ -73,7 +74,8 @@ TEST(strategy, opens_after_n_consecutive_failures_and_schedules_the_cool_down) {
 }
 
 TEST(strategy, half_open_closes_after_m_successes_and_reopens_on_a_probe_failure) {
-    respool::failure_threshold_strategy st({.failures_to_open = 1, .cool_down = 1s, .probes = 1, .successes_to_close = 2});
+    respool::failure_threshold_strategy st(
+        {.failures_to_open = 1, .cool_down = 1s, .probes = 1, .successes_to_close = 2});
     fake_breaker cb;
     cb.recover(1);
     st.report_failure(cb, errc::broken);
@@ -111,9 +113,10 @@ TEST(lifecycle_pool, failures_open_the_circuit_which_fails_waiters_then_probes_c
         return conn{++t->created};
     };
     h.destructor = [t](conn&) { ++t->destroyed; };
-    pool<conn> p(io.get_executor(), {.min = 0, .max = 2, .create_retry_initial = {}, .create_retry_max = {}}, std::move(h));
-    p.set_circuit_strategy(std::make_shared<respool::failure_threshold_strategy>(
-        respool::breaker_options{.failures_to_open = 2, .cool_down = 20ms, .probes = 1, .successes_to_close = 1}));
+    pool<conn> p(io.get_executor(), {.min = 0, .max = 2, .create_retry_initial = {}, .create_retry_max = {}},
+                 std::move(h));
+    p.set_circuit_strategy(std::make_shared<respool::failure_threshold_strategy>(respool::breaker_options{
+        .failures_to_open = 2, .cool_down = 20ms, .probes = 1, .successes_to_close = 1}));
     std::vector<error_code> got;
     for (int i = 0; i < 4; ++i) p.async_acquire(5s, [&](error_code ec, lease<conn>) { got.push_back(ec); });
     ASSERT_TRUE(test::run_until(io, [&] { return got.size() == 4; }));
@@ -123,7 +126,8 @@ TEST(lifecycle_pool, failures_open_the_circuit_which_fails_waiters_then_probes_c
     EXPECT_EQ(got[3], errc::unavailable);
     EXPECT_EQ(p.state(), circuit_state::open);
     down = false;
-    ASSERT_TRUE(test::run_until(io, [&] { return p.state() == circuit_state::half_open; })) << "after the cool-down";
+    ASSERT_TRUE(test::run_until(io, [&] { return p.state() == circuit_state::half_open; }))
+        << "after the cool-down";
     {
         auto probe = p.try_acquire();
         ASSERT_TRUE(probe);
@@ -169,8 +173,10 @@ TEST(lifecycle_pool, leak_is_reported_once_with_the_acquire_site_and_again_on_re
     EXPECT_GE(o->held, std::chrono::nanoseconds(40ms));
     leaked.release();
     EXPECT_EQ(o->returned, 1);
-    EXPECT_NE(log.str().find("test-pool warning: leak suspected: lease held for"), std::string::npos) << log.str();
-    EXPECT_NE(log.str().find("lifecycle_test.cpp:" + std::to_string(expected_line)), std::string::npos) << log.str();
+    EXPECT_NE(log.str().find("test-pool warning: leak suspected: lease held for"), std::string::npos)
+        << log.str();
+    EXPECT_NE(log.str().find("lifecycle_test.cpp:" + std::to_string(expected_line)), std::string::npos)
+        << log.str();
     EXPECT_NE(log.str().find("leaked lease returned"), std::string::npos);
 }
 
@@ -206,8 +212,8 @@ TEST(lifecycle_pool, validation_on_borrow_runs_the_healthcheck_on_long_idle_reso
         ++checks;
         return c.id != 1;
     };
-    pool<conn> p(io.get_executor(), {.min = 1, .max = 1, .health_check_on_borrow = true, .validate_after = 0ms},
-                 std::move(h));
+    pool<conn> p(io.get_executor(),
+                 {.min = 1, .max = 1, .health_check_on_borrow = true, .validate_after = 0ms}, std::move(h));
     {
         auto fresh = p.try_acquire();
         EXPECT_EQ(checks, 0) << "a resource just created is not validated";
@@ -240,7 +246,8 @@ TEST(lifecycle_pool, creation_backoff_is_observable_and_demand_is_served_after_i
         if (++calls <= 2) throw boost::system::system_error(asio::error::connection_refused);
         return conn{calls};
     };
-    pool<conn> p(io.get_executor(), {.max = 1, .create_retry_initial = 5ms, .create_retry_max = 20ms}, std::move(h));
+    pool<conn> p(io.get_executor(), {.max = 1, .create_retry_initial = 5ms, .create_retry_max = 20ms},
+                 std::move(h));
     auto o = std::make_shared<obs>();
     p.set_observer(o);
     std::vector<error_code> got;

@@ -28,7 +28,9 @@ TEST(options, min_above_max_names_both_values) {
     EXPECT_EQ(rejection({.min = 12, .max = 10}), "respool: min (12) must not exceed max (10)");
 }
 
-TEST(options, max_zero_is_rejected) { EXPECT_EQ(rejection({.max = 0}), "respool: max (0) must be at least 1"); }
+TEST(options, max_zero_is_rejected) {
+    EXPECT_EQ(rejection({.max = 0}), "respool: max (0) must be at least 1");
+}
 
 TEST(options, negative_durations_are_rejected) {
     EXPECT_EQ(rejection({.healthcheck_interval = -5ms}),
@@ -37,7 +39,8 @@ TEST(options, negative_durations_are_rejected) {
 }
 
 TEST(options, zero_concurrent_creations_is_rejected) {
-    EXPECT_EQ(rejection({.max_concurrent_creations = 0}), "respool: max_concurrent_creations (0) must be at least 1");
+    EXPECT_EQ(rejection({.max_concurrent_creations = 0}),
+              "respool: max_concurrent_creations (0) must be at least 1");
 }
 
 TEST(options, missing_factory_is_rejected) {
@@ -45,4 +48,6 @@ TEST(options, missing_factory_is_rejected) {
     EXPECT_THROW((pool<conn>(io.get_executor(), {}, respool::hooks<conn>{})), std::invalid_argument);
 }
 
-TEST(options, valid_options_are_accepted) { EXPECT_EQ(rejection({.min = 10, .max = 10}), "accepted"); }
+TEST(options, valid_options_are_accepted) {
+    EXPECT_EQ(rejection({.min = 10, .max = 10}), "accepted");
+}

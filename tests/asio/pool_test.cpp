@@ -283,9 +283,7 @@ TEST(pool, before_release_false_marks_broken_and_reports_failure) {
     pool<conn> p(io.get_executor(), {.min = 1, .max = 1}, std::move(h));
     auto s = std::make_shared<strategy>();
     p.set_circuit_strategy(s);
-    {
-        auto l = p.try_acquire();
-    }
+    { auto l = p.try_acquire(); }
     {
         auto l = p.try_acquire();
         l->healthy = false;
@@ -302,8 +300,7 @@ TEST(pool, factory_failure_reaches_the_waiter_with_the_factory_error) {
     int calls = 0;
     respool::hooks<conn> h;
     h.factory = [&]() -> conn {
-        if (++calls == 1)
-            throw boost::system::system_error(asio::error::connection_refused);
+        if (++calls == 1) throw boost::system::system_error(asio::error::connection_refused);
         return conn{calls};
     };
     pool<conn> p(io.get_executor(), {.min = 0, .max = 1}, std::move(h));

@@ -95,9 +95,8 @@ TEST(tokens, completion_runs_on_the_handlers_associated_executor) {
     auto strand = asio::make_strand(io);
     pool<conn> p(io.get_executor(), {.min = 0, .max = 1}, test::counting_hooks(std::make_shared<tracker>()));
     bool on_strand = false;
-    p.async_acquire(asio::bind_executor(strand, [&](error_code, lease<conn>) {
-        on_strand = strand.running_in_this_thread();
-    }));
+    p.async_acquire(asio::bind_executor(
+        strand, [&](error_code, lease<conn>) { on_strand = strand.running_in_this_thread(); }));
     io.run();
     EXPECT_TRUE(on_strand);
 }

@@ -13,21 +13,21 @@
 #include <time.h>
 
 static int failures = 0;
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
             fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            ++failures;                                                               \
-        }                                                                             \
+            ++failures;                                                              \
+        }                                                                            \
     } while (0)
-#define CHECK_STATUS(expr, want)                                                                          \
-    do {                                                                                                  \
-        int got_ = (expr);                                                                                \
-        if (got_ != (want)) {                                                                             \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), want %d\n", __FILE__, __LINE__, #expr, got_,    \
-                    respool_status_string(got_), (want));                                                 \
-            ++failures;                                                                                   \
-        }                                                                                                 \
+#define CHECK_STATUS(expr, want)                                                                      \
+    do {                                                                                              \
+        int got_ = (expr);                                                                            \
+        if (got_ != (want)) {                                                                         \
+            fprintf(stderr, "%s:%d: %s returned %d (%s), want %d\n", __FILE__, __LINE__, #expr, got_, \
+                    respool_status_string(got_), (want));                                             \
+            ++failures;                                                                               \
+        }                                                                                             \
     } while (0)
 
 /* ---- a resource with a life counter ------------------------------------------------------- */
@@ -54,9 +54,15 @@ static void c_destroy(void* c, void* r) {
     atomic_fetch_add(&((ctx*)c)->destroyed, 1);
     free(r);
 }
-static bool c_before_acquire(void* c, void* r) { return ((res*)r)->id != atomic_load(&((ctx*)c)->reject_id); }
-static bool c_healthcheck(void* c, void* r) { return ((res*)r)->id != atomic_load(&((ctx*)c)->unhealthy_id); }
-static bool c_before_release(void* c, void* r) { return ((res*)r)->id != atomic_load(&((ctx*)c)->broken_id); }
+static bool c_before_acquire(void* c, void* r) {
+    return ((res*)r)->id != atomic_load(&((ctx*)c)->reject_id);
+}
+static bool c_healthcheck(void* c, void* r) {
+    return ((res*)r)->id != atomic_load(&((ctx*)c)->unhealthy_id);
+}
+static bool c_before_release(void* c, void* r) {
+    return ((res*)r)->id != atomic_load(&((ctx*)c)->broken_id);
+}
 
 static respool_hooks hooks_for(ctx* x) {
     respool_hooks h;
@@ -102,10 +108,9 @@ static void wait_for_waiting(respool_pool* p, uint32_t n) {
 /* ---- tests -------------------------------------------------------------------------------- */
 
 static void test_status_strings(void) {
-    const int codes[] = {RESPOOL_OK,         RESPOOL_E_INVALID,   RESPOOL_E_CLOSED,
-                         RESPOOL_E_TIMEOUT,  RESPOOL_E_UNAVAILABLE, RESPOOL_E_CREATE,
-                         RESPOOL_E_EXHAUSTED, RESPOOL_E_CANCELLED, RESPOOL_E_INTERNAL,
-                         12345};
+    const int codes[] = {
+        RESPOOL_OK,       RESPOOL_E_INVALID,   RESPOOL_E_CLOSED,    RESPOOL_E_TIMEOUT,  RESPOOL_E_UNAVAILABLE,
+        RESPOOL_E_CREATE, RESPOOL_E_EXHAUSTED, RESPOOL_E_CANCELLED, RESPOOL_E_INTERNAL, 12345};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; ++i) {
         const char* s = respool_status_string(codes[i]);
         CHECK(s != NULL && s[0] != '\0');
@@ -232,7 +237,8 @@ static void test_macros_and_table(void) {
           api->free == respool_free && api->acquire_async == respool_acquire_async &&
           api->get_stats == respool_get_stats && api->get_circuit_state == respool_get_circuit_state &&
           api->set_circuit_state == respool_set_circuit_state &&
-          api->set_circuit_strategy == respool_set_circuit_strategy && api->status_string == respool_status_string);
+          api->set_circuit_strategy == respool_set_circuit_strategy &&
+          api->status_string == respool_status_string);
     ctx x;
     memset(&x, 0, sizeof x);
     respool_hooks h = hooks_for(&x);
@@ -637,7 +643,7 @@ static void test_circuit(void) {
     CHECK_STATUS(respool_release_broken(p, r), RESPOOL_OK);
     CHECK(atomic_load(&ss.bad) == 1);
     CHECK_STATUS(respool_get_circuit_state(p, &cs), RESPOOL_OK);
-    CHECK(cs == RESPOOL_CIRCUIT_OPEN); /* the strategy opened it */
+    CHECK(cs == RESPOOL_CIRCUIT_OPEN);                               /* the strategy opened it */
     CHECK_STATUS(respool_set_circuit_strategy(p, NULL), RESPOOL_OK); /* detach */
     CHECK_STATUS(respool_set_circuit_state(p, RESPOOL_CIRCUIT_CLOSED), RESPOOL_OK);
     CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_OK);

@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
                 g_api->status_string(st), exhausted, invalid, s.idle, (unsigned long long)s.acquires);
         return 1;
     }
-    printf("dlopen consumer: bound respool ABI %u through the table, all calls behaved\n", g_api->abi_version);
+    printf("dlopen consumer: bound respool ABI %u through the table, all calls behaved\n",
+           g_api->abi_version);
     dlclose(lib);
     return 0;
 }

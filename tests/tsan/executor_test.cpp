@@ -31,18 +31,21 @@ TEST(executors, a_single_executor_pool_resumes_waiters_on_its_own_executor_whate
             return;
         }
         // Called on the pool's executor, as documented; the handler runs on the other thread.
-        p.async_acquire(5s, asio::bind_executor(handler_io, [&, left](respool::error_code ec, respool::lease<test::conn> l) {
-            ASSERT_FALSE(ec) << ec.message();
-            // Back to the pool's executor to release and go on (a user obeying the threading rule).
-            asio::post(pool_io, [&, left, l = std::move(l)]() mutable {
-                if (p.stats().total > 2) ++over_max;
-                l.release();
-                next(left - 1);
-            });
-        }));
+        p.async_acquire(5s, asio::bind_executor(
+                                handler_io, [&, left](respool::error_code ec, respool::lease<test::conn> l) {
+                                    ASSERT_FALSE(ec) << ec.message();
+                                    // Back to the pool's executor to release and go on (a user obeying the
+                                    // threading rule).
+                                    asio::post(pool_io, [&, left, l = std::move(l)]() mutable {
+                                        if (p.stats().total > 2) ++over_max;
+                                        l.release();
+                                        next(left - 1);
+                                    });
+                                }));
     };
     for (int c = 0; c < clients; ++c) asio::post(pool_io, [&] { next(rounds); });
-    ASSERT_TRUE(test::run_until(pool_io, [&] { return done == clients; }, std::chrono::seconds(60)));
+    ASSERT_TRUE(test::run_until(
+        pool_io, [&] { return done == clients; }, std::chrono::seconds(60)));
     handler_work.reset();
     handler_thread.join();
     EXPECT_EQ(over_max, 0);

@@ -45,7 +45,8 @@ TEST(shutdown, a_destroyed_pool_never_posts_into_its_io_context_once_that_is_gon
         auto io = std::make_unique<asio::io_context>();
         {
             std::vector<respool::pool<int>> pools;
-            for (int i = 0; i < 16; ++i) pools.emplace_back(io->get_executor(), busy_timers(), checked_ints(t));
+            for (int i = 0; i < 16; ++i)
+                pools.emplace_back(io->get_executor(), busy_timers(), checked_ints(t));
             io->poll();
             // The health ticks armed by that poll fall due about now, while the pools and then the
             // context are destroyed: the timer thread's posts race the teardown.
@@ -65,7 +66,8 @@ TEST(shutdown, a_pool_closed_before_its_io_context_dies_outlives_it) {
         io->poll();
         for (auto& p : pools) p.close();
         io.reset();  // a documented misuse for an open pool; a closed one must survive it
-        std::this_thread::sleep_for(2ms);  // timers that were due stay due: none may fire into the dead context
+        std::this_thread::sleep_for(
+            2ms);  // timers that were due stay due: none may fire into the dead context
     }
     EXPECT_EQ(t->live(), 0);
 }
@@ -78,7 +80,8 @@ TEST(shutdown, async_close_completes_once_when_the_grace_period_races_the_last_r
         asio::io_context io;
         auto work = asio::make_work_guard(io);
         std::thread loop([&] { io.run(); });
-        respool::pool<test::conn> p(io.get_executor(), {.max = 4, .thread_safe = true}, test::counting_hooks(t));
+        respool::pool<test::conn> p(io.get_executor(), {.max = 4, .thread_safe = true},
+                                    test::counting_hooks(t));
         std::vector<respool::lease<test::conn>> held;
         for (int i = 0; i < 4; ++i) held.push_back(p.try_acquire());
         std::atomic<int> completions{0};
@@ -116,9 +119,8 @@ TEST(shutdown, a_pool_destroyed_while_another_thread_returns_the_last_lease_outl
             std::this_thread::sleep_for(std::chrono::microseconds(300));
             ++*destroyed;
         };
-        auto p = std::make_unique<respool::pool<int>>(io.get_executor(),
-                                                      respool::pool_options{.min = 1, .max = 2, .thread_safe = true},
-                                                      std::move(h));
+        auto p = std::make_unique<respool::pool<int>>(
+            io.get_executor(), respool::pool_options{.min = 1, .max = 2, .thread_safe = true}, std::move(h));
         auto first = p->try_acquire();
         auto l = p->try_acquire();  // created: two resources
         ASSERT_TRUE(first && l);
@@ -150,8 +152,8 @@ TEST(shutdown, an_io_context_destroyed_under_a_woken_acquire_leaks_nothing) {
         auto h = test::counting_hooks(t);
         h.destructor = [t, sentinel](test::conn&) { ++t->destroyed; };
         sentinel.reset();
-        auto p = std::make_unique<respool::pool<test::conn>>(io->get_executor(), respool::pool_options{.max = 1},
-                                                             std::move(h));
+        auto p = std::make_unique<respool::pool<test::conn>>(io->get_executor(),
+                                                             respool::pool_options{.max = 1}, std::move(h));
         auto held = p->try_acquire();
         int completions = 0;
         p->async_acquire([&](respool::error_code, respool::lease<test::conn>) { ++completions; });
@@ -177,8 +179,8 @@ TEST(shutdown, an_io_context_destroyed_under_a_suspended_coroutine_factory_leaks
             co_return 1;
         };
         sentinel.reset();
-        auto p = std::make_unique<respool::pool<int>>(io->get_executor(), respool::pool_options{.min = 1, .max = 1},
-                                                      std::move(h));
+        auto p = std::make_unique<respool::pool<int>>(
+            io->get_executor(), respool::pool_options{.min = 1, .max = 1}, std::move(h));
         io->poll();  // the factory runs until it suspends
         EXPECT_EQ(p->stats().creating, 1u);
         p.reset();

@@ -5,21 +5,21 @@
 #include "../asio/test_support.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <atomic>
 #include <cstdlib>
+#include <future>
 #include <random>
 #include <thread>
-#include <future>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -48,7 +48,8 @@ struct outcome_counts {
 // sections: the same mix then also races cache takes, steals and puts against waiters parking.
 void stress(bool affinity) {
     constexpr int threads = 4, clients = 48, max = 4;
-    const int rounds = std::getenv("RESPOOL_STRESS_ROUNDS") ? std::atoi(std::getenv("RESPOOL_STRESS_ROUNDS")) : 1000;
+    const int rounds =
+        std::getenv("RESPOOL_STRESS_ROUNDS") ? std::atoi(std::getenv("RESPOOL_STRESS_ROUNDS")) : 1000;
     asio::io_context io(threads);
     std::vector<std::atomic<int>> holders(1024);
     std::atomic<int> created{0}, destroyed{0};
@@ -147,9 +148,13 @@ void stress(bool affinity) {
                 created.load());
 }
 
-TEST(thread_safe, four_threads_with_timeouts_and_cancellations_keep_every_invariant) { stress(false); }
+TEST(thread_safe, four_threads_with_timeouts_and_cancellations_keep_every_invariant) {
+    stress(false);
+}
 
-TEST(thread_safe, the_thread_affinity_cache_keeps_every_invariant_under_the_same_mix) { stress(true); }
+TEST(thread_safe, the_thread_affinity_cache_keeps_every_invariant_under_the_same_mix) {
+    stress(true);
+}
 
 // The cache's own races, on plain threads: 6 threads cycle on a pool of 2 (cache takes, steals, puts,
 // parking). Phase 1: waiters have a 10 s deadline, far beyond any honest wait here, so a timeout means
@@ -160,7 +165,8 @@ TEST(thread_safe, the_thread_affinity_cache_keeps_every_invariant_under_the_same
 void affinity_races(bool toggle_circuit) {
     constexpr int workers = 6;
     const int max = toggle_circuit ? 2 : 1;  // one resource: a lost one would stall every waiter
-    const int rounds = std::getenv("RESPOOL_STRESS_ROUNDS") ? std::atoi(std::getenv("RESPOOL_STRESS_ROUNDS")) * 4 : 4000;
+    const int rounds =
+        std::getenv("RESPOOL_STRESS_ROUNDS") ? std::atoi(std::getenv("RESPOOL_STRESS_ROUNDS")) * 4 : 4000;
     asio::io_context io(1);
     auto work = asio::make_work_guard(io);
     std::thread runner([&] { io.run(); });
@@ -169,18 +175,25 @@ void affinity_races(bool toggle_circuit) {
     std::atomic<long> ok{0}, timeouts{0}, unavailable{0}, closed{0}, other{0};
 
     respool::hooks<slot_res> h;
-    h.factory = [&] { const int id = created++; return slot_res{id, &holders[static_cast<std::size_t>(id % 4096)]}; };
+    h.factory = [&] {
+        const int id = created++;
+        return slot_res{id, &holders[static_cast<std::size_t>(id % 4096)]};
+    };
     h.destructor = [&](slot_res&) { destroyed++; };
     auto p = std::make_unique<pool<slot_res>>(
-        io.get_executor(), respool::pool_options{.min = 0, .max = static_cast<std::size_t>(max), .thread_safe = true, .thread_affinity = true},
+        io.get_executor(),
+        respool::pool_options{
+            .min = 0, .max = static_cast<std::size_t>(max), .thread_safe = true, .thread_affinity = true},
         std::move(h));
 
     std::atomic<bool> stop_toggling{false};
     std::thread toggler([&] {
         std::mt19937 rng(7);
         while (toggle_circuit && !stop_toggling.load()) {
-            if (rng() % 4 == 0) p->deactivate();
-            else p->activate();
+            if (rng() % 4 == 0)
+                p->deactivate();
+            else
+                p->activate();
             const auto s = p->stats();
             if (s.idle + s.active != s.total || s.total > static_cast<std::uint32_t>(max)) bad_stats++;
             std::this_thread::yield();
@@ -206,10 +219,14 @@ void affinity_races(bool toggle_circuit) {
                                      });
                     std::tie(ec, l) = done.get_future().get();
                 }
-                if (ec == errc::timeout) timeouts++;
-                else if (ec == errc::unavailable) unavailable++;
-                else if (ec == errc::closed) closed++;
-                else if (ec) other++;
+                if (ec == errc::timeout)
+                    timeouts++;
+                else if (ec == errc::unavailable)
+                    unavailable++;
+                else if (ec == errc::closed)
+                    closed++;
+                else if (ec)
+                    other++;
                 if (!l) continue;
                 ok++;
                 if (l->holders->fetch_add(1) != 0) double_lend++;
@@ -244,6 +261,10 @@ void affinity_races(bool toggle_circuit) {
                 created.load());
 }
 
-TEST(thread_safe, affinity_cache_never_leaves_a_waiter_waiting_beside_a_cached_resource) { affinity_races(false); }
+TEST(thread_safe, affinity_cache_never_leaves_a_waiter_waiting_beside_a_cached_resource) {
+    affinity_races(false);
+}
 
-TEST(thread_safe, affinity_cache_races_with_circuit_changes_stats_and_close) { affinity_races(true); }
+TEST(thread_safe, affinity_cache_races_with_circuit_changes_stats_and_close) {
+    affinity_races(true);
+}

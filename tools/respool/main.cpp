@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,7 +19,6 @@
 #include <optional>
 #include <random>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace asio = boost::asio;
@@ -41,20 +41,29 @@ std::optional<std::chrono::nanoseconds> parse_duration(const std::string& text) 
     if (value < 0) return std::nullopt;
     const std::string unit = text.substr(pos);
     double scale;
-    if (unit == "ns") scale = 1;
-    else if (unit == "us") scale = 1e3;
-    else if (unit == "ms") scale = 1e6;
-    else if (unit == "s") scale = 1e9;
-    else if (unit.empty() && value == 0) scale = 0;
-    else return std::nullopt;
+    if (unit == "ns")
+        scale = 1;
+    else if (unit == "us")
+        scale = 1e3;
+    else if (unit == "ms")
+        scale = 1e6;
+    else if (unit == "s")
+        scale = 1e9;
+    else if (unit.empty() && value == 0)
+        scale = 0;
+    else
+        return std::nullopt;
     return std::chrono::nanoseconds(static_cast<long long>(value * scale));
 }
 
 std::string show_ms(double ms) {
     char buf[32];
-    if (ms < 1) std::snprintf(buf, sizeof buf, "%.0fus", ms * 1000);
-    else if (ms < 100) std::snprintf(buf, sizeof buf, "%.1fms", ms);
-    else std::snprintf(buf, sizeof buf, "%.0fms", ms);
+    if (ms < 1)
+        std::snprintf(buf, sizeof buf, "%.0fus", ms * 1000);
+    else if (ms < 100)
+        std::snprintf(buf, sizeof buf, "%.1fms", ms);
+    else
+        std::snprintf(buf, sizeof buf, "%.0fms", ms);
     return buf;
 }
 
@@ -76,12 +85,12 @@ struct demo_config {
     std::string duration = "10s";
     bool quiet = false;
     // resilience and lifecycle
-    std::string outage;               // "START:LENGTH" (e.g. 3s:2s): the backend is down in that window
-    unsigned breaker = 5;             // consecutive failures that open the circuit (0 = no breaker)
+    std::string outage;    // "START:LENGTH" (e.g. 3s:2s): the backend is down in that window
+    unsigned breaker = 5;  // consecutive failures that open the circuit (0 = no breaker)
     std::string cool_down = "1s";
-    double leak_rate = 0.0;           // probability that a client forgets its lease for --leak-hold
+    double leak_rate = 0.0;  // probability that a client forgets its lease for --leak-hold
     std::string leak_hold = "3s";
-    std::string acquire_ttl = "1s";   // leak detection threshold
+    std::string acquire_ttl = "1s";  // leak detection threshold
     std::string idle_ttl = "0";
     std::string max_lifetime = "0";
 };
@@ -113,7 +122,9 @@ int run_demo(const demo_config& cfg) {
     const auto hold = *parse_duration(cfg.hold);
     const auto timeout = *parse_duration(cfg.timeout);
     const auto run_for = *parse_duration(cfg.duration);
-    auto d = [](const std::string& text) { return std::chrono::duration_cast<respool::duration>(*parse_duration(text)); };
+    auto d = [](const std::string& text) {
+        return std::chrono::duration_cast<respool::duration>(*parse_duration(text));
+    };
     std::chrono::nanoseconds outage_from{-1}, outage_len{0};
     if (!cfg.outage.empty()) {
         const auto colon = cfg.outage.find(':');
@@ -139,15 +150,16 @@ int run_demo(const demo_config& cfg) {
         co_return sim_resource{++next_id};
     };
     hooks.before_release = [&](sim_resource&) { return !in_outage(); };  // a query failed: broken
-    respool::pool<sim_resource> pool(io.get_executor(),
-                                     {.min = cfg.min,
-                                      .max = cfg.max,
-                                      .acquire_timeout = std::chrono::duration_cast<respool::duration>(timeout),
-                                      .idle_ttl = d(cfg.idle_ttl),
-                                      .max_lifetime = d(cfg.max_lifetime),
-                                      .acquire_ttl = cfg.leak_rate > 0 ? d(cfg.acquire_ttl) : respool::duration{},
-                                      .record_timings = true},
-                                     std::move(hooks));
+    respool::pool<sim_resource> pool(
+        io.get_executor(),
+        {.min = cfg.min,
+         .max = cfg.max,
+         .acquire_timeout = std::chrono::duration_cast<respool::duration>(timeout),
+         .idle_ttl = d(cfg.idle_ttl),
+         .max_lifetime = d(cfg.max_lifetime),
+         .acquire_ttl = cfg.leak_rate > 0 ? d(cfg.acquire_ttl) : respool::duration{},
+         .record_timings = true},
+        std::move(hooks));
     const bool tty = isatty(STDERR_FILENO) != 0;
     pool.set_log_sink(std::make_shared<demo_log>(tty));
     if (cfg.breaker > 0)
@@ -172,13 +184,20 @@ int run_demo(const demo_config& cfg) {
             auto [ec, lease] = co_await pool.async_acquire(asio::as_tuple(asio::use_awaitable));
             const double waited = std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
             auto count = [&](counters& c) {
-                if (!ec) ++c.ok;
-                else if (ec == errc::timeout) ++c.timeouts;
-                else if (ec == asio::error::connection_refused || ec == errc::create_failed) ++c.create_failed;
-                else if (ec == errc::exhausted) ++c.exhausted;
-                else if (ec == errc::unavailable) ++c.unavailable;
-                else if (ec == errc::closed) ++c.closed;
-                else ++c.other;
+                if (!ec)
+                    ++c.ok;
+                else if (ec == errc::timeout)
+                    ++c.timeouts;
+                else if (ec == asio::error::connection_refused || ec == errc::create_failed)
+                    ++c.create_failed;
+                else if (ec == errc::exhausted)
+                    ++c.exhausted;
+                else if (ec == errc::unavailable)
+                    ++c.unavailable;
+                else if (ec == errc::closed)
+                    ++c.closed;
+                else
+                    ++c.other;
             };
             count(total);
             count(window);
@@ -191,7 +210,8 @@ int run_demo(const demo_config& cfg) {
             waits_all.push_back(waited);
             waits_window.push_back(waited);
             const bool leak = leaks(local);  // "forgets" the lease for a long while
-            t.expires_after(std::chrono::duration_cast<clock_type::duration>(leak ? leak_hold : hold * jitter(local)));
+            t.expires_after(
+                std::chrono::duration_cast<clock_type::duration>(leak ? leak_hold : hold * jitter(local)));
             co_await t.async_wait(asio::as_tuple(asio::use_awaitable));  // "the query"
         }
     };
@@ -215,12 +235,15 @@ int run_demo(const demo_config& cfg) {
                 std::snprintf(line, sizeof line,
                               "%5.1fs  %8.0f acq/s  wait p50 %-7s p99 %-7s  idle %3u active %3u waiting %4u  "
                               "errors %ld  circuit %s  leaks %llu",
-                              std::chrono::duration<double>(now - start).count(), static_cast<double>(window.ok) / secs,
+                              std::chrono::duration<double>(now - start).count(),
+                              static_cast<double>(window.ok) / secs,
                               show_ms(percentile_ms(waits_window, 0.5)).c_str(),
                               show_ms(percentile_ms(waits_window, 0.99)).c_str(), s.idle, s.active, s.waiting,
                               total.errors(), circuit, static_cast<unsigned long long>(s.leaks));
-                if (tty) std::fprintf(stderr, "\r%s\033[K", line);
-                else std::fprintf(stderr, "%s\n", line);
+                if (tty)
+                    std::fprintf(stderr, "\r%s\033[K", line);
+                else
+                    std::fprintf(stderr, "%s\n", line);
             }
             window = counters{};
             waits_window.clear();
@@ -229,10 +252,11 @@ int run_demo(const demo_config& cfg) {
         pool.close();
     };
 
-    std::printf("respool demo: %d clients, pool min %zu max %zu, create %s (failure rate %.0f%%), hold %s, "
-                "timeout %s, for %s\n",
-                cfg.clients, cfg.min, cfg.max, cfg.create_latency.c_str(), cfg.failure_rate * 100,
-                cfg.hold.c_str(), cfg.timeout.c_str(), cfg.duration.c_str());
+    std::printf(
+        "respool demo: %d clients, pool min %zu max %zu, create %s (failure rate %.0f%%), hold %s, "
+        "timeout %s, for %s\n",
+        cfg.clients, cfg.min, cfg.max, cfg.create_latency.c_str(), cfg.failure_rate * 100, cfg.hold.c_str(),
+        cfg.timeout.c_str(), cfg.duration.c_str());
     std::fflush(stdout);  // before the live lines on stderr
     for (int n = 0; n < cfg.clients; ++n) asio::co_spawn(io, client(n), asio::detached);
     asio::co_spawn(io, reporter(), asio::detached);
@@ -246,7 +270,8 @@ int run_demo(const demo_config& cfg) {
     std::printf("%-28s %s\n", "----------------------------", "------------");
     auto row = [](const char* k, const std::string& v) { std::printf("%-28s %s\n", k, v.c_str()); };
     row("leases handed out", std::to_string(total.ok));
-    row("throughput", std::to_string(static_cast<long>(static_cast<double>(total.ok) / elapsed)) + " acquires/s");
+    row("throughput",
+        std::to_string(static_cast<long>(static_cast<double>(total.ok) / elapsed)) + " acquires/s");
     row("wait p50", show_ms(percentile_ms(w, 0.50)));
     row("wait p90", show_ms(percentile_ms(w, 0.90)));
     row("wait p99", show_ms(percentile_ms(w, 0.99)));
@@ -277,35 +302,66 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     demo_config cfg;
     auto* demo = app.add_subcommand(
-        "demo", "drive a pool of simulated resources with concurrent clients and report waits and throughput");
-    demo->add_option("-c,--clients", cfg.clients, "concurrent clients")->capture_default_str()->check(CLI::Range(1, 100000));
+        "demo",
+        "drive a pool of simulated resources with concurrent clients and report waits and throughput");
+    demo->add_option("-c,--clients", cfg.clients, "concurrent clients")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100000));
     demo->add_option("--min", cfg.min, "pool min (pre-warmed)")->capture_default_str();
     demo->add_option("--max", cfg.max, "pool max")->capture_default_str();
     auto duration_check = CLI::Validator(
-        [](std::string& s) { return parse_duration(s) ? std::string() : "'" + s + "' is not a duration (use e.g. 500us, 20ms, 2s)"; },
+        [](std::string& s) {
+            return parse_duration(s) ? std::string()
+                                     : "'" + s + "' is not a duration (use e.g. 500us, 20ms, 2s)";
+        },
         "DURATION");
-    demo->add_option("--create-latency", cfg.create_latency, "time to create one resource")->capture_default_str()->check(duration_check);
-    demo->add_option("--hold", cfg.hold, "mean time a client holds a lease (+-50%)")->capture_default_str()->check(duration_check);
-    demo->add_option("--failure-rate", cfg.failure_rate, "probability that a creation fails")->capture_default_str()->check(CLI::Range(0.0, 1.0));
-    demo->add_option("--timeout", cfg.timeout, "acquire timeout")->capture_default_str()->check(duration_check);
-    demo->add_option("-d,--duration", cfg.duration, "how long to run")->capture_default_str()->check(duration_check);
+    demo->add_option("--create-latency", cfg.create_latency, "time to create one resource")
+        ->capture_default_str()
+        ->check(duration_check);
+    demo->add_option("--hold", cfg.hold, "mean time a client holds a lease (+-50%)")
+        ->capture_default_str()
+        ->check(duration_check);
+    demo->add_option("--failure-rate", cfg.failure_rate, "probability that a creation fails")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0));
+    demo->add_option("--timeout", cfg.timeout, "acquire timeout")
+        ->capture_default_str()
+        ->check(duration_check);
+    demo->add_option("-d,--duration", cfg.duration, "how long to run")
+        ->capture_default_str()
+        ->check(duration_check);
     demo->add_flag("-q,--quiet", cfg.quiet, "no live progress line");
     auto outage_check = CLI::Validator(
         [](std::string& v) {
             const auto colon = v.find(':');
-            if (colon == std::string::npos || !parse_duration(v.substr(0, colon)) || !parse_duration(v.substr(colon + 1)))
+            if (colon == std::string::npos || !parse_duration(v.substr(0, colon)) ||
+                !parse_duration(v.substr(colon + 1)))
                 return "'" + v + "' is not START:LENGTH (e.g. 3s:2s)";
             return std::string();
         },
         "START:LENGTH");
-    demo->add_option("--outage", cfg.outage, "backend down in this window: creations fail, queries break")->check(outage_check);
-    demo->add_option("--breaker", cfg.breaker, "consecutive failures that open the circuit (0 = no breaker)")->capture_default_str();
-    demo->add_option("--cool-down", cfg.cool_down, "open circuit: time before probing")->capture_default_str()->check(duration_check);
-    demo->add_option("--leak-rate", cfg.leak_rate, "probability that a client forgets its lease")->capture_default_str()->check(CLI::Range(0.0, 1.0));
-    demo->add_option("--leak-hold", cfg.leak_hold, "how long a forgotten lease is held")->capture_default_str()->check(duration_check);
-    demo->add_option("--acquire-ttl", cfg.acquire_ttl, "leak detection threshold")->capture_default_str()->check(duration_check);
-    demo->add_option("--idle-ttl", cfg.idle_ttl, "evict resources idle longer (0 = off)")->capture_default_str()->check(duration_check);
-    demo->add_option("--max-lifetime", cfg.max_lifetime, "retire resources older (0 = off)")->capture_default_str()->check(duration_check);
+    demo->add_option("--outage", cfg.outage, "backend down in this window: creations fail, queries break")
+        ->check(outage_check);
+    demo->add_option("--breaker", cfg.breaker, "consecutive failures that open the circuit (0 = no breaker)")
+        ->capture_default_str();
+    demo->add_option("--cool-down", cfg.cool_down, "open circuit: time before probing")
+        ->capture_default_str()
+        ->check(duration_check);
+    demo->add_option("--leak-rate", cfg.leak_rate, "probability that a client forgets its lease")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0));
+    demo->add_option("--leak-hold", cfg.leak_hold, "how long a forgotten lease is held")
+        ->capture_default_str()
+        ->check(duration_check);
+    demo->add_option("--acquire-ttl", cfg.acquire_ttl, "leak detection threshold")
+        ->capture_default_str()
+        ->check(duration_check);
+    demo->add_option("--idle-ttl", cfg.idle_ttl, "evict resources idle longer (0 = off)")
+        ->capture_default_str()
+        ->check(duration_check);
+    demo->add_option("--max-lifetime", cfg.max_lifetime, "retire resources older (0 = off)")
+        ->capture_default_str()
+        ->check(duration_check);
     try {
         app.parse(argc, argv);
         respool::validate({.min = cfg.min, .max = cfg.max});

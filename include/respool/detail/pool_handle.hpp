@@ -111,18 +111,24 @@ void init_waiter(acquire_op_base& op) noexcept;
 // One-shot completion of close/ready waiters: type-erased, posted to the waiter's own executor.
 using signal_handler = std::function<void(error_code)>;
 
+// What the templates read on every acquire, fixed when the pool is made: read in place, not through a
+// call. The driver (pool_impl) is one of these.
+struct pool_facts {
+    boost::asio::any_io_executor executor;
+    boost::asio::any_io_executor post_executor;  // with blocking.never: a post without a prefer() copy
+    std::optional<std::chrono::steady_clock::duration> acquire_timeout;  // pool_options::acquire_timeout
+    bool acquire_inline = true;  // no coroutine check between taking a resource and lending it
+};
+const pool_facts& facts_of(const pool_impl& p) noexcept;
+
 // The driver's entry points for the templates (src/asio/).
 std::shared_ptr<pool_impl> make_pool_impl(boost::asio::any_io_executor ex, const pool_options& opts,
                                           std::unique_ptr<hooks_base> hooks);
-const boost::asio::any_io_executor& executor_of(const pool_impl& p) noexcept;
-// The executor with blocking.never applied: posting through it skips per-call prefer() copies.
-const boost::asio::any_io_executor& post_executor_of(const pool_impl& p) noexcept;
 const pool_options& options_of(const pool_impl& p) noexcept;
 std::shared_ptr<pool_impl> shared_from(pool_impl& p);
 
-// The immediate part of async_acquire when no check on the way out is a coroutine: a node, an error,
-// or (nullptr, no error) = must wait. can_acquire_inline() says whether it may be called.
-bool can_acquire_inline(const pool_impl& p) noexcept;
+// The immediate part of async_acquire when no check on the way out is a coroutine (pool_facts::
+// acquire_inline): a node, an error, or (nullptr, no error) = must wait.
 resource_node* acquire_now(pool_impl& p, error_code& ec, const std::source_location& where) noexcept;
 // The waiting path: steps 1-3 again, then park. Completion is posted.
 void start_acquire(pool_impl& p, acquire_op_base* op) noexcept;
@@ -130,6 +136,7 @@ void resume(pool_impl& p, acquire_op_base* op, bool on_handler_executor) noexcep
 void cancel(pool_impl& p, acquire_op_base* op) noexcept;
 // The common take (no checks, stamps or observer; an unreserved idle resource): nullptr otherwise.
 resource_node* take_inline(pool_impl& p) noexcept;
+// try_acquire after take_inline found nothing.
 resource_node* try_acquire(pool_impl& p, error_code& ec, const std::source_location& where) noexcept;
 // The lease's way back (the lease may outlive the pool object).
 void release_node(pool_impl* p, resource_node* n, bool poisoned) noexcept;

@@ -18,8 +18,9 @@ public:
     unique_function() noexcept = default;
     unique_function(std::nullptr_t) noexcept {}  // NOLINT(google-explicit-constructor)
     template <class F>
-        requires(!std::is_same_v<std::decay_t<F>, unique_function> && std::is_invocable_r_v<R, std::decay_t<F>&, Args...>)
-    unique_function(F&& f)  // NOLINT(google-explicit-constructor): hooks are written inline
+    requires(!std::is_same_v<std::decay_t<F>, unique_function> &&
+             std::is_invocable_r_v<R, std::decay_t<F>&, Args...>)
+        unique_function(F&& f)  // NOLINT(google-explicit-constructor): hooks are written inline
         : target_(std::make_unique<holder<std::decay_t<F>>>(std::forward<F>(f))) {}
     unique_function(unique_function&&) noexcept = default;
     unique_function& operator=(unique_function&&) noexcept = default;
