@@ -30,8 +30,8 @@ void deadline_index::push(waiter& w) {
         if (!victim || (victim->lane != none && e.hits < victim->hits)) victim = &e;
     }
     if (victim->lane != none && victim->hits != 0) {
-        --victim->hits;  // worn down, not yet replaced: this waiter's lane goes unnamed
-        open_lane(w, key, by_span, nullptr);
+        open_lane(w, key, by_span, nullptr);  // this waiter's lane goes unnamed
+        --victim->hits;  // worn down, not replaced (once the lane exists: a throw changes nothing)
         return;
     }
     open_lane(w, key, by_span, victim);  // the newcomers with this key go to the new lane from now on
