@@ -139,7 +139,7 @@ void pool_impl::start_acquire(acquire_op_base* op) noexcept {
             if (t.st == core::status::ok && !t.r) {
                 expired = op->deadline && *op->deadline <= op->started;
                 if (!expired) {
-                    st = state_->core.park(core_of(op), op->started, op->deadline, fx);
+                    st = state_->core.park(core_of(op), op->started, op->deadline, op->timeout, fx);
                     if (st == core::status::ok && op->deadline) state_->rearm();
                 }
             }

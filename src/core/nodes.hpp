@@ -46,19 +46,26 @@ enum class waiter_state : std::uint8_t {
     failed,    // decided with an error; its resumption has not run yet (or is being posted)
 };
 
-// A pending acquire. Lives inside the operation state of the caller.
+// A pending acquire. Lives inside the operation state of the caller (64 bytes of room: the public
+// acquire_op_base reserves exactly that much, so a new field has to replace one).
 struct waiter {
     waiter* prev = nullptr;  // FIFO queue links (parked only)
     waiter* next = nullptr;
+    waiter* dprev = nullptr;  // deadline lane links (pending, with a deadline): see deadline_index.hpp
+    waiter* dnext = nullptr;
     time_point deadline{};  // absolute; time_point::max() means "a very long time", never an overflow
+    // The relative timeout the deadline came from (deadline == deadline_after(park time, span)), which
+    // finds the lane of the waiters that share it; zero when the deadline was given absolute (a parked
+    // waiter's span is never zero or negative: such a timeout fails at once). Kept for a re-park.
+    duration span{};
     std::uint64_t seq = 0;  // arrival order, kept across a re-park after a rejected resource
-    std::uint32_t heap_index = not_in_heap;  // slot in the deadline heap (pending, with a deadline)
+    std::uint32_t lane = no_lane;  // the deadline lane it is in (pending, with a deadline)
     waiter_state state = waiter_state::none;
     status result = status::ok;
     bool has_deadline = false;
     bool counted_wait = false;  // `waits` counts each acquire once, however often it parks
 
-    static constexpr std::uint32_t not_in_heap = 0xffffffffu;
+    static constexpr std::uint32_t no_lane = 0xffffffffu;
 };
 
 }  // namespace respool::core

@@ -177,7 +177,8 @@ pool_core::take_result pool_core::try_take() noexcept {
     return {};
 }
 
-status pool_core::park(waiter& w, time_point now, std::optional<time_point> deadline, effects& fx) {
+status pool_core::park(waiter& w, time_point now, std::optional<time_point> deadline,
+                       std::optional<duration> timeout, effects& fx) {
     assert(w.state == waiter_state::none);
     if (cfg_.max_waiters != 0 && waiting() >= cfg_.max_waiters) {
         ++c_.exhausted_rejections;
@@ -191,6 +192,8 @@ status pool_core::park(waiter& w, time_point now, std::optional<time_point> dead
     w.has_deadline = deadline.has_value();
     if (deadline) {
         w.deadline = *deadline;
+        // A span that produced the deadline is > 0 here (the deadline is after now); zero: absolute.
+        w.span = timeout && deadline_after(now, *timeout) == *deadline ? *timeout : duration::zero();
         deadlines_.push(w);  // may allocate (and throw): before anything else changes
     }
     w.state = waiter_state::parked;
@@ -208,7 +211,7 @@ status pool_core::park(waiter& w, time_point now, std::optional<time_point> dead
 status pool_core::park(waiter& w, time_point now, std::optional<duration> timeout, effects& fx) {
     std::optional<time_point> deadline;
     if (timeout) deadline = deadline_after(now, *timeout);
-    return park(w, now, deadline, fx);
+    return park(w, now, deadline, timeout, fx);
 }
 
 pool_core::take_result pool_core::resume(waiter& w, effects& fx) {
@@ -257,7 +260,7 @@ bool pool_core::cancel(waiter& w, effects& fx) {
 
 void pool_core::expire(time_point now, effects& fx) {
     bool handed_on = false;
-    while (waiter* w = deadlines_.due(now)) {  // fail() takes it out of the heap
+    while (waiter* w = deadlines_.due(now)) {  // fail() takes it out of the index
         handed_on |= w->state == waiter_state::reserved;
         ++c_.timeouts;
         fail(*w, status::timeout, fx);
@@ -579,20 +582,18 @@ std::string pool_core::audit() const {
     for (waiter* w = reserved_list_.head; w; w = w->next, ++n)
         if (w->state != waiter_state::reserved) e << "non-reserved waiter in reserved list; ";
     if (n != reserved_) e << "reserved list length " << n << " != reserved " << reserved_ << "; ";
-    // Exactly the pending waiters with a deadline are in the heap, each in its recorded slot.
+    // Exactly the pending waiters with a deadline are in the deadline index, each where it says.
     e << deadlines_.check();
     std::size_t timed = 0;
     for (const waiter_list* l : {&fifo_, &reserved_list_}) {
         for (waiter* w = l->head; w; w = w->next) {
             if (!w->has_deadline) continue;
             ++timed;
-            if (!deadline_heap::contains(*w) || w->heap_index >= deadlines_.size() ||
-                deadlines_.at(w->heap_index) != w)
-                e << "pending waiter with a deadline missing from the deadline heap; ";
+            if (!deadlines_.holds(*w)) e << "pending waiter with a deadline missing from the deadline index; ";
         }
     }
     if (timed != deadlines_.size())
-        e << "deadline heap holds " << deadlines_.size() << " waiters, " << timed
+        e << "deadline index holds " << deadlines_.size() << " waiters, " << timed
           << " pending have a deadline; ";
     return e.str();
 }

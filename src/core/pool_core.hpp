@@ -12,7 +12,7 @@
 #include <respool/stats.hpp>
 
 #include "deadline.hpp"
-#include "deadline_heap.hpp"
+#include "deadline_index.hpp"
 #include "effects.hpp"
 #include "intrusive_list.hpp"
 #include "ring.hpp"
@@ -80,7 +80,14 @@ public:
     // acquire at once (exhausted: queue full; timeout: the deadline is not after now). May emit create
     // effects. The deadline is absolute; none waits until served, cancelled or failed. expire() times
     // the waiter out once now reaches its deadline; time_point::max() never comes in practice.
-    status park(waiter& w, time_point now, std::optional<time_point> deadline, effects& fx);
+    status park(waiter& w, time_point now, std::optional<time_point> deadline, effects& fx) {
+        return park(w, now, deadline, std::nullopt, fx);
+    }
+    // The same, told the relative timeout the deadline came from (deadline_after(now, timeout)), when
+    // there is one: waiters that share a timeout share a deadline lane, O(1) per park and per wake. A
+    // timeout that did not produce the deadline is ignored (the deadline alone keys the lane).
+    status park(waiter& w, time_point now, std::optional<time_point> deadline, std::optional<duration> timeout,
+                effects& fx);
     // The same with a timeout relative to now: deadline_after(now, timeout), which saturates (a zero or
     // negative timeout fails at once when nothing is free).
     status park(waiter& w, time_point now, std::optional<duration> timeout, effects& fx);
@@ -101,7 +108,7 @@ public:
     bool cancel(waiter& w, effects& fx);
 
     // Times out every pending waiter (parked or reserved) whose deadline is <= now, earliest first;
-    // O(log n) per waiter timed out.
+    // O(1) per waiter timed out when they share a timeout, O(log n) for any mix.
     void expire(time_point now, effects& fx);
     // The earliest deadline of a pending waiter, O(1): the driver keeps one timer armed at it.
     [[nodiscard]] std::optional<time_point> next_deadline() const noexcept { return deadlines_.earliest(); }
@@ -245,7 +252,7 @@ private:
     std::uint32_t reserved_ = 0;
     counters c_;  // acquires and immediate_takes first: still on the hot line
     waiter_list reserved_list_;  // woken with a reservation, not yet resumed
-    deadline_heap deadlines_;  // pending waiters (parked or reserved) that have a deadline
+    deadline_index deadlines_;  // pending waiters (parked or reserved) that have a deadline
     std::uint32_t parked_ = 0;
     std::uint32_t creating_ = 0;
     std::uint64_t next_seq_ = 1;

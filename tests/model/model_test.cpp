@@ -805,8 +805,13 @@ private:
         const std::optional<time_point> deadline = timeout ? saturating_after(now_, *timeout) : at;
         effects fx;
         slot_state_[s] = slot::parked;
-        status ps =
-            timeout ? core_.park(waiters_[s], now_, timeout, fx) : core_.park(waiters_[s], now_, at, fx);
+        // The driver's way too: the absolute deadline with the timeout it came from (the timeout picks
+        // the deadline lane); and a timeout that did not produce the deadline, which must change nothing.
+        status ps;
+        if (timeout && rng_() % 2 == 0) ps = core_.park(waiters_[s], now_, deadline, timeout, fx);
+        else if (timeout) ps = core_.park(waiters_[s], now_, timeout, fx);
+        else if (rng_() % 4 == 0) ps = core_.park(waiters_[s], now_, at, std::optional<duration>(10ms), fx);
+        else ps = core_.park(waiters_[s], now_, at, fx);
         status ms = model_.park(s, now_, deadline);
         if (ps != ms) return void(err("park differs"));
         if (ps == status::ok) {

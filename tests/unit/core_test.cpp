@@ -103,6 +103,13 @@ struct harness {
         apply(fx);
         return s;
     }
+    // Park as the driver does: the absolute deadline with the timeout it came from (which picks the lane).
+    status park_with(waiter& w, time_point deadline, std::optional<duration> timeout) {
+        effects fx;
+        status s = core.park(w, now, deadline, timeout, fx);
+        apply(fx);
+        return s;
+    }
     // Acquire as the driver does it: take, else park. Returns the resource or nullptr when parked.
     res* acquire(waiter& w, std::optional<duration> timeout = std::nullopt) {
         auto t = take();
@@ -526,7 +533,7 @@ TEST(core, retry_after_a_rejection_keeps_the_deadline_the_waiter_parked_with) {
     h.release(r);
     auto t = h.run_next();
     ASSERT_EQ(t.r, r);
-    EXPECT_FALSE(h.core.next_deadline()) << "a served waiter leaves the deadline heap";
+    EXPECT_FALSE(h.core.next_deadline()) << "a served waiter leaves the deadline index";
     effects fx;
     h.core.reject(r, fx);  // before_acquire said no; the replacement is being created
     h.apply(fx);
@@ -537,6 +544,59 @@ TEST(core, retry_after_a_rejection_keeps_the_deadline_the_waiter_parked_with) {
     h.advance(60ms);
     ASSERT_EQ(h.posted.size(), 1u);
     EXPECT_EQ(h.run_next().st, status::timeout);
+}
+
+TEST(core, deadlines_parked_with_their_timeout_mix_with_the_others_in_deadline_order) {
+    // Shared timeouts parked the driver's way, a timeout that did not produce its deadline (ignored: the
+    // deadline counts), relative and absolute deadlines: timeouts in deadline order, ties by arrival.
+    harness h(cfg(1, 1, 1));
+    h.prewarm();
+    ASSERT_NE(h.take().r, nullptr);
+    waiter w[7];
+    const time_point start = h.now;
+    ASSERT_EQ(h.park_with(w[0], deadline_after(h.now, 50ms), 50ms), status::ok);  // due at 50
+    ASSERT_EQ(h.park(w[1], 30ms), status::ok);                                     // due at 30
+    h.now += 10ms;
+    ASSERT_EQ(h.park_with(w[2], deadline_after(h.now, 50ms), 50ms), status::ok);  // due at 60
+    ASSERT_EQ(h.park_with(w[3], h.now + 20ms, 50ms), status::ok);  // due at 30: not the timeout's lane
+    ASSERT_EQ(h.park_until(w[4], start + 50ms), status::ok);        // due at 50, arrived after w[0]
+    h.now += 10ms;
+    ASSERT_EQ(h.park_with(w[5], deadline_after(h.now, 50ms), 50ms), status::ok);  // due at 70
+    ASSERT_EQ(h.park_with(w[6], time_point::max(), duration::max()), status::ok);  // saturated: never
+    EXPECT_EQ(h.core.next_deadline(), start + 30ms);
+    h.now = start;
+    h.advance(100ms);
+    ASSERT_EQ(h.posted.size(), 6u);
+    const waiter* order[6] = {&w[1], &w[3], &w[0], &w[4], &w[2], &w[5]};
+    for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(h.posted[i], order[i]) << i;
+    EXPECT_EQ(h.core.next_deadline(), time_point::max());
+}
+
+TEST(core, a_re_park_on_a_shared_timeout_keeps_its_place_among_the_waiters_on_it) {
+    config c = cfg(1, 1, 1);
+    c.confirm_takes = true;
+    harness h(c);
+    h.prewarm();
+    auto r = h.take().r;
+    const time_point start = h.now;
+    waiter w[4];
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(h.park(w[i], 100ms), status::ok);  // due at 100, 110, 120
+        h.now += 10ms;
+    }
+    h.release(r);
+    ASSERT_EQ(h.run_next().r, r);  // w[0] is served, its resource rejected, the replacement on its way
+    effects fx;
+    h.core.reject(r, fx);
+    h.apply(fx);
+    ASSERT_EQ(h.park(w[3], 100ms), status::ok);  // due at 130
+    EXPECT_EQ(h.core.retry(w[0], h.now, fx).r, nullptr);
+    h.apply(fx);
+    EXPECT_EQ(h.core.next_deadline(), start + 100ms) << "back at the head of the waiters on its timeout";
+    h.now = start;
+    h.advance(200ms);
+    ASSERT_EQ(h.posted.size(), 4u);
+    for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(h.posted[i], &w[i]);
 }
 
 TEST(core, retry_after_the_deadline_has_passed_times_out_at_once) {
