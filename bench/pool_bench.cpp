@@ -37,10 +37,18 @@ void* operator new[](std::size_t n) {
     if (void* p = std::malloc(n ? n : 1)) return p;
     throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+    std::free(p);
+}
 
 namespace {
 
@@ -51,8 +59,9 @@ class alloc_probe {
 public:
     explicit alloc_probe(benchmark::State& s) : s_(s), start_(g_allocs.load()) {}
     ~alloc_probe() {
-        s_.counters["allocs_per_op"] = benchmark::Counter(
-            static_cast<double>(g_allocs.load() - start_) / static_cast<double>(std::max<std::int64_t>(1, s_.iterations())));
+        s_.counters["allocs_per_op"] =
+            benchmark::Counter(static_cast<double>(g_allocs.load() - start_) /
+                               static_cast<double>(std::max<std::int64_t>(1, s_.iterations())));
     }
 
 private:
@@ -74,7 +83,8 @@ void cycle_try_acquire(benchmark::State& state) {
             l.release();
         }
     }
-    if (p.stats().acquires != static_cast<std::uint64_t>(state.iterations())) state.SkipWithError("lost acquires");
+    if (p.stats().acquires != static_cast<std::uint64_t>(state.iterations()))
+        state.SkipWithError("lost acquires");
 }
 BENCHMARK(cycle_try_acquire)->Arg(1)->Arg(8)->Arg(100000);
 
@@ -147,8 +157,8 @@ void handoff_release_to_waiter(benchmark::State& state) {
         held.release();
         while (served < target) io.run_one();
     }
-    state.counters["ns_per_handoff"] =
-        benchmark::Counter(static_cast<double>(served), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.counters["ns_per_handoff"] = benchmark::Counter(
+        static_cast<double>(served), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(handoff_release_to_waiter)->Arg(10)->Arg(1000)->Arg(100000)->Unit(benchmark::kMicrosecond);
 
@@ -161,7 +171,7 @@ struct cycler {
     void operator()(error_code ec, lease<resource> l) const {
         if (ec) return;
         ++*served;
-        l.release();             // hands the place to the next waiter
+        l.release();              // hands the place to the next waiter
         p->async_acquire(*this);  // and queue again
     }
 };
@@ -179,8 +189,8 @@ void cycle_with_parked_waiters(benchmark::State& state) {
     alloc_probe probe(state);
     const std::uint64_t before = served;
     for (auto _ : state) io.run_one();
-    state.counters["ns_per_handoff"] = benchmark::Counter(static_cast<double>(served - before),
-                                                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.counters["ns_per_handoff"] = benchmark::Counter(
+        static_cast<double>(served - before), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
     state.counters["waiting"] = static_cast<double>(p.stats().waiting);
     p.close();
     keep_running.reset();
@@ -209,14 +219,15 @@ void cycle_with_parked_waiters_with_deadlines(benchmark::State& state) {
     pool<resource> p(io.get_executor(), {.min = 1, .max = 1}, plain_hooks());
     std::uint64_t served = 0;
     auto held = p.try_acquire();
-    for (std::int64_t i = 0; i < waiters; ++i) p.async_acquire(std::chrono::hours(1), timed_cycler{&p, &served});
+    for (std::int64_t i = 0; i < waiters; ++i)
+        p.async_acquire(std::chrono::hours(1), timed_cycler{&p, &served});
     held.release();
     for (int i = 0; i < 1000; ++i) io.run_one();
     alloc_probe probe(state);
     const std::uint64_t before = served;
     for (auto _ : state) io.run_one();
-    state.counters["ns_per_handoff"] = benchmark::Counter(static_cast<double>(served - before),
-                                                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.counters["ns_per_handoff"] = benchmark::Counter(
+        static_cast<double>(served - before), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
     p.close();
     keep_running.reset();
     io.run();
@@ -309,8 +320,8 @@ BENCHMARK(park_waiters_with_distinct_timeouts)->Arg(100000)->Unit(benchmark::kMi
 pool<resource>& shared_pool(bool affinity) {
     static asio::io_context io;
     static pool<resource> fifo(io.get_executor(), {.min = 8, .max = 8, .thread_safe = true}, plain_hooks());
-    static pool<resource> affine(io.get_executor(),
-                                 {.min = 8, .max = 8, .thread_safe = true, .thread_affinity = true}, plain_hooks());
+    static pool<resource> affine(
+        io.get_executor(), {.min = 8, .max = 8, .thread_safe = true, .thread_affinity = true}, plain_hooks());
     return affinity ? affine : fifo;
 }
 
@@ -321,8 +332,12 @@ void cycle_shared(benchmark::State& state, bool affinity) {
         benchmark::DoNotOptimize(&l);
     }
 }
-void cycle_thread_safe(benchmark::State& state) { cycle_shared(state, false); }
-void cycle_thread_affinity(benchmark::State& state) { cycle_shared(state, true); }
+void cycle_thread_safe(benchmark::State& state) {
+    cycle_shared(state, false);
+}
+void cycle_thread_affinity(benchmark::State& state) {
+    cycle_shared(state, true);
+}
 BENCHMARK(cycle_thread_safe)->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(cycle_thread_affinity)->Threads(1)->Threads(2)->UseRealTime();
 

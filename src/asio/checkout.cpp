@@ -14,7 +14,8 @@ bool validating(pool_impl::stage at) noexcept {
 }  // namespace
 
 bool pool_impl::check_inline(stage at, resource_node* n) noexcept {
-    return check(validating(at) ? check_kind::validate : check_kind::before_acquire, *n, hook_reason::on_borrow);
+    return check(validating(at) ? check_kind::validate : check_kind::before_acquire, *n,
+                 hook_reason::on_borrow);
 }
 
 // The stage after `at` passed.
@@ -39,7 +40,8 @@ bool pool_impl::check(check_kind k, resource_node& n, hook_reason why) noexcept 
 }
 
 // A resource leaves the pool for a caller: stamps for leak reports, hold times, the observer.
-void pool_impl::hand_out(resource_node* n, const std::source_location& where, const acquire_op_base* op) noexcept {
+void pool_impl::hand_out(resource_node* n, const std::source_location& where,
+                         const acquire_op_base* op) noexcept {
     if (opts_.acquire_ttl > duration::zero()) n->acquired_at = where;  // only leak reports read it
     if (context_) ++n->uses;
     const bool timed = opts_.record_timings || state_->obs;
@@ -90,14 +92,17 @@ resource_node* pool_impl::acquire_general(error_code& ec, const std::source_loca
         if (!t.r) return nullptr;
         auto* n = node_of(t.r);
         if (state_->core.cfg().confirm_takes) {  // synchronous checks only here (acquire_inline)
-            const bool ok = (!t.validate || check_inline(stage::validate, n)) &&
-                            (t.fresh || before_acquire_ == hook_mode::none || check_inline(stage::before_acquire, n));
+            const bool ok =
+                (!t.validate || check_inline(stage::validate, n)) &&
+                (t.fresh || before_acquire_ == hook_mode::none || check_inline(stage::before_acquire, n));
             core::effects fx;
             core::status st = core::status::ok;
             {
                 guard g(*state_);
-                if (ok) st = state_->core.confirm_take(core_of(n), fx);
-                else state_->core.reject(core_of(n), fx);
+                if (ok)
+                    st = state_->core.confirm_take(core_of(n), fx);
+                else
+                    state_->core.reject(core_of(n), fx);
             }
             apply(fx);
             if (!ok) continue;  // destroyed; try the next place
@@ -181,8 +186,8 @@ void pool_impl::resume(acquire_op_base* op, bool on_handler_executor) noexcept {
 
 // A check said no: destroy the resource and run steps 1-3 again for the waiter (it re-parks in its
 // arrival position when nothing is free). Called with the lock held.
-core::pool_core::take_result reject_and_retry_locked(pool_impl::driver_state& s, acquire_op_base* op, resource_node* n,
-                                                     core::effects& fx) {
+core::pool_core::take_result reject_and_retry_locked(pool_impl::driver_state& s, acquire_op_base* op,
+                                                     resource_node* n, core::effects& fx) {
     s.core.reject(core_of(n), fx);
     const auto t0 = s.clock->now();
     s.core.set_now(t0);
@@ -211,17 +216,20 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
                     run->ctx = context_of(*n, hook_reason::on_borrow);
                     op->check = run.get();
                     if (op->deadline)  // the acquire's own deadline ends the wait, not the check
-                        run->op_deadline = state_->schedule(*op->deadline - now(), [this, weak = std::weak_ptr<hook_run>(run)] {
-                            if (auto r = weak.lock()) abandon_check(*r, errc::timeout);
-                        });
+                        run->op_deadline = state_->schedule(*op->deadline - now(),
+                                                            [this, weak = std::weak_ptr<hook_run>(run)] {
+                                                                if (auto r = weak.lock())
+                                                                    abandon_check(*r, errc::timeout);
+                                                            });
                 } catch (...) {
                     ok = false;
                     break;
                 }
                 try {
-                    hooks_->check_async(validating(at) ? check_kind::validate : check_kind::before_acquire, *n,
-                                        run->ctx, pool_facts::executor, run->signal.slot(),
-                                        [self = op->impl, run, at](bool pass) { self->check_done(run, pass, at); });
+                    hooks_->check_async(
+                        validating(at) ? check_kind::validate : check_kind::before_acquire, *n, run->ctx,
+                        pool_facts::executor, run->signal.slot(),
+                        [self = op->impl, run, at](bool pass) { self->check_done(run, pass, at); });
                 } catch (...) {
                     check_done(run, false, at);
                 }
@@ -240,8 +248,10 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
         core::status st = core::status::ok;
         {
             guard g(*state_);
-            if (ok) st = state_->core.confirm_take(core_of(n), fx);
-            else t = reject_and_retry_locked(*state_, op, n, fx);
+            if (ok)
+                st = state_->core.confirm_take(core_of(n), fx);
+            else
+                t = reject_and_retry_locked(*state_, op, n, fx);
         }
         apply(fx);
         if (!ok) {
@@ -288,8 +298,10 @@ void pool_impl::check_done(const std::shared_ptr<hook_run>& run, bool ok, stage 
         if (live) {
             op = detach_op_locked(*state_, *run);
             if (!op) {
-                if (ok) state_->core.give_back(core_of(n), fx);
-                else state_->core.reject(core_of(n), fx);
+                if (ok)
+                    state_->core.give_back(core_of(n), fx);
+                else
+                    state_->core.reject(core_of(n), fx);
             }
         }
     }
@@ -336,11 +348,15 @@ namespace respool::detail {
 resource_node* acquire_now(pool_impl& p, error_code& ec, const std::source_location& where) noexcept {
     return p.acquire_now(ec, where);
 }
-void start_acquire(pool_impl& p, acquire_op_base* op) noexcept { p.start_acquire(op); }
+void start_acquire(pool_impl& p, acquire_op_base* op) noexcept {
+    p.start_acquire(op);
+}
 void resume(pool_impl& p, acquire_op_base* op, bool on_handler_executor) noexcept {
     p.resume(op, on_handler_executor);
 }
-void cancel(pool_impl& p, acquire_op_base* op) noexcept { p.cancel(op); }
+void cancel(pool_impl& p, acquire_op_base* op) noexcept {
+    p.cancel(op);
+}
 resource_node* try_acquire(pool_impl& p, error_code& ec, const std::source_location& where) noexcept {
     return p.try_acquire(ec, where);
 }
@@ -349,6 +365,8 @@ resource_node* try_acquire(pool_impl& p, error_code& ec, const std::source_locat
 
 namespace respool::detail {
 
-void init_waiter(acquire_op_base& op) noexcept { new (op.core_part) core::waiter{}; }
+void init_waiter(acquire_op_base& op) noexcept {
+    new (op.core_part) core::waiter{};
+}
 
 }  // namespace respool::detail

@@ -46,10 +46,14 @@ bool deadline_index::insert_into(std::uint32_t l, waiter& w) noexcept {
         if (++steps > walk_limit) return false;
     w.dprev = after;
     w.dnext = after ? after->dnext : ln.head;
-    if (w.dnext) w.dnext->dprev = &w;
-    else ln.tail = &w;
-    if (after) after->dnext = &w;
-    else ln.head = &w;
+    if (w.dnext)
+        w.dnext->dprev = &w;
+    else
+        ln.tail = &w;
+    if (after)
+        after->dnext = &w;
+    else
+        ln.head = &w;
     w.lane = l;
     ++size_;
     if (!after) {  // a new head, earlier than the old one: its slot moves up
@@ -90,10 +94,14 @@ void deadline_index::erase(waiter& w) noexcept {
     assert(l < lanes_.size() && holds(w));
     lane& ln = lanes_[l];
     const bool was_head = w.dprev == nullptr;
-    if (w.dprev) w.dprev->dnext = w.dnext;
-    else ln.head = w.dnext;
-    if (w.dnext) w.dnext->dprev = w.dprev;
-    else ln.tail = w.dprev;
+    if (w.dprev)
+        w.dprev->dnext = w.dnext;
+    else
+        ln.head = w.dnext;
+    if (w.dnext)
+        w.dnext->dprev = w.dprev;
+    else
+        ln.tail = w.dprev;
     w.dprev = w.dnext = nullptr;
     w.lane = waiter::no_lane;
     --size_;
@@ -122,8 +130,10 @@ void deadline_index::close_lane(std::uint32_t l) noexcept {
     // The last lane fills the hole; it may belong above the hole (it came from another subtree) or
     // below it.
     place(i, last);
-    if (i > 0 && before(last, heads_[(i - 1) / arity])) sift_up(i);
-    else sift_down(i);
+    if (i > 0 && before(last, heads_[(i - 1) / arity]))
+        sift_up(i);
+    else
+        sift_down(i);
 }
 
 // Moves the lane in slot i up past every parent it precedes (a hole moves down instead of swaps).
@@ -178,7 +188,8 @@ std::string deadline_index::check() const {
             e << "empty lane " << s.lane << " in the heap; ";
             continue;
         }
-        if (s.key() != slot_of(s.lane, *ln.head).key()) e << "deadline heap slot " << i << " has stale keys; ";
+        if (s.key() != slot_of(s.lane, *ln.head).key())
+            e << "deadline heap slot " << i << " has stale keys; ";
         if (i > 0 && before(s, heads_[(i - 1) / arity])) e << "deadline heap out of order at " << i << "; ";
         const waiter* prev = nullptr;
         for (const waiter* w = ln.head; w; prev = w, w = w->dnext) {
@@ -188,7 +199,8 @@ std::string deadline_index::check() const {
             if (prev && !earlier(*prev, *w)) e << "lane " << s.lane << " out of (deadline, arrival) order; ";
             std::int64_t key = 0;
             const bool by_span = key_of(*w, key);
-            if (key != ln.key || by_span != ln.by_span) e << "waiter in lane " << s.lane << " has another key; ";
+            if (key != ln.key || by_span != ln.by_span)
+                e << "waiter in lane " << s.lane << " has another key; ";
             if (waiters > size_) break;  // a cycle
         }
         if (ln.tail != prev) e << "lane " << s.lane << " has a stale tail; ";
@@ -205,10 +217,12 @@ std::string deadline_index::check() const {
     for (std::size_t t = 0; t < table_.size(); ++t) {
         const table_entry& te = table_[t];
         if (te.lane == none) continue;
-        if (te.lane >= lanes_.size() || !lanes_[te.lane].head) e << "lane table entry " << t << " names a free lane; ";
+        if (te.lane >= lanes_.size() || !lanes_[te.lane].head)
+            e << "lane table entry " << t << " names a free lane; ";
         else if (lanes_[te.lane].key != te.key || lanes_[te.lane].by_span != te.by_span)
             e << "lane table entry " << t << " names a lane of another key; ";
-        else if (set_of(te.key, te.by_span) != t - t % ways) e << "lane table entry " << t << " in the wrong set; ";
+        else if (set_of(te.key, te.by_span) != t - t % ways)
+            e << "lane table entry " << t << " in the wrong set; ";
         for (std::size_t k = t - t % ways; k < t; ++k)
             if (table_[k].lane == te.lane) e << "lane table names lane " << te.lane << " twice; ";
     }

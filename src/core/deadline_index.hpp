@@ -49,7 +49,9 @@ public:
     void erase(waiter& w) noexcept;
 
     // The waiter with the earliest deadline, or nullptr.
-    [[nodiscard]] waiter* top() const noexcept { return heads_.empty() ? nullptr : lanes_[heads_[0].lane].head; }
+    [[nodiscard]] waiter* top() const noexcept {
+        return heads_.empty() ? nullptr : lanes_[heads_[0].lane].head;
+    }
     // Its deadline, read from the heap's own copy (no visit to the waiter's memory).
     [[nodiscard]] std::optional<time_point> earliest() const noexcept {
         if (heads_.empty()) return std::nullopt;
@@ -79,7 +81,7 @@ private:
     struct lane {
         waiter* head = nullptr;  // earliest (deadline, seq); nullptr while on the free list
         waiter* tail = nullptr;
-        std::int64_t key = 0;    // the span's or the absolute deadline's ticks
+        std::int64_t key = 0;       // the span's or the absolute deadline's ticks
         std::uint32_t slot = none;  // its slot in heads_; the next free lane while on the free list
         bool by_span = false;       // key is a span (else an absolute deadline)
     };
@@ -113,7 +115,8 @@ private:
     static constexpr std::size_t ways = 4;
     static constexpr unsigned set_bits = 5;
     static std::size_t set_of(std::int64_t key, bool by_span) noexcept {
-        const std::uint64_t h = (static_cast<std::uint64_t>(key) ^ (by_span ? 0 : sign)) * 0x9e3779b97f4a7c15u;
+        const std::uint64_t h =
+            (static_cast<std::uint64_t>(key) ^ (by_span ? 0 : sign)) * 0x9e3779b97f4a7c15u;
         return static_cast<std::size_t>(h >> (64 - set_bits)) * ways;
     }
     static bool key_of(const waiter& w, std::int64_t& key) noexcept {

@@ -35,7 +35,7 @@ struct resource {
     time_point expires_at{};  // max_lifetime deadline with jitter (set by the driver); {} = never
     bool leased = false;
     bool leak_reported = false;
-    bool fresh = true;  // never lent yet: before_acquire skips it
+    bool fresh = true;             // never lent yet: before_acquire skips it
     std::uint32_t generation = 0;  // retire_all() generation it was made in
 };
 
@@ -58,7 +58,7 @@ struct waiter {
     // finds the lane of the waiters that share it; zero when the deadline was given absolute (a parked
     // waiter's span is never zero or negative: such a timeout fails at once). Kept for a re-park.
     duration span{};
-    std::uint64_t seq = 0;  // arrival order, kept across a re-park after a rejected resource
+    std::uint64_t seq = 0;         // arrival order, kept across a re-park after a rejected resource
     std::uint32_t lane = no_lane;  // the deadline lane it is in (pending, with a deadline)
     waiter_state state = waiter_state::none;
     status result = status::ok;

@@ -33,7 +33,9 @@ pool_core::pool_core(const config& cfg) : cfg_(cfg), idle_(cfg.min < 8 ? 8 : cfg
 
 // ---- helpers ---------------------------------------------------------------------------------
 
-resource* pool_core::pop_idle() noexcept { return cfg_.lifo ? idle_.pop_back() : idle_.pop_front(); }
+resource* pool_core::pop_idle() noexcept {
+    return cfg_.lifo ? idle_.pop_back() : idle_.pop_front();
+}
 
 void pool_core::destroy(resource* r, destroy_reason why, effects& fx) {
     ++c_.destructions;
@@ -158,8 +160,10 @@ pool_core::take_result pool_core::lend(resource* r) noexcept {
 void pool_core::unlend(resource* r) noexcept {
     if (!cfg_.track_leases || !r->leased) return;
     r->leased = false;
-    if (r->lprev) r->lprev->lnext = r->lnext;
-    else leased_head_ = r->lnext;
+    if (r->lprev)
+        r->lprev->lnext = r->lnext;
+    else
+        leased_head_ = r->lnext;
     if (r->lnext) r->lnext->lprev = r->lprev;
     r->lprev = r->lnext = nullptr;
 }
@@ -310,8 +314,10 @@ void pool_core::release(resource* r, release_kind kind, effects& fx) {
         if (r->leak_reported) fx.push(effect::leak_returned(r));
     }
     if (kind != release_kind::ok) {
-        if (kind == release_kind::poisoned) ++c_.poisoned;
-        else ++c_.broken;
+        if (kind == release_kind::poisoned)
+            ++c_.poisoned;
+        else
+            ++c_.broken;
         const auto why = kind == release_kind::poisoned ? destroy_reason::poisoned : destroy_reason::broken;
         destroy(r, why, fx);
         report_resource_failure(why, fx);
@@ -381,8 +387,10 @@ waiter* pool_core::creation_failed(effects& fx) {
     creation_failure(fx);
     if (closed_) return nullptr;
     waiter* w = fifo_.head;
-    if (w) fail(*w, status::create_failed, fx);  // errors surface at once, not as timeouts
-    else if (!backoff_active_) floor_blocked_ = true;
+    if (w)
+        fail(*w, status::create_failed, fx);  // errors surface at once, not as timeouts
+    else if (!backoff_active_)
+        floor_blocked_ = true;
     maybe_create(fx);
     return w;
 }
@@ -393,7 +401,8 @@ void pool_core::backoff_elapsed(effects& fx) {
 }
 
 bool pool_core::begin_inline_creation() noexcept {
-    if (closed_ || circuit_ == circuit::open || probes_exhausted() || backoff_active_ || parked_ != 0) return false;
+    if (closed_ || circuit_ == circuit::open || probes_exhausted() || backoff_active_ || parked_ != 0)
+        return false;
     if (total() >= cfg_.max || creating_ >= cfg_.max_concurrent_creations) return false;
     ++creating_;
     ++active_;
@@ -497,12 +506,17 @@ void pool_core::set_circuit(circuit s, effects& fx, std::uint32_t probes) {
     if (s == circuit_) return;
     circuit_ = s;
     refresh_fast_paths();
-    if (s == circuit::open) ++c_.circuit_opened;
-    else if (s == circuit::half_open) ++c_.circuit_half_opened;
-    else ++c_.circuit_closed;
+    if (s == circuit::open)
+        ++c_.circuit_opened;
+    else if (s == circuit::half_open)
+        ++c_.circuit_half_opened;
+    else
+        ++c_.circuit_closed;
     fx.push(effect::circuit_changed());
-    if (s == circuit::open) fail_all(status::unavailable, fx);
-    else maybe_create(fx);
+    if (s == circuit::open)
+        fail_all(status::unavailable, fx);
+    else
+        maybe_create(fx);
 }
 
 void pool_core::set_max(std::uint32_t max, effects& fx) {
@@ -589,7 +603,8 @@ std::string pool_core::audit() const {
         for (waiter* w = l->head; w; w = w->next) {
             if (!w->has_deadline) continue;
             ++timed;
-            if (!deadlines_.holds(*w)) e << "pending waiter with a deadline missing from the deadline index; ";
+            if (!deadlines_.holds(*w))
+                e << "pending waiter with a deadline missing from the deadline index; ";
         }
     }
     if (timed != deadlines_.size())

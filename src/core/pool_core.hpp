@@ -86,8 +86,8 @@ public:
     // The same, told the relative timeout the deadline came from (deadline_after(now, timeout)), when
     // there is one: waiters that share a timeout share a deadline lane, O(1) per park and per wake. A
     // timeout that did not produce the deadline is ignored (the deadline alone keys the lane).
-    status park(waiter& w, time_point now, std::optional<time_point> deadline, std::optional<duration> timeout,
-                effects& fx);
+    status park(waiter& w, time_point now, std::optional<time_point> deadline,
+                std::optional<duration> timeout, effects& fx);
     // The same with a timeout relative to now: deadline_after(now, timeout), which saturates (a zero or
     // negative timeout fails at once when nothing is free).
     status park(waiter& w, time_point now, std::optional<duration> timeout, effects& fx);
@@ -230,9 +230,10 @@ private:
     take_result lend(resource* r) noexcept;  // idle -> active, leased list, validation flag, probes
     void unlend(resource* r) noexcept;
     void refresh_fast_paths() noexcept {
-        plain_release_blocked_ = closed_ || cfg_.reports || cfg_.lifetimes || cfg_.stamp_idle || cfg_.track_leases ||
-                                 stale_ != 0 || shrinking_;
-        plain_take_blocked_ = closed_ || circuit_ != circuit::closed || cfg_.confirm_takes || cfg_.track_leases;
+        plain_release_blocked_ = closed_ || cfg_.reports || cfg_.lifetimes || cfg_.stamp_idle ||
+                                 cfg_.track_leases || stale_ != 0 || shrinking_;
+        plain_take_blocked_ =
+            closed_ || circuit_ != circuit::closed || cfg_.confirm_takes || cfg_.track_leases;
     }
     bool probes_exhausted() const noexcept {
         return circuit_ == circuit::half_open && probe_limit_ != 0 && probes_admitted_ >= probe_limit_;
@@ -241,7 +242,8 @@ private:
     void creation_failure(effects& fx);
 
     config cfg_;
-    bool plain_release_blocked_ = false;  // refresh_fast_paths(); read by every take and release, rarely written
+    bool plain_release_blocked_ =
+        false;  // refresh_fast_paths(); read by every take and release, rarely written
     bool plain_take_blocked_ = false;
     // What every take and release writes, on one cache line: the idle ring's header (24 bytes), the
     // queue's ends, active_, reserved_, and the first two counters. In thread_safe mode the lines a
@@ -250,15 +252,15 @@ private:
     waiter_list fifo_;  // parked waiters, arrival order
     std::uint32_t active_ = 0;
     std::uint32_t reserved_ = 0;
-    counters c_;  // acquires and immediate_takes first: still on the hot line
+    counters c_;                 // acquires and immediate_takes first: still on the hot line
     waiter_list reserved_list_;  // woken with a reservation, not yet resumed
-    deadline_index deadlines_;  // pending waiters (parked or reserved) that have a deadline
+    deadline_index deadlines_;   // pending waiters (parked or reserved) that have a deadline
     std::uint32_t parked_ = 0;
     std::uint32_t creating_ = 0;
     std::uint64_t next_seq_ = 1;
     circuit circuit_ = circuit::closed;
     bool closed_ = false;
-    bool floor_blocked_ = false;  // a floor creation failed with nobody waiting (no back-off configured)
+    bool floor_blocked_ = false;   // a floor creation failed with nobody waiting (no back-off configured)
     bool backoff_active_ = false;  // a retry_after is pending: no creation starts
     std::uint32_t failures_in_row_ = 0;
     std::uint32_t probe_limit_ = 0;

@@ -56,7 +56,8 @@ struct m_effect {
     long long d = 0;  // retry_after delay, ns
     bool operator==(const m_effect&) const = default;
     bool operator<(const m_effect& o) const {
-        return std::tie(what, waiter, res, reason, st, d) < std::tie(o.what, o.waiter, o.res, o.reason, o.st, o.d);
+        return std::tie(what, waiter, res, reason, st, d) <
+               std::tie(o.what, o.waiter, o.res, o.reason, o.st, o.d);
     }
 };
 
@@ -137,7 +138,8 @@ struct model {
             return {status::ok, r};
         }
         res[r].fresh = false;
-        if (validate) *validate = cfg.validate_on_borrow && clock_now - res[r].idle_since > cfg.validate_after;
+        if (validate)
+            *validate = cfg.validate_on_borrow && clock_now - res[r].idle_since > cfg.validate_after;
         return {status::ok, r};
     }
     void unlend(int r) {
@@ -325,9 +327,12 @@ struct model {
             if (res[r].leak_reported) fx.push_back({effect::kind::leak_returned, -1, r});
         }
         if (k != pool_core::release_kind::ok) {
-            if (k == pool_core::release_kind::poisoned) ++c.poisoned;
-            else ++c.broken;
-            destroy(r, k == pool_core::release_kind::poisoned ? destroy_reason::poisoned : destroy_reason::broken);
+            if (k == pool_core::release_kind::poisoned)
+                ++c.poisoned;
+            else
+                ++c.broken;
+            destroy(r, k == pool_core::release_kind::poisoned ? destroy_reason::poisoned
+                                                              : destroy_reason::broken);
             report_failure(status::ok);
             maybe_create();
             return;
@@ -363,8 +368,10 @@ struct model {
         creation_failure();
         if (closed) return -1;
         int s = parked.empty() ? -1 : parked.front();
-        if (s >= 0) fail(s, status::create_failed);
-        else if (!backoff_active) floor_blocked = true;
+        if (s >= 0)
+            fail(s, status::create_failed);
+        else if (!backoff_active)
+            floor_blocked = true;
         maybe_create();
         return s;
     }
@@ -386,8 +393,8 @@ struct model {
             if (spare && res[r].expires_at != time_point{} && res[r].expires_at <= clock_now) {
                 ++c.retired;
                 destroy(r, destroy_reason::lifetime);
-            } else if (spare && cfg.idle_ttl > duration::zero() && res[r].idle_since + cfg.idle_ttl <= clock_now &&
-                       tot >= cfg.min) {
+            } else if (spare && cfg.idle_ttl > duration::zero() &&
+                       res[r].idle_since + cfg.idle_ttl <= clock_now && tot >= cfg.min) {
                 ++c.evicted;
                 destroy(r, destroy_reason::idle_timeout);
             } else {
@@ -398,7 +405,8 @@ struct model {
         if (cfg.acquire_ttl > duration::zero()) {
             std::vector<int> leased_now;
             for (auto& [id, m] : res)
-                if (m.leased && !m.leak_reported && m.leased_at + cfg.acquire_ttl <= clock_now) leased_now.push_back(id);
+                if (m.leased && !m.leak_reported && m.leased_at + cfg.acquire_ttl <= clock_now)
+                    leased_now.push_back(id);
             for (int id : leased_now) {
                 res[id].leak_reported = true;
                 ++c.leaks;
@@ -408,7 +416,8 @@ struct model {
         replenish();
     }
     bool begin_inline() {
-        if (closed || circ == circuit::open || probes_exhausted() || backoff_active || !parked.empty()) return false;
+        if (closed || circ == circuit::open || probes_exhausted() || backoff_active || !parked.empty())
+            return false;
         if (total() >= cfg.max || creating >= cfg.max_concurrent_creations) return false;
         ++creating;
         ++active;
@@ -465,12 +474,17 @@ struct model {
         }
         if (s == circ) return;
         circ = s;
-        if (s == circuit::open) ++c.circuit_opened;
-        else if (s == circuit::half_open) ++c.circuit_half_opened;
-        else ++c.circuit_closed;
+        if (s == circuit::open)
+            ++c.circuit_opened;
+        else if (s == circuit::half_open)
+            ++c.circuit_half_opened;
+        else
+            ++c.circuit_closed;
         fx.push_back({effect::kind::circuit_changed});
-        if (s == circuit::open) fail_all(status::unavailable);
-        else maybe_create();
+        if (s == circuit::open)
+            fail_all(status::unavailable);
+        else
+            maybe_create();
     }
     bool close() {
         if (closed) return false;
@@ -491,7 +505,9 @@ struct res : resource {
     int id = 0;
 };
 
-bool same_counters(const counters& a, const counters& b) { return a == b; }
+bool same_counters(const counters& a, const counters& b) {
+    return a == b;
+}
 
 class run {
 public:
@@ -515,21 +531,36 @@ public:
     std::string step(int op_index) {
         op_ = op_index;
         const int pick = static_cast<int>(rng_() % 1000);
-        if (pick < 250) op_acquire();
-        else if (pick < 310) op_try_acquire();
-        else if (pick < 530) op_release();
-        else if (pick < 570) op_cancel();
-        else if (pick < 650) op_advance();
-        else if (pick < 830) op_run_wake();
-        else if (pick < 935) op_finish_create();
-        else if (pick < 947) op_housekeep();
-        else if (pick < 967) op_backoff_elapsed();
-        else if (pick < 980) op_health();
-        else if (pick < 985) op_circuit();
-        else if (pick < 990) op_replenish();
-        else if (pick < 993) op_housekeep();
-        else if (pick < 995) op_backoff_elapsed();
-        else if (pick < 996 && rng_() % 4 == 0) op_close();
+        if (pick < 250)
+            op_acquire();
+        else if (pick < 310)
+            op_try_acquire();
+        else if (pick < 530)
+            op_release();
+        else if (pick < 570)
+            op_cancel();
+        else if (pick < 650)
+            op_advance();
+        else if (pick < 830)
+            op_run_wake();
+        else if (pick < 935)
+            op_finish_create();
+        else if (pick < 947)
+            op_housekeep();
+        else if (pick < 967)
+            op_backoff_elapsed();
+        else if (pick < 980)
+            op_health();
+        else if (pick < 985)
+            op_circuit();
+        else if (pick < 990)
+            op_replenish();
+        else if (pick < 993)
+            op_housekeep();
+        else if (pick < 995)
+            op_backoff_elapsed();
+        else if (pick < 996 && rng_() % 4 == 0)
+            op_close();
         check_places();
         return error_;
     }
@@ -538,11 +569,16 @@ public:
     std::string finish() {
         op_close();
         for (int guard = 0; guard < 100000 && error_.empty(); ++guard) {
-            if (!posted_.empty()) op_run_wake();
-            else if (pending_creates_ > 0) op_finish_create();
-            else if (retry_pending_) op_backoff_elapsed();
-            else if (!held_.empty()) op_release();
-            else break;
+            if (!posted_.empty())
+                op_run_wake();
+            else if (pending_creates_ > 0)
+                op_finish_create();
+            else if (retry_pending_)
+                op_backoff_elapsed();
+            else if (!held_.empty())
+                op_release();
+            else
+                break;
             check_places();
         }
         if (!error_.empty()) return error_;
@@ -550,9 +586,11 @@ public:
             if (starts_[s] != completions_[s])
                 return err("acquire in slot " + std::to_string(s) + " started " + std::to_string(starts_[s]) +
                            " times but completed " + std::to_string(completions_[s]));
-        if (core_.total() != 0 || core_.waiting() != 0) return err("closed and drained pool still holds resources");
+        if (core_.total() != 0 || core_.waiting() != 0)
+            return err("closed and drained pool still holds resources");
         for (auto& [id, n] : destroyed_)
-            if (n != 1) return err("resource " + std::to_string(id) + " destroyed " + std::to_string(n) + " times");
+            if (n != 1)
+                return err("resource " + std::to_string(id) + " destroyed " + std::to_string(n) + " times");
         if (destroyed_.size() != made_.size()) return err("some created resources were never destroyed");
         return "";
     }
@@ -599,7 +637,8 @@ private:
             if (e.what == effect::kind::report_failure) m.st = e.st;
             if (e.what == effect::kind::retry_after)
                 m.d = std::chrono::duration_cast<std::chrono::nanoseconds>(e.d).count();
-            if (e.what == effect::kind::leak_suspected || e.what == effect::kind::leak_returned) m.res = id_of(e.r);
+            if (e.what == effect::kind::leak_suspected || e.what == effect::kind::leak_returned)
+                m.res = id_of(e.r);
             got.push_back(m);
         }
         fx.clear();
@@ -661,8 +700,7 @@ private:
         const snapshot s = core_.snap();
         if (s.idle != model_.idle.size() || s.active != model_.active || s.waiting != model_.waiting() ||
             s.reserved != model_.n_reserved() || s.creating != model_.creating || s.total > s.max ||
-            s.total != s.idle + s.active || !same_counters(s.c, model_.c))
-        {
+            s.total != s.idle + s.active || !same_counters(s.c, model_.c)) {
             std::ostringstream o;
             o << "snapshot differs from the model: idle " << s.idle << "/" << model_.idle.size() << " active "
               << s.active << "/" << model_.active << " waiting " << s.waiting << "/" << model_.waiting()
@@ -674,7 +712,8 @@ private:
             return void(err(o.str()));
         }
         for (std::size_t i = 0; i < model_.idle.size(); ++i)
-            if (id_of(core_.idle_at(i)) != model_.idle[i]) return void(err("idle order differs from the model"));
+            if (id_of(core_.idle_at(i)) != model_.idle[i])
+                return void(err("idle order differs from the model"));
         if (core_.next_deadline() != model_.next_deadline()) return void(err("next deadline differs"));
         // §5.4: no lost wake-up.
         if (!model_.parked.empty() && model_.idle.size() > model_.reserved.size())
@@ -808,10 +847,14 @@ private:
         // The driver's way too: the absolute deadline with the timeout it came from (the timeout picks
         // the deadline lane); and a timeout that did not produce the deadline, which must change nothing.
         status ps;
-        if (timeout && rng_() % 2 == 0) ps = core_.park(waiters_[s], now_, deadline, timeout, fx);
-        else if (timeout) ps = core_.park(waiters_[s], now_, timeout, fx);
-        else if (rng_() % 4 == 0) ps = core_.park(waiters_[s], now_, at, std::optional<duration>(10ms), fx);
-        else ps = core_.park(waiters_[s], now_, at, fx);
+        if (timeout && rng_() % 2 == 0)
+            ps = core_.park(waiters_[s], now_, deadline, timeout, fx);
+        else if (timeout)
+            ps = core_.park(waiters_[s], now_, timeout, fx);
+        else if (rng_() % 4 == 0)
+            ps = core_.park(waiters_[s], now_, at, std::optional<duration>(10ms), fx);
+        else
+            ps = core_.park(waiters_[s], now_, at, fx);
         status ms = model_.park(s, now_, deadline);
         if (ps != ms) return void(err("park differs"));
         if (ps == status::ok) {
@@ -874,7 +917,7 @@ private:
         held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(i));
         held_by_.erase(id);
         const int r = static_cast<int>(rng_() % 10);
-        auto kind = r == 0 ? pool_core::release_kind::broken
+        auto kind = r == 0   ? pool_core::release_kind::broken
                     : r == 1 ? pool_core::release_kind::poisoned
                              : pool_core::release_kind::ok;
         effects fx;

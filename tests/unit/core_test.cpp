@@ -555,13 +555,13 @@ TEST(core, deadlines_parked_with_their_timeout_mix_with_the_others_in_deadline_o
     waiter w[7];
     const time_point start = h.now;
     ASSERT_EQ(h.park_with(w[0], deadline_after(h.now, 50ms), 50ms), status::ok);  // due at 50
-    ASSERT_EQ(h.park(w[1], 30ms), status::ok);                                     // due at 30
+    ASSERT_EQ(h.park(w[1], 30ms), status::ok);                                    // due at 30
     h.now += 10ms;
     ASSERT_EQ(h.park_with(w[2], deadline_after(h.now, 50ms), 50ms), status::ok);  // due at 60
     ASSERT_EQ(h.park_with(w[3], h.now + 20ms, 50ms), status::ok);  // due at 30: not the timeout's lane
-    ASSERT_EQ(h.park_until(w[4], start + 50ms), status::ok);        // due at 50, arrived after w[0]
+    ASSERT_EQ(h.park_until(w[4], start + 50ms), status::ok);       // due at 50, arrived after w[0]
     h.now += 10ms;
-    ASSERT_EQ(h.park_with(w[5], deadline_after(h.now, 50ms), 50ms), status::ok);  // due at 70
+    ASSERT_EQ(h.park_with(w[5], deadline_after(h.now, 50ms), 50ms), status::ok);   // due at 70
     ASSERT_EQ(h.park_with(w[6], time_point::max(), duration::max()), status::ok);  // saturated: never
     EXPECT_EQ(h.core.next_deadline(), start + 30ms);
     h.now = start;

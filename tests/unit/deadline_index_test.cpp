@@ -239,7 +239,8 @@ TEST(deadline_index, a_mix_of_shared_timeouts_distinct_timeouts_and_absolute_dea
         case 2: w.span = 1h + std::chrono::microseconds(rng() % 300); break;
         default: w.span = duration::zero(); break;
         }
-        w.deadline = w.span > duration::zero() ? now + w.span : now + std::chrono::milliseconds(rng() % 60000);
+        w.deadline =
+            w.span > duration::zero() ? now + w.span : now + std::chrono::milliseconds(rng() % 60000);
     }
     deadline_index h;
     for (auto& w : ws) h.push(w);
@@ -392,9 +393,11 @@ TEST(deadline_index, random_operations_agree_with_a_sorted_reference) {
             now += std::chrono::microseconds(rng() % 50);
             w.seq = seq++;
             const auto kind = rng() % 3;
-            w.span = kind == 0 ? duration::zero() : kind == 1 ? std::chrono::milliseconds(10 * (1 + rng() % 3))
-                                                              : std::chrono::microseconds(rng() % 100000 + 1);
-            w.deadline = w.span > duration::zero() ? now + w.span : now + std::chrono::microseconds(rng() % 40000);
+            w.span = kind == 0   ? duration::zero()
+                     : kind == 1 ? std::chrono::milliseconds(10 * (1 + rng() % 3))
+                                 : std::chrono::microseconds(rng() % 100000 + 1);
+            w.deadline =
+                w.span > duration::zero() ? now + w.span : now + std::chrono::microseconds(rng() % 40000);
             ever[i] = true;
             ref.insert({w.deadline, w.seq});
             h.push(w);

@@ -20,9 +20,7 @@ struct res : resource {
 };
 
 struct rig {
-    explicit rig(config c) : core(c) {
-        core.set_now(now);
-    }
+    explicit rig(config c) : core(c) { core.set_now(now); }
     pool_core core;
     time_point now = time_point{} + 100s;
     std::vector<std::unique_ptr<res>> made;

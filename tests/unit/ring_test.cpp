@@ -41,8 +41,14 @@ TEST(ring, both_ends_behave_like_a_deque) {
     for (int i = 0; i < 10000; ++i) {
         x = x * 1103515245u + 12345u;
         switch ((x >> 16) % 4) {
-        case 0: r.push_back(i); ref.push_back(i); break;
-        case 1: r.push_front(i); ref.push_front(i); break;
+        case 0:
+            r.push_back(i);
+            ref.push_back(i);
+            break;
+        case 1:
+            r.push_front(i);
+            ref.push_front(i);
+            break;
         case 2:
             if (!ref.empty()) {
                 ASSERT_EQ(r.pop_front(), ref.front());
