@@ -18,17 +18,23 @@ std::shared_ptr<hook_run> pool_impl::begin_run_locked(run_kind kind, resource_no
     return run;
 }
 
+// Takes the run off the list of runs under way (lock held); false when it was not on it any more.
+static bool unlist_locked(pool_impl::driver_state& s, const hook_run& run) noexcept {
+    auto& v = s.runs;
+    for (auto it = v.begin(); it != v.end(); ++it)
+        if (it->get() == &run) {
+            v.erase(it);
+            return true;
+        }
+    return false;
+}
+
 // The run's coroutine returned (lock held). False when its outcome was decided before (bound, close).
 bool pool_impl::end_run_locked(hook_run& run) noexcept {
     state_->cancel_timer(run.bound);
     state_->cancel_timer(run.op_deadline);
     if (run.decided) return false;
-    auto& v = state_->runs;
-    for (auto it = v.begin(); it != v.end(); ++it)
-        if (it->get() == &run) {
-            v.erase(it);
-            break;
-        }
+    unlist_locked(*state_, run);
     return true;
 }
 
@@ -48,15 +54,12 @@ void pool_impl::hook_overdue(const std::shared_ptr<hook_run>& run) noexcept {
     core::effects fx;
     acquire_op_base* op = nullptr;
     core::pool_core::take_result next;
+    bool closed;
     {
         guard g(*state_);
-        if (run->decided) return;
-        auto& v = state_->runs;
-        auto it = v.begin();
-        while (it != v.end() && it->get() != run.get()) ++it;
-        if (it == v.end()) return;  // it returned meanwhile
-        v.erase(it);
+        if (run->decided || !unlist_locked(*state_, *run)) return;  // decided, or it returned meanwhile
         run->decided = true;
+        closed = state_->core.closed();
         state_->cancel_timer(run->bound);
         switch (run->what) {
         case run_kind::create: break;  // settled below, like any failed creation
@@ -82,8 +85,7 @@ void pool_impl::hook_overdue(const std::shared_ptr<hook_run>& run) noexcept {
     run->signal.emit(asio::cancellation_type::terminal);
     if (logging(log_level::warning))
         log(log_level::warning, std::string(to_string(run->what)) + " hook " +
-                                    (state_->core.closed() ? "interrupted by close" : "timed out") +
-                                    ": cancelled");
+                                    (closed ? "interrupted by close" : "timed out") + ": cancelled");
     if (run->what == run_kind::create) {
         const int more = settle_creation(errc::hook_timeout, nullptr);
         if (more) start_creations(more);

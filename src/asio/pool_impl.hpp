@@ -182,7 +182,7 @@ private:
     hook_mode factory_, validate_, before_acquire_, healthcheck_, needs_reset_, before_release_;
     bool context_ = false;             // a check reads its hook_context: stamp uses and idle times
     bool plain_ = true;                // no per-lease stamps wanted: core take_fast/release_fast may serve
-    affinity_cache* cache_ = nullptr;  // thread_affinity (owned by the engine), or none
+    affinity_cache* cache_ = nullptr;  // thread_affinity (owned by the driver state), or none
     duration housekeeping_period_{};
     std::unique_ptr<driver_state> state_;  // core, lock, timers: kept out of this header
 };
