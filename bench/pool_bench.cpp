@@ -164,26 +164,44 @@ BENCHMARK(handoff_release_to_waiter)->Arg(10)->Arg(1000)->Arg(100000)->Unit(benc
 
 // Full cycle with W parked waiters, steady state: W waiters queue on one resource; each
 // iteration one of them is woken (release -> reservation -> posted resumption -> take -> handler),
-// and its handler releases at once and queues again at the back. Arg = W.
+// and its handler releases at once and queues again at the back. Arg = W. Three ways to queue: no
+// deadline; all the same timeout (one deadline lane); each its own timeout, as per-request deadlines
+// are (waiter i waits 1 h + i microseconds and keeps that timeout when it queues again).
 struct cycler {
     pool<resource>* p;
     std::uint64_t* served;
+    void queue() const { p->async_acquire(*this); }
     void operator()(error_code ec, lease<resource> l) const {
         if (ec) return;
         ++*served;
-        l.release();              // hands the place to the next waiter
-        p->async_acquire(*this);  // and queue again
+        l.release();  // hands the place to the next waiter
+        queue();      // and queue again
     }
 };
 
-void cycle_with_parked_waiters(benchmark::State& state) {
+struct timed_cycler {
+    pool<resource>* p;
+    std::uint64_t* served;
+    std::chrono::microseconds extra{0};  // 0 for all: one shared timeout
+    void queue() const { p->async_acquire(std::chrono::hours(1) + extra, *this); }
+    void operator()(error_code ec, lease<resource> l) const {
+        if (ec) return;
+        ++*served;
+        l.release();
+        queue();
+    }
+};
+
+// The body of the three rows: `make(i)` is waiter i's cycler.
+template <class Make>
+void parked_cycle(benchmark::State& state, Make make) {
     asio::io_context io;
     auto keep_running = asio::make_work_guard(io);  // run_one must never find a stopped context
     const auto waiters = state.range(0);
     pool<resource> p(io.get_executor(), {.min = 1, .max = 1}, plain_hooks());
     std::uint64_t served = 0;
     auto held = p.try_acquire();
-    for (std::int64_t i = 0; i < waiters; ++i) p.async_acquire(cycler{&p, &served});
+    for (std::int64_t i = 0; i < waiters; ++i) make(p, served, i).queue();
     held.release();
     for (int i = 0; i < 1000; ++i) io.run_one();  // warm the recycling allocator
     alloc_probe probe(state);
@@ -197,79 +215,25 @@ void cycle_with_parked_waiters(benchmark::State& state) {
     io.run();
     benchmark::DoNotOptimize(served);
 }
+
+void cycle_with_parked_waiters(benchmark::State& state) {
+    parked_cycle(state, [](pool<resource>& p, std::uint64_t& served, std::int64_t) {
+        return cycler{&p, &served};
+    });
+}
 BENCHMARK(cycle_with_parked_waiters)->Arg(1)->Arg(10)->Arg(1000)->Arg(100000);
 
-// The same hand-off when every waiter has a deadline, all the same timeout (one timer for the pool, the
-// core's deadline heap).
-struct timed_cycler {
-    pool<resource>* p;
-    std::uint64_t* served;
-    void operator()(error_code ec, lease<resource> l) const {
-        if (ec) return;
-        ++*served;
-        l.release();
-        p->async_acquire(std::chrono::hours(1), *this);
-    }
-};
-
 void cycle_with_parked_waiters_with_deadlines(benchmark::State& state) {
-    asio::io_context io;
-    auto keep_running = asio::make_work_guard(io);  // run_one must never find a stopped context
-    const auto waiters = state.range(0);
-    pool<resource> p(io.get_executor(), {.min = 1, .max = 1}, plain_hooks());
-    std::uint64_t served = 0;
-    auto held = p.try_acquire();
-    for (std::int64_t i = 0; i < waiters; ++i)
-        p.async_acquire(std::chrono::hours(1), timed_cycler{&p, &served});
-    held.release();
-    for (int i = 0; i < 1000; ++i) io.run_one();
-    alloc_probe probe(state);
-    const std::uint64_t before = served;
-    for (auto _ : state) io.run_one();
-    state.counters["ns_per_handoff"] = benchmark::Counter(
-        static_cast<double>(served - before), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-    p.close();
-    keep_running.reset();
-    io.run();
+    parked_cycle(state, [](pool<resource>& p, std::uint64_t& served, std::int64_t) {
+        return timed_cycler{&p, &served};
+    });
 }
 BENCHMARK(cycle_with_parked_waiters_with_deadlines)->Arg(10)->Arg(1000)->Arg(100000);
 
-// The same hand-off when every waiter has its own timeout, as per-request deadlines do: waiter i waits
-// 1 h + i microseconds and keeps that timeout when it queues again. With one deadline structure per
-// distinct timeout this cost O(waiters) per park and per look at the earliest deadline.
-struct distinct_timed_cycler {
-    pool<resource>* p;
-    std::uint64_t* served;
-    std::chrono::microseconds extra;
-    void operator()(error_code ec, lease<resource> l) const {
-        if (ec) return;
-        ++*served;
-        l.release();
-        p->async_acquire(std::chrono::hours(1) + extra, *this);
-    }
-};
-
 void cycle_with_parked_waiters_with_distinct_deadlines(benchmark::State& state) {
-    asio::io_context io;
-    auto keep_running = asio::make_work_guard(io);  // run_one must never find a stopped context
-    const auto waiters = state.range(0);
-    pool<resource> p(io.get_executor(), {.min = 1, .max = 1}, plain_hooks());
-    std::uint64_t served = 0;
-    auto held = p.try_acquire();
-    for (std::int64_t i = 0; i < waiters; ++i) {
-        const std::chrono::microseconds extra(i);
-        p.async_acquire(std::chrono::hours(1) + extra, distinct_timed_cycler{&p, &served, extra});
-    }
-    held.release();
-    for (int i = 0; i < 1000; ++i) io.run_one();
-    alloc_probe probe(state);
-    const std::uint64_t before = served;
-    for (auto _ : state) io.run_one();
-    state.counters["ns_per_handoff"] = benchmark::Counter(
-        static_cast<double>(served - before), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-    p.close();
-    keep_running.reset();
-    io.run();
+    parked_cycle(state, [](pool<resource>& p, std::uint64_t& served, std::int64_t i) {
+        return timed_cycler{&p, &served, std::chrono::microseconds(i)};
+    });
 }
 BENCHMARK(cycle_with_parked_waiters_with_distinct_deadlines)->Arg(10)->Arg(1000)->Arg(100000);
 

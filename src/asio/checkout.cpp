@@ -228,7 +228,7 @@ void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, s
                 try {
                     hooks_->check_async(
                         validating(at) ? check_kind::validate : check_kind::before_acquire, *n, run->ctx,
-                        pool_facts::executor, run->signal.slot(),
+                        executor, run->signal.slot(),
                         [self = op->impl, run, at](bool pass) { self->check_done(run, pass, at); });
                 } catch (...) {
                     check_done(run, false, at);

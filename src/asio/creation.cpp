@@ -40,7 +40,7 @@ void pool_impl::start_creations(int n) noexcept {
                     run = begin_run_locked(run_kind::create, nullptr, opts_.create_timeout);
                 }
                 auto pending = std::make_shared<pending_creation>(shared_from_this(), run);
-                hooks_->create_async(pool_facts::executor, run->signal.slot(),
+                hooks_->create_async(executor, run->signal.slot(),
                                      [pending](error_code ec, std::exception_ptr error, resource_node* node) {
                                          pending->finish(ec, std::move(error), node);
                                      });

@@ -113,7 +113,7 @@ void pool_impl::health_step() noexcept {
         if (run) {
             try {
                 hooks_->check_async(
-                    check_kind::healthcheck, *n, run->ctx, pool_facts::executor, run->signal.slot(),
+                    check_kind::healthcheck, *n, run->ctx, executor, run->signal.slot(),
                     [self = shared_from_this(), run](bool ok) { self->health_done(run, ok); });
             } catch (...) {
                 health_done(run, false);

@@ -41,9 +41,9 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
       context_(hooks_->wants_context()) {
     validate(opts_);
     if (factory_ == hook_mode::none) throw std::invalid_argument("respool: factory hook is required");
-    state_ = std::make_unique<driver_state>(this, pool_facts::executor,
-                                            to_config(opts_, before_acquire_, validate_, context_),
-                                            opts_.thread_safe, opts_.clock ? opts_.clock : default_clock());
+    state_ =
+        std::make_unique<driver_state>(this, executor, to_config(opts_, before_acquire_, validate_, context_),
+                                       opts_.thread_safe, opts_.clock ? opts_.clock : default_clock());
     const bool validate = opts_.health_check_on_borrow && validate_ != hook_mode::none;
     acquire_inline = before_acquire_ != hook_mode::async && !(validate && validate_ == hook_mode::async);
     // Housekeeping runs at a quarter of the shortest lifecycle period (at least every 10 ms): that is
@@ -224,7 +224,7 @@ void pool_impl::close() noexcept {
     // Hooks under way are interrupted on the pool's executor (their cancellation slots live there).
     if (!interrupted.empty()) {
         try {
-            asio::post(pool_facts::executor, [self = shared_from_this(), runs = std::move(interrupted)] {
+            asio::post(executor, [self = shared_from_this(), runs = std::move(interrupted)] {
                 for (const auto& r : runs) self->hook_overdue(r);
             });
         } catch (...) {

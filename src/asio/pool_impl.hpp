@@ -60,13 +60,6 @@ public:
     // Pre-warm and start the health timer. Called once, right after construction.
     void start();
 
-    [[nodiscard]] const boost::asio::any_io_executor& executor() const noexcept {
-        return pool_facts::executor;
-    }
-    // ex_ with blocking.never already applied: posting through it skips per-call prefer() copies.
-    [[nodiscard]] const boost::asio::any_io_executor& post_executor() const noexcept {
-        return pool_facts::post_executor;
-    }
     [[nodiscard]] const pool_options& options() const noexcept { return opts_; }
 
     // Synchronous acquire: a node ready for the caller, or nullptr with ec set.

@@ -40,7 +40,7 @@ void pool_impl::make_ready(acquire_op_base* op) noexcept {
         post = !state_->drain_posted;
         state_->drain_posted = true;
     }
-    if (post) pool_facts::post_executor.execute(drain_task(shared_from_this()));
+    if (post) post_executor.execute(drain_task(shared_from_this()));
 }
 
 // Resumes woken waiters in wake order. A hand-off made by a resumed handler (it released its lease)
@@ -63,7 +63,7 @@ void pool_impl::drain_ready() noexcept {
         }
         resume(op, op->direct);
     }
-    pool_facts::post_executor.execute(drain_task(shared_from_this()));
+    post_executor.execute(drain_task(shared_from_this()));
 }
 
 // The drain was destroyed unrun: its io_context is being torn down. The woken operations it would

@@ -101,8 +101,7 @@ void pool_impl::reclaim(std::atomic<resource_node*>& slot) noexcept {
                 run = begin_run_locked(run_kind::before_release, n, opts_.reset_timeout);
                 run->ctx = context_of(*n, hook_reason::on_release);
             }
-            hooks_->check_async(check_kind::before_release, *n, run->ctx, pool_facts::executor,
-                                run->signal.slot(),
+            hooks_->check_async(check_kind::before_release, *n, run->ctx, executor, run->signal.slot(),
                                 [self = shared_from_this(), run](bool ok) { self->reset_done(run, ok); });
             return;
         } catch (...) {

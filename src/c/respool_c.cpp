@@ -381,9 +381,9 @@ int respool_create(const respool_config* config, const respool_hooks* hooks, res
         o.healthcheck_interval = std::chrono::milliseconds(config->healthcheck_interval_ms);
         o.max_waiters = config->max_waiters;
         o.thread_safe = true;
-        p->impl = std::make_shared<respool::detail::pool_impl>(p->io.get_executor(), o,
-                                                               std::make_unique<c_hooks>(p.get()));
-        p->impl->start();  // the synchronous pre-warm runs here, on the caller's thread
+        // The synchronous pre-warm runs here, on the caller's thread.
+        p->impl =
+            respool::detail::make_pool_impl(p->io.get_executor(), o, std::make_unique<c_hooks>(p.get()));
         if (p->impl->stats().idle < config->min) {
             discard();
             return RESPOOL_E_CREATE;
