@@ -2,234 +2,21 @@
 // void* resources, the hooks called through plain function pointers (no std::function, no type
 // erasure beyond one vtable), a pool-owned thread running the pool's io_context (asynchronous
 // completions, health checks, timers). Every entry point catches everything: no exception crosses.
-#include <respool/respool.h>
-#include <respool/pool.hpp>
-
-#include "asio/pool_impl.hpp"
-
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-
-#include <pthread.h>
+#include "c_pool.hpp"
 
 #include <condition_variable>
-#include <mutex>
 #include <new>
 #include <stdexcept>
-#include <thread>
-#include <unordered_map>
-#include <unordered_set>
 
 namespace asio = boost::asio;
 using respool::errc;
 using respool::error_code;
+using respool::c_abi::c_node;
+using respool::c_abi::callback_scope;
+using respool::c_abi::status_of;
 using respool::detail::resource_node;
-using c_node = respool::detail::typed_node<void*>;
-
-struct respool_pool {
-    asio::io_context io{1};
-    asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-    std::thread thread;
-    std::thread::id thread_id;
-    respool_hooks hooks{};
-    std::shared_ptr<respool::detail::pool_impl> impl;
-
-    // Which resources are lent (release validation) and which exist (create must return new ones).
-    std::mutex mu;
-    std::unordered_map<void*, resource_node*> lent;
-    std::unordered_set<void*> live;
-    std::uint64_t inflight = 0;  // acquires under way (blocking or async)
-    bool freed = false;
-    bool finishing = false;
-};
 
 namespace {
-
-int status_of(const error_code& ec) noexcept {
-    if (!ec) return RESPOOL_OK;
-    if (ec.category() == respool::category()) {
-        switch (static_cast<errc>(ec.value())) {
-        case errc::closed: return RESPOOL_E_CLOSED;
-        case errc::timeout: return RESPOOL_E_TIMEOUT;
-        case errc::cancelled: return RESPOOL_E_CANCELLED;
-        case errc::unavailable: return RESPOOL_E_UNAVAILABLE;
-        case errc::exhausted: return RESPOOL_E_EXHAUSTED;
-        case errc::create_failed: return RESPOOL_E_CREATE;
-        case errc::broken:
-        case errc::poisoned: return RESPOOL_E_INVALID;  // never an acquire outcome
-        case errc::not_supported: return RESPOOL_E_INTERNAL;
-        case errc::hook_timeout: return RESPOOL_E_CREATE;  // C factories are synchronous: never seen
-        }
-    }
-    return RESPOOL_E_INTERNAL;
-}
-
-// Marks the calling thread as inside a callback of `pool` while it runs: a blocking respool_acquire
-// there would wait for the pool that is waiting for the callback. Callbacks run on the thread of the
-// call that needs them as well as on the pool's own thread, so the thread alone does not tell.
-// Scopes nest (a callback of one pool may call into another pool whose callbacks run in turn).
-//
-// The innermost scope is kept under a POSIX thread-specific key, not in a thread_local: this library
-// is often dlopen'ed (plugins, FFI), where a thread_local is dynamic TLS reached through
-// __tls_get_addr, whose interceptor in GCC 12's sanitizer runtime can misread such a block: the
-// LeakSanitizer tracer then crashes at exit (tests/c_api/dlopen_consumer.c under asan-ubsan did, on
-// every run, with a thread_local here). Without a key (creation failed) nothing is detected.
-class callback_scope {
-public:
-    explicit callback_scope(const respool_pool* p) noexcept : pool_(p) {
-        if (key().ok) {
-            outer_ = static_cast<const callback_scope*>(pthread_getspecific(key().k));
-            set_ = pthread_setspecific(key().k, this) == 0;
-        }
-    }
-    ~callback_scope() {
-        if (set_) pthread_setspecific(key().k, outer_);
-    }
-    callback_scope(const callback_scope&) = delete;
-    callback_scope& operator=(const callback_scope&) = delete;
-
-    static bool inside(const respool_pool* p) noexcept {
-        if (!key().ok) return false;
-        for (auto* s = static_cast<const callback_scope*>(pthread_getspecific(key().k)); s; s = s->outer_)
-            if (s->pool_ == p) return true;
-        return false;
-    }
-
-private:
-    struct thread_key {
-        pthread_key_t k{};
-        bool ok = pthread_key_create(&k, nullptr) == 0;
-        ~thread_key() {
-            if (ok) pthread_key_delete(k);
-        }
-    };
-    static const thread_key& key() noexcept {
-        static const thread_key instance;
-        return instance;
-    }
-
-    const respool_pool* pool_;
-    const callback_scope* outer_ = nullptr;
-    bool set_ = false;
-};
-
-// The hooks of a C pool: direct calls through the function pointers.
-class c_hooks final : public respool::detail::hooks_base {
-public:
-    explicit c_hooks(respool_pool* p) : p_(p) {}
-
-    respool::detail::hook_mode factory_mode() const noexcept override {
-        return respool::detail::hook_mode::sync;
-    }
-    respool::detail::hook_mode mode(respool::detail::check_kind k) const noexcept override {
-        return pick(k) ? respool::detail::hook_mode::sync : respool::detail::hook_mode::none;
-    }
-    bool wants_context() const noexcept override { return false; }
-    resource_node* create_sync(error_code& ec, std::exception_ptr&) noexcept override {
-        void* r = nullptr;
-        int rc;
-        try {
-            callback_scope in(p_);
-            rc = p_->hooks.create(p_->hooks.ctx, &r);
-        } catch (...) {
-            rc = -1;
-        }
-        if (rc != 0 || r == nullptr) {
-            ec = errc::create_failed;
-            return nullptr;
-        }
-        {
-            std::lock_guard<std::mutex> g(p_->mu);
-            // A pointer that is already live would make release ambiguous: refuse it (and do not
-            // call destroy on it: it belongs to the resource that is live).
-            if (!p_->live.insert(r).second) {
-                ec = errc::create_failed;
-                return nullptr;
-            }
-        }
-        try {
-            return new c_node(r);
-        } catch (...) {
-            std::lock_guard<std::mutex> g(p_->mu);
-            p_->live.erase(r);
-            ec = errc::create_failed;
-            return nullptr;
-        }
-    }
-    void create_async(const asio::any_io_executor&, asio::cancellation_slot,
-                      respool::detail::create_done done) override {
-        done(errc::not_supported, nullptr, nullptr);  // never called: the C factory is synchronous
-    }
-    bool check_sync(respool::detail::check_kind k, resource_node& n,
-                    const respool::hook_context&) noexcept override {
-        try {
-            callback_scope in(p_);
-            return pick(k)(p_->hooks.ctx, static_cast<c_node&>(n).value);
-        } catch (...) {
-            return false;
-        }
-    }
-    void check_async(respool::detail::check_kind, resource_node&, const respool::hook_context&,
-                     const asio::any_io_executor&, asio::cancellation_slot,
-                     respool::detail::check_done done) override {
-        done(false);  // never called: C checks are synchronous
-    }
-    bool destroy(resource_node* n) noexcept override {
-        auto* node = static_cast<c_node*>(n);
-        void* r = node->value;
-        bool ok = true;
-        if (p_->hooks.destroy) {
-            try {
-                callback_scope in(p_);
-                p_->hooks.destroy(p_->hooks.ctx, r);
-            } catch (...) {
-                ok = false;
-            }
-        }
-        {
-            std::lock_guard<std::mutex> g(p_->mu);
-            p_->live.erase(r);
-        }
-        delete node;
-        return ok;
-    }
-
-private:
-    bool (*pick(respool::detail::check_kind k) const noexcept)(void*, void*) {
-        switch (k) {
-        case respool::detail::check_kind::validate:  // C pools validate on borrow with their healthcheck
-        case respool::detail::check_kind::healthcheck: return p_->hooks.healthcheck;
-        case respool::detail::check_kind::before_acquire: return p_->hooks.before_acquire;
-        case respool::detail::check_kind::before_release: return p_->hooks.before_release;
-        case respool::detail::check_kind::needs_reset: return nullptr;
-        }
-        return nullptr;
-    }
-    respool_pool* p_;
-};
-
-class c_strategy final : public respool::circuit_strategy {
-public:
-    c_strategy(const respool_circuit_strategy& s, respool_pool* p) : state_(s), p_(p) {}
-    void report_success(respool::circuit_breaker&) override {
-        callback_scope in(p_);
-        if (state_.report_success) state_.report_success(state_.ctx, p_);
-    }
-    void report_failure(respool::circuit_breaker&, const error_code& ec) override {
-        if (!state_.report_failure) return;
-        int st = status_of(ec);
-        if (ec == errc::broken || ec == errc::poisoned)
-            st = RESPOOL_E_INVALID;
-        else if (st == RESPOOL_E_INTERNAL)
-            st = RESPOOL_E_CREATE;  // a factory error of its own
-        callback_scope in(p_);
-        state_.report_failure(state_.ctx, p_, st);
-    }
-
-private:
-    respool_circuit_strategy state_;
-    respool_pool* p_;
-};
 
 // timeout_ms <= 0 waits forever; a positive value is a deadline. The pool's duration counts
 // nanoseconds in 64 bits (about 292 years), and the deadline is now + timeout: anything longer than
@@ -383,7 +170,7 @@ int respool_create(const respool_config* config, const respool_hooks* hooks, res
         o.thread_safe = true;
         // The synchronous pre-warm runs here, on the caller's thread.
         p->impl =
-            respool::detail::make_pool_impl(p->io.get_executor(), o, std::make_unique<c_hooks>(p.get()));
+            respool::detail::make_pool_impl(p->io.get_executor(), o, respool::c_abi::make_hooks(p.get()));
         if (p->impl->stats().idle < config->min) {
             discard();
             return RESPOOL_E_CREATE;
@@ -579,7 +366,7 @@ int respool_set_circuit_state(respool_pool* pool, respool_circuit_state state) {
 int respool_set_circuit_strategy(respool_pool* pool, const respool_circuit_strategy* strategy) {
     if (!pool) return RESPOOL_E_INVALID;
     try {
-        pool->impl->set_strategy(strategy ? std::make_shared<c_strategy>(*strategy, pool) : nullptr);
+        pool->impl->set_strategy(strategy ? respool::c_abi::make_strategy(*strategy, pool) : nullptr);
         return RESPOOL_OK;
     } catch (...) {
         return RESPOOL_E_INTERNAL;

@@ -1,0 +1,159 @@
+// The user's C callbacks behind the pool's C++ interfaces: direct calls through the function pointers
+// (no std::function), each marked as a callback of its pool (callback_scope).
+#include "c_pool.hpp"
+
+namespace respool::c_abi {
+
+namespace asio = boost::asio;
+using detail::resource_node;
+
+int status_of(const error_code& ec) noexcept {
+    if (!ec) return RESPOOL_OK;
+    if (ec.category() == respool::category()) {
+        switch (static_cast<errc>(ec.value())) {
+        case errc::closed: return RESPOOL_E_CLOSED;
+        case errc::timeout: return RESPOOL_E_TIMEOUT;
+        case errc::cancelled: return RESPOOL_E_CANCELLED;
+        case errc::unavailable: return RESPOOL_E_UNAVAILABLE;
+        case errc::exhausted: return RESPOOL_E_EXHAUSTED;
+        case errc::create_failed: return RESPOOL_E_CREATE;
+        case errc::broken:
+        case errc::poisoned: return RESPOOL_E_INVALID;  // never an acquire outcome
+        case errc::not_supported: return RESPOOL_E_INTERNAL;
+        case errc::hook_timeout: return RESPOOL_E_CREATE;  // C factories are synchronous: never seen
+        }
+    }
+    return RESPOOL_E_INTERNAL;
+}
+
+namespace {
+
+// The hooks of a C pool: direct calls through the function pointers.
+class c_hooks final : public respool::detail::hooks_base {
+public:
+    explicit c_hooks(respool_pool* p) : p_(p) {}
+
+    respool::detail::hook_mode factory_mode() const noexcept override {
+        return respool::detail::hook_mode::sync;
+    }
+    respool::detail::hook_mode mode(respool::detail::check_kind k) const noexcept override {
+        return pick(k) ? respool::detail::hook_mode::sync : respool::detail::hook_mode::none;
+    }
+    bool wants_context() const noexcept override { return false; }
+    resource_node* create_sync(error_code& ec, std::exception_ptr&) noexcept override {
+        void* r = nullptr;
+        int rc;
+        try {
+            callback_scope in(p_);
+            rc = p_->hooks.create(p_->hooks.ctx, &r);
+        } catch (...) {
+            rc = -1;
+        }
+        if (rc != 0 || r == nullptr) {
+            ec = errc::create_failed;
+            return nullptr;
+        }
+        {
+            std::lock_guard<std::mutex> g(p_->mu);
+            // A pointer that is already live would make release ambiguous: refuse it (and do not
+            // call destroy on it: it belongs to the resource that is live).
+            if (!p_->live.insert(r).second) {
+                ec = errc::create_failed;
+                return nullptr;
+            }
+        }
+        try {
+            return new c_node(r);
+        } catch (...) {
+            std::lock_guard<std::mutex> g(p_->mu);
+            p_->live.erase(r);
+            ec = errc::create_failed;
+            return nullptr;
+        }
+    }
+    void create_async(const asio::any_io_executor&, asio::cancellation_slot,
+                      respool::detail::create_done done) override {
+        done(errc::not_supported, nullptr, nullptr);  // never called: the C factory is synchronous
+    }
+    bool check_sync(respool::detail::check_kind k, resource_node& n,
+                    const respool::hook_context&) noexcept override {
+        try {
+            callback_scope in(p_);
+            return pick(k)(p_->hooks.ctx, static_cast<c_node&>(n).value);
+        } catch (...) {
+            return false;
+        }
+    }
+    void check_async(respool::detail::check_kind, resource_node&, const respool::hook_context&,
+                     const asio::any_io_executor&, asio::cancellation_slot,
+                     respool::detail::check_done done) override {
+        done(false);  // never called: C checks are synchronous
+    }
+    bool destroy(resource_node* n) noexcept override {
+        auto* node = static_cast<c_node*>(n);
+        void* r = node->value;
+        bool ok = true;
+        if (p_->hooks.destroy) {
+            try {
+                callback_scope in(p_);
+                p_->hooks.destroy(p_->hooks.ctx, r);
+            } catch (...) {
+                ok = false;
+            }
+        }
+        {
+            std::lock_guard<std::mutex> g(p_->mu);
+            p_->live.erase(r);
+        }
+        delete node;
+        return ok;
+    }
+
+private:
+    bool (*pick(respool::detail::check_kind k) const noexcept)(void*, void*) {
+        switch (k) {
+        case respool::detail::check_kind::validate:  // C pools validate on borrow with their healthcheck
+        case respool::detail::check_kind::healthcheck: return p_->hooks.healthcheck;
+        case respool::detail::check_kind::before_acquire: return p_->hooks.before_acquire;
+        case respool::detail::check_kind::before_release: return p_->hooks.before_release;
+        case respool::detail::check_kind::needs_reset: return nullptr;
+        }
+        return nullptr;
+    }
+    respool_pool* p_;
+};
+
+class c_strategy final : public respool::circuit_strategy {
+public:
+    c_strategy(const respool_circuit_strategy& s, respool_pool* p) : state_(s), p_(p) {}
+    void report_success(respool::circuit_breaker&) override {
+        callback_scope in(p_);
+        if (state_.report_success) state_.report_success(state_.ctx, p_);
+    }
+    void report_failure(respool::circuit_breaker&, const error_code& ec) override {
+        if (!state_.report_failure) return;
+        int st = status_of(ec);
+        if (ec == errc::broken || ec == errc::poisoned)
+            st = RESPOOL_E_INVALID;
+        else if (st == RESPOOL_E_INTERNAL)
+            st = RESPOOL_E_CREATE;  // a factory error of its own
+        callback_scope in(p_);
+        state_.report_failure(state_.ctx, p_, st);
+    }
+
+private:
+    respool_circuit_strategy state_;
+    respool_pool* p_;
+};
+
+}  // namespace
+
+std::unique_ptr<detail::hooks_base> make_hooks(respool_pool* p) {
+    return std::make_unique<c_hooks>(p);
+}
+
+std::shared_ptr<circuit_strategy> make_strategy(const respool_circuit_strategy& s, respool_pool* p) {
+    return std::make_shared<c_strategy>(s, p);
+}
+
+}  // namespace respool::c_abi
