@@ -240,32 +240,53 @@ private:
             self->diag->error = self->create_exception;
             self->diag->message = exception_message(self->create_exception, ec);
         }
-        auto slot = boost::asio::get_associated_cancellation_slot(self->handler_);
-        if (slot.is_connected()) slot.clear();
-        Handler h(std::move(self->handler_));
-        work_type work(std::move(self->work_));
-        std::shared_ptr<pool_impl> impl = std::move(self->impl);
-        alloc_type a(boost::asio::get_associated_allocator(h, boost::asio::recycling_allocator<void>()));
-        self->~acquire_op();
-        std::allocator_traits<alloc_type>::deallocate(a, self, 1);  // freed before the upcall
-        lease<T> l = n ? lease_access::adopt<T>(impl.get(), n) : lease<T>{};
-        if (post)
-            boost::asio::post(work, boost::asio::append(std::move(h), ec, std::move(l)));
-        else
-            std::move(h)(ec, std::move(l));  // already running on the handler's executor
+        lease<T> l = n ? lease_access::adopt<T>(self->impl.get(), n) : lease<T>{};
+        if (!post) return finish(self, ec, std::move(l));  // already running on the handler's executor
+        // Elsewhere (the pool's executor, after a coroutine check): the handler's cancellation slot is
+        // cleared on the handler's own executor, where it is emitted (Asio's slots are not
+        // thread-safe). Until then a cancellation finds the acquire decided and changes nothing.
+        work_type work(self->work_);
+        boost::asio::post(work, posted_completion{owned_op(self), ec, std::move(l)});
     }
 
     // Destroys the op and its handler unrun: its executor is being torn down (Asio's rule for pending
     // handlers).
-    static void do_destroy(acquire_op_base* base) {
-        auto* self = static_cast<acquire_op*>(base);
+    static void do_destroy(acquire_op_base* base) { owned_op discard(static_cast<acquire_op*>(base)); }
+
+    // Clears the cancellation slot, frees the op, then calls the handler with the outcome.
+    static void finish(acquire_op* self, error_code ec, lease<T> l) {
         auto slot = boost::asio::get_associated_cancellation_slot(self->handler_);
         if (slot.is_connected()) slot.clear();
-        alloc_type a(
-            boost::asio::get_associated_allocator(self->handler_, boost::asio::recycling_allocator<void>()));
+        Handler h(std::move(self->handler_));
+        work_type work(std::move(self->work_));
+        std::shared_ptr<pool_impl> impl = std::move(self->impl);  // outlives the upcall
+        alloc_type a(boost::asio::get_associated_allocator(h, boost::asio::recycling_allocator<void>()));
         self->~acquire_op();
-        std::allocator_traits<alloc_type>::deallocate(a, self, 1);
+        std::allocator_traits<alloc_type>::deallocate(a, self, 1);  // freed before the upcall
+        std::move(h)(ec, std::move(l));
     }
+
+    // An op no one will complete any more (its completion was dropped unrun): slot cleared, op freed.
+    struct op_deleter {
+        void operator()(acquire_op* self) const {
+            auto slot = boost::asio::get_associated_cancellation_slot(self->handler_);
+            if (slot.is_connected()) slot.clear();
+            alloc_type a(boost::asio::get_associated_allocator(self->handler_,
+                                                               boost::asio::recycling_allocator<void>()));
+            self->~acquire_op();
+            std::allocator_traits<alloc_type>::deallocate(a, self, 1);
+        }
+    };
+    using owned_op = std::unique_ptr<acquire_op, op_deleter>;
+
+    // A completion posted to the handler's executor. Members go in reverse order when it is dropped
+    // unrun: the lease first (back to the pool, which the op still keeps alive), then the op.
+    struct posted_completion {
+        owned_op op;
+        error_code ec;
+        lease<T> l;
+        void operator()() { finish(op.release(), ec, std::move(l)); }
+    };
 
     static void do_post_resume(acquire_op_base* base) {
         auto* self = static_cast<acquire_op*>(base);

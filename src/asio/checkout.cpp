@@ -6,21 +6,14 @@ namespace respool::detail {
 
 // ---- acquire ---------------------------------------------------------------------------------
 
-// The synchronous verdict of one check stage on a taken resource (true = lend it).
 namespace {
-bool validating(pool_impl::stage at) noexcept {
-    return at == pool_impl::stage::validate || at == pool_impl::stage::validate_only;
+check_kind kind_of(core::borrow_check c) noexcept {
+    return c == core::borrow_check::validate ? check_kind::validate : check_kind::before_acquire;
 }
 }  // namespace
 
-bool pool_impl::check_inline(stage at, resource_node* n) noexcept {
-    return check(validating(at) ? check_kind::validate : check_kind::before_acquire, *n,
-                 hook_reason::on_borrow);
-}
-
-// The stage after `at` passed.
-pool_impl::stage pool_impl::next_stage(stage at) const noexcept {
-    return at == stage::validate && before_acquire_ != hook_mode::none ? stage::before_acquire : stage::done;
+hook_mode pool_impl::mode_of(core::borrow_check c) const noexcept {
+    return c == core::borrow_check::validate ? validate_ : before_acquire_;
 }
 
 hook_context pool_impl::context_of(const resource_node& n, hook_reason why) const noexcept {
@@ -77,7 +70,9 @@ resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location
     return acquire_general(ec, where);
 }
 
-// Steps 1-3 through the core's general take, with synchronous checks only (acquire_inline).
+// Steps 1-3 through the core's general take, for a synchronous caller: every check on the way out is
+// synchronous here (acquire_inline) and runs inline; a resource a check refuses is destroyed, and
+// the caller takes again.
 resource_node* pool_impl::acquire_general(error_code& ec, const std::source_location& where) noexcept {
     for (;;) {
         core::pool_core::take_result t;
@@ -85,42 +80,26 @@ resource_node* pool_impl::acquire_general(error_code& ec, const std::source_loca
             guard g(*state_);
             t = state_->core.try_take();
         }
+        bool refused = false;
+        while (t.r && t.check != core::borrow_check::none) {
+            const bool passed = check(kind_of(t.check), *node_of(t.r), hook_reason::on_borrow);
+            core::effects fx;
+            {
+                guard g(*state_);
+                t = state_->core.check_done(t.r, passed, now(), fx).t;
+            }
+            apply(fx);
+            refused = !passed;
+        }
         if (t.st != core::status::ok) {
             ec = to_error(t.st);
             return nullptr;
         }
+        if (refused) continue;  // destroyed: take again
         if (!t.r) return nullptr;
-        auto* n = node_of(t.r);
-        if (state_->core.cfg().confirm_takes) {  // synchronous checks only here (acquire_inline)
-            const bool ok =
-                (!t.validate || check_inline(stage::validate, n)) &&
-                (t.fresh || before_acquire_ == hook_mode::none || check_inline(stage::before_acquire, n));
-            core::effects fx;
-            core::status st = core::status::ok;
-            {
-                guard g(*state_);
-                if (ok)
-                    st = state_->core.confirm_take(core_of(n), fx);
-                else
-                    state_->core.reject(core_of(n), fx);
-            }
-            apply(fx);
-            if (!ok) continue;  // destroyed; try the next place
-            if (st != core::status::ok) {
-                ec = to_error(st);
-                return nullptr;
-            }
-        }
-        hand_out(n, where, nullptr);
-        return n;
+        hand_out(node_of(t.r), where, nullptr);
+        return node_of(t.r);
     }
-}
-
-// Where the checks on the way out start: validation when it idled too long, then before_acquire
-// unless it was never lent.
-pool_impl::stage first_stage(const core::pool_core::take_result& t) noexcept {
-    if (t.validate) return t.fresh ? pool_impl::stage::validate_only : pool_impl::stage::validate;
-    return t.fresh ? pool_impl::stage::done : pool_impl::stage::before_acquire;
 }
 
 void pool_impl::start_acquire(acquire_op_base* op) noexcept {
@@ -141,7 +120,10 @@ void pool_impl::start_acquire(acquire_op_base* op) noexcept {
                 state_->core.set_now(t0);
             }
             t = state_->core.try_take();
-            if (t.st == core::status::ok && !t.r) {
+            if (t.r && t.check != core::borrow_check::none) {  // it waits for the verdict, as if parked
+                state_->core.wait_for_check(core_of(op), t.r, op->started, op->deadline, op->timeout);
+                if (op->deadline) state_->rearm();
+            } else if (t.st == core::status::ok && !t.r) {
                 expired = op->deadline && *op->deadline <= op->started;
                 if (!expired) {
                     st = state_->core.park(core_of(op), op->started, op->deadline, op->timeout, fx);
@@ -150,8 +132,9 @@ void pool_impl::start_acquire(acquire_op_base* op) noexcept {
             }
         }
     }
-    // From here on a parked op belongs to the pool: only `fx` and locals are touched.
-    if (t.r) return handle_taken(op, node_of(t.r), true, first_stage(t));
+    // From here on a parked or checking op belongs to the pool: only `fx`, `t` and locals are touched
+    // until the core says the op is this call's again.
+    if (t.r) return serve(op, t, true);
     if (t.st != core::status::ok) return op->complete(op, to_error(t.st), nullptr, true);
     if (expired) {  // no time to wait: only a place that is free now (a synchronous creation) serves
         error_code ec;
@@ -177,168 +160,102 @@ void pool_impl::resume(acquire_op_base* op, bool on_handler_executor) noexcept {
     }
     if (!fx.empty()) apply(fx);
     const bool post = !on_handler_executor;
-    if (t.r) return handle_taken(op, node_of(t.r), post, first_stage(t));
+    if (t.r) return serve(op, t, post);
     error_code ec = to_error(t.st);
     if (t.st == core::status::create_failed && op->create_error) ec = op->create_error;
     if (t.st == core::status::timeout) notify(state_->obs, [&](observer& o) { o.on_exhausted(stats()); });
     op->complete(op, ec, nullptr, post);
 }
 
-// A check said no: destroy the resource and run steps 1-3 again for the waiter (it re-parks in its
-// arrival position when nothing is free). Called with the lock held.
-core::pool_core::take_result reject_and_retry_locked(pool_impl::driver_state& s, acquire_op_base* op,
-                                                     resource_node* n, core::effects& fx) {
-    s.core.reject(core_of(n), fx);
-    const auto t0 = s.clock->now();
-    s.core.set_now(t0);
-    auto t = s.core.retry(core_of(op), t0, fx);
-    if (t.st == core::status::ok && !t.r && op->deadline) s.rearm();
-    return t;
-}
-
-// A resource taken for a waiter passes the checks from `from` on (validation on borrow, then
-// before_acquire), inline when synchronous, through a bounded coroutine otherwise; a "no" destroys it
-// and the waiter retries in its arrival position.
-void pool_impl::handle_taken(acquire_op_base* op, resource_node* n, bool post, stage from) noexcept {
-    for (;;) {
-        stage at = from;
-        if (at == stage::before_acquire && before_acquire_ == hook_mode::none) at = stage::done;
-        bool ok = true;
-        while (at != stage::done) {
-            const hook_mode mode = validating(at) ? validate_ : before_acquire_;
-            if (mode == hook_mode::async) {
-                std::shared_ptr<hook_run> run;
-                try {
-                    guard g(*state_);
-                    run = begin_run_locked(validating(at) ? run_kind::validate : run_kind::before_acquire, n,
-                                           opts_.check_timeout);
-                    run->op = op;
-                    run->ctx = context_of(*n, hook_reason::on_borrow);
-                    op->check = run.get();
-                    if (op->deadline)  // the acquire's own deadline ends the wait, not the check
-                        run->op_deadline = state_->schedule(*op->deadline - now(),
-                                                            [this, weak = std::weak_ptr<hook_run>(run)] {
-                                                                if (auto r = weak.lock())
-                                                                    abandon_check(*r, errc::timeout);
-                                                            });
-                } catch (...) {
-                    ok = false;
-                    break;
-                }
-                try {
-                    hooks_->check_async(
-                        validating(at) ? check_kind::validate : check_kind::before_acquire, *n, run->ctx,
-                        executor, run->signal.slot(),
-                        [self = op->impl, run, at](bool pass) { self->check_done(run, pass, at); });
-                } catch (...) {
-                    check_done(run, false, at);
-                }
-                return;
-            }
-            ok = check_inline(at, n);
-            if (!ok) break;
-            at = next_stage(at);
-        }
-        if (ok && !state_->core.cfg().confirm_takes) {  // no checks configured: lend it as it is
-            hand_out(n, op->where, op);
-            return op->complete(op, {}, n, post);
-        }
+// A resource taken for op: its checks run (the core says which, in order), inline when synchronous,
+// through a bounded coroutine otherwise; then it is lent. While a check is due, op waits for the
+// verdict in the core, where its deadline, a cancel or close can still end it: then the verdict only
+// decides the resource's fate, and op is not touched here again.
+void pool_impl::serve(acquire_op_base* op, core::pool_core::take_result t, bool post) noexcept {
+    while (t.check != core::borrow_check::none) {
+        if (mode_of(t.check) == hook_mode::async) return start_borrow_check(node_of(t.r), t.check);
+        const bool passed = check(kind_of(t.check), *node_of(t.r), hook_reason::on_borrow);
         core::effects fx;
-        core::pool_core::take_result t;
-        core::status st = core::status::ok;
+        core::pool_core::verdict v;
         {
             guard g(*state_);
-            if (ok)
-                st = state_->core.confirm_take(core_of(n), fx);
-            else
-                t = reject_and_retry_locked(*state_, op, n, fx);
+            v = state_->core.check_done(t.r, passed, now(), fx);
         }
         apply(fx);
-        if (!ok) {
-            if (t.r) {
-                n = node_of(t.r);
-                from = first_stage(t);
-                continue;
-            }
+        if (v.w == nullptr) return release_self_if_drained();  // op left; its completion is on its way
+        t = v.t;
+        if (!t.r) {  // parked again in its arrival position, or failed
             if (t.st != core::status::ok) op->complete(op, to_error(t.st), nullptr, post);
-            return;  // re-parked in its arrival position
+            return;
         }
-        if (st != core::status::ok) {
-            finish_close_if_drained();
-            return op->complete(op, to_error(st), nullptr, post);
-        }
-        hand_out(n, op->where, op);
-        return op->complete(op, {}, n, post);
     }
+    hand_out(node_of(t.r), op->where, op);
+    op->complete(op, {}, node_of(t.r), post);
 }
 
-// The acquire waiting for a borrow check ends now (its deadline passed, or it was cancelled); the
-// check goes on and decides the resource's fate.
-void pool_impl::abandon_check(hook_run& run, error_code ec) noexcept {
-    acquire_op_base* op;
-    {
+// A coroutine check on the way out, bounded by check_timeout (hook_overdue fails it there).
+void pool_impl::start_borrow_check(resource_node* n, core::borrow_check c) noexcept {
+    std::shared_ptr<hook_run> run;
+    try {
         guard g(*state_);
-        op = detach_op_locked(*state_, run);
-        if (op && ec == errc::timeout) state_->core.count_timeout();
-        if (op && ec == errc::cancelled) state_->core.count_cancellation();
+        run = begin_run_locked(
+            c == core::borrow_check::validate ? run_kind::validate : run_kind::before_acquire, n,
+            opts_.check_timeout);
+        run->ctx = context_of(*n, hook_reason::on_borrow);
+    } catch (...) {
+        return borrow_verdict(n, false);  // no memory to run it: the check fails
     }
-    if (op) op->complete(op, ec, nullptr, true);
+    try {
+        hooks_->check_async(
+            kind_of(c), *n, run->ctx, executor, run->signal.slot(),
+            [self = shared_from_this(), run](bool passed) { self->borrow_check_done(run, passed); });
+    } catch (...) {
+        borrow_check_done(run, false);
+    }
 }
 
-// A coroutine check on borrow returned (on the pool's executor): go on with the next stage, or retry;
-// when the acquire already left, only the resource's fate is decided.
-void pool_impl::check_done(const std::shared_ptr<hook_run>& run, bool ok, stage at) noexcept {
-    resource_node* n = run->n;
-    acquire_op_base* op = nullptr;
-    core::effects fx;
+// A coroutine check on the way out returned (on the pool's executor).
+void pool_impl::borrow_check_done(const std::shared_ptr<hook_run>& run, bool passed) noexcept {
     bool live;
     {
         guard g(*state_);
         live = end_run_locked(*run);
-        if (live) {
-            op = detach_op_locked(*state_, *run);
-            if (!op) {
-                if (ok)
-                    state_->core.give_back(core_of(n), fx);
-                else
-                    state_->core.reject(core_of(n), fx);
-            }
-        }
     }
     if (!live) {  // failed at its bound or at close, and counted out then
-        destroy_node(n, run->why);
-        return finish_close_if_drained();
+        destroy_node(run->n, run->why);
+        return release_self_if_drained();
     }
-    if (!op) {
-        apply(fx);
-        return finish_close_if_drained();
-    }
-    if (ok) return handle_taken(op, n, true, next_stage(at));
-    core::pool_core::take_result t;
+    borrow_verdict(run->n, passed);
+}
+
+// The verdict of n's check goes to the core; the acquire waiting for it (if it is still there) goes on.
+void pool_impl::borrow_verdict(resource_node* n, bool passed) noexcept {
+    core::effects fx;
+    core::pool_core::verdict v;
     {
         guard g(*state_);
-        t = reject_and_retry_locked(*state_, op, n, fx);
+        v = state_->core.check_done(core_of(n), passed, now(), fx);
     }
     apply(fx);
-    if (t.r) return handle_taken(op, node_of(t.r), true, first_stage(t));
-    if (t.st != core::status::ok) op->complete(op, to_error(t.st), nullptr, true);
+    after_verdict(v);
+}
+
+// What the borrower of a checked resource gets: the resource (perhaps with its next check), a failure,
+// or nothing here (parked again, or it left: its completion is on its way).
+void pool_impl::after_verdict(const core::pool_core::verdict& v) noexcept {
+    if (v.w == nullptr) return release_self_if_drained();
+    acquire_op_base* op = op_of(v.w);
+    if (v.t.r) return serve(op, v.t, true);
+    if (v.t.st != core::status::ok) op->complete(op, to_error(v.t.st), nullptr, true);
 }
 
 void pool_impl::cancel(acquire_op_base* op) noexcept {
     core::effects fx;
-    acquire_op_base* abandoned = nullptr;
     {
         guard g(*state_);
-        if (state_->core.cancel(core_of(op), fx)) {
-        } else if (op->check) {  // inside a coroutine check: complete now
-            abandoned = detach_op_locked(*state_, *op->check);
-            state_->core.count_cancellation();
-        } else {
-            op->cancel_requested = true;  // not parked yet: honoured by its park step
-        }
+        if (!state_->core.cancel(core_of(op), fx)) op->cancel_requested = true;  // honoured by its park step
     }
     apply(fx);
-    if (abandoned) abandoned->complete(abandoned, errc::cancelled, nullptr, true);
 }
 
 }  // namespace respool::detail

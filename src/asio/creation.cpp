@@ -77,7 +77,7 @@ void pool_impl::creation_done(const std::shared_ptr<hook_run>& run, error_code e
     }
     const int more = settle_creation(ec, node, error);
     if (more) start_creations(more);
-    finish_close_if_drained();
+    release_self_if_drained();
 }
 
 // A node fresh from the factory: the core's part is constructed here, before the core ever sees it.
@@ -96,7 +96,6 @@ void pool_impl::stamp_new(resource_node* n) noexcept {
 int pool_impl::settle_creation(const error_code& ec, resource_node* n,
                                const std::exception_ptr& error) noexcept {
     core::effects fx;
-    std::vector<signal_handler> ready;
     if (!n && logging(log_level::warning))
         log(log_level::warning, "creation failed: " + exception_message(error, creation_error(ec)));
     {
@@ -109,13 +108,7 @@ int pool_impl::settle_creation(const error_code& ec, resource_node* n,
                 op->create_error = creation_error(ec);
                 op->create_exception = error;
             }
-            if (!state_->ready) {
-                state_->ready = true;
-                state_->ready_ec = creation_error(ec);
-            }
         }
-        check_ready_locked();
-        if (state_->ready) ready.swap(state_->ready_waiters);
     }
     notify(state_->obs, [&](observer& o) {
         if (n)
@@ -123,12 +116,7 @@ int pool_impl::settle_creation(const error_code& ec, resource_node* n,
         else
             o.on_create_failed(ec);
     });
-    fire(ready, state_->ready_ec);
-    return process(fx, ec);
-}
-
-void pool_impl::check_ready_locked() noexcept {
-    if (!state_->ready && state_->core.creating() == 0) state_->ready = true;
+    return process(fx, ec);  // the ready effect, at the pre-warm's end, carries ec when it failed
 }
 
 void pool_impl::async_wait_ready(signal_handler done) {
@@ -160,9 +148,7 @@ resource_node* pool_impl::create_inline(error_code& ec, const std::source_locati
     {
         guard g(*state_);
         if (fresh) {
-            st = state_->core.inline_created(core_of(fresh), fx);
-            if (st == core::status::ok && state_->core.cfg().confirm_takes)
-                st = state_->core.confirm_take(core_of(fresh), fx);
+            st = state_->core.inline_created(core_of(fresh), fx);  // lent: made for this take, unchecked
         } else {
             state_->core.inline_failed(fx);
             st = core::status::create_failed;
@@ -183,7 +169,7 @@ resource_node* pool_impl::create_inline(error_code& ec, const std::source_locati
         return nullptr;
     }
     if (st != core::status::ok) {  // closed meanwhile: destroyed
-        finish_close_if_drained();
+        release_self_if_drained();
         ec = to_error(st);
         return nullptr;
     }

@@ -33,12 +33,12 @@ void pool_impl::driver_state::unlock_cached() noexcept {
     if (want == cache->open.load(std::memory_order_relaxed)) return mu.unlock();  // the common case
     cache->open.store(want, std::memory_order_seq_cst);
     core::effects fx;
-    const bool drained = !want && drain_cache_locked(fx) != 0;
+    const bool emptied = !want && drain_cache_locked(fx) != 0;
     const bool closed = core.closed();
     mu.unlock();
-    if (!drained) return;
+    if (!emptied) return;
     owner->apply(fx);  // a parked waiter gets its resource; a closed pool destroys them
-    if (closed) owner->finish_close_if_drained();
+    if (closed) owner->release_self_if_drained();
 }
 
 void pool_impl::driver_state::rearm() noexcept {

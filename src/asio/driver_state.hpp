@@ -49,7 +49,6 @@ struct pool_impl::driver_state final : pool_clock::alarm {
     std::weak_ptr<pool_impl> self;  // what a ring posts to (set by start())
     asio::any_io_executor alarm_ex;
     timer_list::handle health_timer, housekeeping_timer, retry_timer, recover_timer;
-    std::uint64_t tick = 0;
     std::minstd_rand rng{std::random_device{}()};
 
     std::shared_ptr<circuit_strategy> strategy;
@@ -76,7 +75,7 @@ struct pool_impl::driver_state final : pool_clock::alarm {
     std::vector<close_waiter> close_waiters;
     std::uint64_t close_keys = 0;
     std::vector<signal_handler> ready_waiters;
-    bool ready = false;
+    bool ready = false;  // the core's ready effect has run: ready_ec is its outcome
     error_code ready_ec;
 
     std::unique_ptr<affinity_cache> cache;  // thread_affinity, when the options allow it
@@ -156,11 +155,5 @@ void fire(std::vector<signal_handler>& hs, const error_code& ec);
 
 // One observer for events: the only one, a fan-out of several, or none.
 std::shared_ptr<observer> fan_out(const std::vector<std::shared_ptr<observer>>& all);
-
-pool_impl::stage first_stage(const core::pool_core::take_result& t) noexcept;
-core::pool_core::take_result reject_and_retry_locked(pool_impl::driver_state& s, acquire_op_base* op,
-                                                     resource_node* n, core::effects& fx);
-// Detaches the acquire waiting for a borrow check (lock held); the caller completes it.
-acquire_op_base* detach_op_locked(pool_impl::driver_state& s, hook_run& run) noexcept;
 
 }  // namespace respool::detail

@@ -97,6 +97,31 @@ void pool_impl::process_rare(const core::effect& e, const error_code& create_ec)
         }
         break;
     }
+    case core::effect::kind::ready: {  // the pre-warm is over: async_wait_ready completes
+        const error_code ec = e.st == core::status::create_failed ? creation_error(create_ec)
+                              : e.st == core::status::closed      ? error_code(errc::closed)
+                                                                  : error_code();
+        std::vector<signal_handler> waiters;
+        {
+            guard g(*state_);
+            state_->ready = true;
+            state_->ready_ec = ec;
+            waiters.swap(state_->ready_waiters);
+        }
+        fire(waiters, ec);
+        break;
+    }
+    case core::effect::kind::drained: {  // closed and empty: async_close completes
+        std::vector<driver_state::close_waiter> waiters;
+        {
+            guard g(*state_);
+            waiters.swap(state_->close_waiters);
+            for (auto& w : waiters) state_->cancel_timer(w.grace);
+            state_->rearm();
+        }
+        for (auto& w : waiters) w.done({});
+        break;
+    }
     default: break;
     }
 }

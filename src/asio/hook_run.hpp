@@ -12,17 +12,14 @@ namespace respool::detail {
 // One coroutine hook under way (factory, check, reset). Whichever comes first decides its outcome:
 // the coroutine's completion, or its bound / close(). The bound and close count it as a failure of
 // the hook at once and emit a terminal cancellation; the coroutine still owns its resource until it
-// returns, and the resource is destroyed then. A borrow check also carries the acquire waiting for
-// its verdict: that acquire's own deadline, a cancellation or close complete it at once, and the
-// verdict then only decides the resource's fate. `op` is cleared when either side wins.
+// returns, and the resource is destroyed then. The acquire waiting for a borrow check's verdict is
+// the core's business (pool_core::check_done): its deadline, a cancel or close end it there.
 struct hook_run {
     run_kind what{};
-    resource_node* n = nullptr;     // the resource it works on; none for a creation
-    acquire_op_base* op = nullptr;  // borrow checks: the acquire waiting for the verdict
+    resource_node* n = nullptr;  // the resource it works on; none for a creation
     asio::cancellation_signal signal;
-    timer_list::handle bound;        // create_timeout / check_timeout / reset_timeout
-    timer_list::handle op_deadline;  // borrow checks: the acquire's own deadline
-    hook_context ctx;                // what the hook was told (its coroutine may hold the reference)
+    timer_list::handle bound;  // create_timeout / check_timeout / reset_timeout
+    hook_context ctx;          // what the hook was told (its coroutine may hold the reference)
     destroy_reason why = destroy_reason::closed;  // decided: what its resource dies of
     bool decided = false;  // past its bound or interrupted by close: the failure is counted
 };

@@ -32,28 +32,16 @@ static bool unlist_locked(pool_impl::driver_state& s, const hook_run& run) noexc
 // The run's coroutine returned (lock held). False when its outcome was decided before (bound, close).
 bool pool_impl::end_run_locked(hook_run& run) noexcept {
     state_->cancel_timer(run.bound);
-    state_->cancel_timer(run.op_deadline);
     if (run.decided) return false;
     unlist_locked(*state_, run);
     return true;
-}
-
-// Detaches the acquire waiting for a borrow check (lock held); the caller completes it.
-acquire_op_base* detach_op_locked(pool_impl::driver_state& s, hook_run& run) noexcept {
-    acquire_op_base* op = run.op;
-    if (!op) return nullptr;
-    run.op = nullptr;
-    op->check = nullptr;
-    s.cancel_timer(run.op_deadline);
-    return op;
 }
 
 // A hook past its bound, or interrupted by close(): it fails now. Its coroutine is asked to stop; the
 // resource it holds is counted out here and destroyed when the coroutine returns (end_run_locked).
 void pool_impl::hook_overdue(const std::shared_ptr<hook_run>& run) noexcept {
     core::effects fx;
-    acquire_op_base* op = nullptr;
-    core::pool_core::take_result next;
+    core::pool_core::verdict v;  // borrow checks: what their borrower gets now
     bool closed;
     {
         guard g(*state_);
@@ -66,11 +54,7 @@ void pool_impl::hook_overdue(const std::shared_ptr<hook_run>& run) noexcept {
         case run_kind::validate:
         case run_kind::before_acquire:
             run->why = destroy_reason::rejected;
-            op = detach_op_locked(*state_, *run);
-            if (op)
-                next = reject_and_retry_locked(*state_, op, run->n, fx);
-            else
-                state_->core.reject(core_of(run->n), fx);
+            v = state_->core.check_done(core_of(run->n), false, now(), fx);
             break;
         case run_kind::healthcheck:
             run->why = destroy_reason::unhealthy;
@@ -89,16 +73,14 @@ void pool_impl::hook_overdue(const std::shared_ptr<hook_run>& run) noexcept {
     if (run->what == run_kind::create) {
         const int more = settle_creation(errc::hook_timeout, nullptr);
         if (more) start_creations(more);
-        finish_close_if_drained();
+        release_self_if_drained();
         return;
     }
     apply(fx, {}, run->n);
-    if (op) {
-        if (next.r) return handle_taken(op, node_of(next.r), true, first_stage(next));
-        if (next.st != core::status::ok) op->complete(op, to_error(next.st), nullptr, true);
-    }
+    if (run->what == run_kind::validate || run->what == run_kind::before_acquire)
+        return after_verdict(v);  // its borrower takes again, or has left
     if (run->what == run_kind::healthcheck) return health_step();
-    finish_close_if_drained();
+    release_self_if_drained();
 }
 
 }  // namespace respool::detail

@@ -45,7 +45,7 @@ void pool_impl::housekeep_tick() noexcept {
         arm_housekeeping();
     }
     apply(fx);
-    finish_close_if_drained();
+    release_self_if_drained();
 }
 
 void pool_impl::arm_retry(duration d) noexcept {
@@ -84,7 +84,7 @@ void pool_impl::health_tick() noexcept {
     {
         guard g(*state_);
         state_->health_timer = {};
-        ++state_->tick;
+        state_->core.begin_health_round();
         state_->core.set_now(now());
         if (state_->cache) state_->drain_cache_locked(fx);  // cached resources are idle: they are checked too
     }
@@ -100,7 +100,7 @@ void pool_impl::health_step() noexcept {
         std::shared_ptr<hook_run> run;
         {
             guard g(*state_);
-            n = node_of(state_->core.begin_check(state_->tick));
+            n = node_of(state_->core.begin_check());
             if (n && healthcheck_ == hook_mode::async) {
                 try {
                     run = begin_run_locked(run_kind::healthcheck, n, opts_.check_timeout);
@@ -136,7 +136,7 @@ void pool_impl::health_step() noexcept {
         arm_health_timer();
     }
     apply(fx);
-    finish_close_if_drained();
+    release_self_if_drained();
 }
 
 void pool_impl::health_done(const std::shared_ptr<hook_run>& run, bool ok) noexcept {
@@ -149,7 +149,7 @@ void pool_impl::health_done(const std::shared_ptr<hook_run>& run, bool ok) noexc
     }
     if (!live) {  // failed at check_timeout or close: the round went on then
         destroy_node(run->n, run->why);
-        return finish_close_if_drained();
+        return release_self_if_drained();
     }
     apply(fx);
     health_step();

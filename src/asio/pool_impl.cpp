@@ -15,8 +15,7 @@ core::config to_config(const pool_options& o, hook_mode before_acquire, hook_mod
     c.max_waiters = static_cast<std::uint32_t>(o.max_waiters);
     c.max_concurrent_creations = static_cast<std::uint32_t>(o.max_concurrent_creations);
     c.lifo = o.order == idle_order::lifo;
-    c.confirm_takes =
-        before_acquire != hook_mode::none || (o.health_check_on_borrow && validate != hook_mode::none);
+    c.before_acquire = before_acquire != hook_mode::none;
     c.idle_ttl = o.idle_ttl;
     c.acquire_ttl = o.acquire_ttl;
     c.validate_on_borrow = o.health_check_on_borrow && validate != hook_mode::none;
@@ -73,8 +72,7 @@ void pool_impl::start() {
         guard g(*state_);
         state_->self = weak_from_this();
         state_->core.set_now(now());
-        state_->core.replenish(fx);
-        check_ready_locked();
+        state_->core.start(fx);  // the pre-warm; its end comes as the ready effect
         if (opts_.healthcheck_interval > duration::zero() && healthcheck_ != hook_mode::none)
             arm_health_timer();
         if (housekeeping_period_ > duration::zero()) arm_housekeeping();
@@ -196,31 +194,19 @@ pool_stats pool_impl::stats() const noexcept {
 
 void pool_impl::close() noexcept {
     core::effects fx;
-    std::vector<signal_handler> ready;
-    std::vector<acquire_op_base*> abandoned;
     std::vector<std::shared_ptr<hook_run>> interrupted;
     {
         guard g(*state_);
-        if (!state_->core.close(fx)) return;
+        if (!state_->core.close(fx)) return;  // fails every waiter, those awaiting a verdict too
         // No timer outlives close (but async_close's grace): once this returns, nothing rings.
         for (auto* t : {&state_->health_timer, &state_->housekeeping_timer, &state_->retry_timer,
                         &state_->recover_timer})
             state_->cancel_timer(*t);
-        for (auto& run : state_->runs) {
-            state_->cancel_timer(run->bound);
-            if (acquire_op_base* op = detach_op_locked(*state_, *run)) abandoned.push_back(op);
-        }
+        for (auto& run : state_->runs) state_->cancel_timer(run->bound);
         interrupted = state_->runs;
         state_->rearm();
-        if (!state_->ready) {
-            state_->ready = true;
-            state_->ready_ec = errc::closed;
-        }
-        ready.swap(state_->ready_waiters);
     }
-    fire(ready, errc::closed);
     apply(fx);
-    for (auto* op : abandoned) op->complete(op, errc::closed, nullptr, true);
     // Hooks under way are interrupted on the pool's executor (their cancellation slots live there).
     if (!interrupted.empty()) {
         try {
@@ -236,9 +222,8 @@ void pool_impl::async_close(duration grace, signal_handler done) {
     close();
     {
         guard g(*state_);
-        if (state_->core.total() != 0) {
-            // Completed exactly once, under the lock: by the drain (finish_close_if_drained) or by the grace
-            // timer.
+        if (!state_->core.drained()) {
+            // Completed exactly once, under the lock: by the core's drained effect or by the grace timer.
             const std::uint64_t key = ++state_->close_keys;
             auto h = state_->schedule(grace, [this, key] { close_grace_over(key); });
             state_->close_waiters.push_back({std::move(done), h, key});
@@ -267,22 +252,16 @@ void pool_impl::handle_dropped() noexcept {
     close();
     guard g(*state_);
     state_->dropped = true;
-    if (state_->core.total() != 0) state_->keep_alive = shared_from_this();
+    if (!state_->core.drained()) state_->keep_alive = shared_from_this();
 }
 
-// Called after anything that may have destroyed the last resource of a closed pool.
-void pool_impl::finish_close_if_drained() noexcept {
-    std::vector<driver_state::close_waiter> waiters;
+void pool_impl::release_self_if_drained() noexcept {
     std::shared_ptr<pool_impl> last;
     {
         guard g(*state_);
-        if (!state_->core.closed() || state_->core.total() != 0) return;
-        waiters.swap(state_->close_waiters);
-        for (auto& w : waiters) state_->cancel_timer(w.grace);
-        state_->rearm();
-        if (state_->dropped) last = std::move(state_->keep_alive);
+        if (!state_->dropped || !state_->core.drained()) return;
+        last = std::move(state_->keep_alive);
     }
-    for (auto& w : waiters) w.done({});
     // `last` may be the final reference: *this dies here, and nothing touches it afterwards.
 }
 
@@ -301,7 +280,7 @@ void pool_impl::set_max(std::size_t max) {
         state_->core.set_max(static_cast<std::uint32_t>(max), fx);
     }
     apply(fx);
-    finish_close_if_drained();
+    release_self_if_drained();
 }
 
 void pool_impl::retire_all() noexcept {
@@ -313,7 +292,7 @@ void pool_impl::retire_all() noexcept {
     if (logging(log_level::info))
         log(log_level::info, "retiring every resource: replaced as each comes back");
     apply(fx);
-    finish_close_if_drained();
+    release_self_if_drained();
 }
 
 }  // namespace respool::detail

@@ -5,7 +5,7 @@
 
 #include <respool/detail/pool_handle.hpp>
 
-#include "core/nodes.hpp"
+#include "core/pool_core.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -13,16 +13,12 @@
 #include <new>
 #include <type_traits>
 
-namespace respool::core {
-class effects;
-struct effect;
-}  // namespace respool::core
-
 namespace respool::detail {
 
 namespace asio = boost::asio;  // the library's own shorthand; public headers spell boost::asio
 
 struct affinity_cache;
+struct hook_run;  // one coroutine hook under way (hook_run.hpp)
 
 // What a coroutine hook run is doing (its bound and what its failure means).
 enum class run_kind : std::uint8_t { create, validate, before_acquire, healthcheck, before_release };
@@ -109,9 +105,6 @@ public:
 
     struct driver_state;  // core, lock, timers (src/asio/pool_impl.cpp)
 
-    // The checks on the way out: validation (then before_acquire, unless the resource was never lent).
-    enum class stage : std::uint8_t { validate, validate_only, before_acquire, done };
-
     // Completions that may run after their executor is gone (ready_queue.cpp, creation.cpp).
     void drain_ready() noexcept;
     void abandon_ready() noexcept;
@@ -120,9 +113,12 @@ public:
     void creation_abandoned(const std::shared_ptr<hook_run>& run) noexcept;
 
 private:
-    void handle_taken(acquire_op_base* op, resource_node* n, bool post, stage from) noexcept;
-    void check_done(const std::shared_ptr<hook_run>& run, bool ok, stage at) noexcept;
-    void abandon_check(hook_run& run, error_code ec) noexcept;
+    void serve(acquire_op_base* op, core::pool_core::take_result t, bool post) noexcept;
+    void start_borrow_check(resource_node* n, core::borrow_check c) noexcept;
+    void borrow_check_done(const std::shared_ptr<hook_run>& run, bool passed) noexcept;
+    void borrow_verdict(resource_node* n, bool passed) noexcept;
+    void after_verdict(const core::pool_core::verdict& v) noexcept;
+    [[nodiscard]] hook_mode mode_of(core::borrow_check c) const noexcept;
     std::shared_ptr<hook_run> begin_run_locked(run_kind kind, resource_node* n, duration limit);
     bool end_run_locked(hook_run& run) noexcept;
     void hook_overdue(const std::shared_ptr<hook_run>& run) noexcept;
@@ -133,8 +129,6 @@ private:
     [[nodiscard]] std::chrono::steady_clock::time_point now() const noexcept;
     void on_alarm() noexcept;
     void close_grace_over(std::uint64_t key) noexcept;
-    bool check_inline(stage at, resource_node* n) noexcept;  // sync verdict of a stage (true = pass)
-    [[nodiscard]] stage next_stage(stage at) const noexcept;
     void hand_out(resource_node* n, const std::source_location& where, const acquire_op_base* op) noexcept;
     void housekeep_tick() noexcept;
     void arm_housekeeping() noexcept;
@@ -153,8 +147,9 @@ private:
     void health_tick() noexcept;
     void health_step() noexcept;
     void set_circuit(circuit_state s, std::uint32_t probes) noexcept;
-    void check_ready_locked() noexcept;
-    void finish_close_if_drained() noexcept;
+    // A dropped pool (pool<T> gone) lets go of itself once the core says it is drained. Called at the
+    // end of whatever may have destroyed the last resource: it may free *this.
+    void release_self_if_drained() noexcept;
     // Runs the effects of a core call. `keep`: a resource a hook still works on; its destroy effect is
     // left to the hook's completion.
     void apply(core::effects& fx, const error_code& create_ec = {},

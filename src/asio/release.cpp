@@ -121,7 +121,7 @@ void pool_impl::reset_done(const std::shared_ptr<hook_run>& run, bool ok) noexce
     }
     if (live) return finish_release(run->n, false, !ok);
     destroy_node(run->n, run->why);  // failed at reset_timeout or close, and counted out then
-    finish_close_if_drained();
+    release_self_if_drained();
 }
 
 void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken,
@@ -148,7 +148,7 @@ void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken,
         if (closed || (state_->thread_safe && !fx.empty())) self = shared_from_this();
     }
     if (!fx.empty()) apply(fx, {}, keep);
-    if (closed) finish_close_if_drained();  // may be the last resource of a dropped pool: may free *this
+    if (closed) release_self_if_drained();  // may be the last resource of a dropped pool: may free *this
 }
 
 }  // namespace respool::detail

@@ -28,10 +28,20 @@ std::string pool_core::audit() const {
     for (waiter* w = reserved_list_.head; w; w = w->next, ++n)
         if (w->state != waiter_state::reserved) e << "non-reserved waiter in reserved list; ";
     if (n != reserved_) e << "reserved list length " << n << " != reserved " << reserved_ << "; ";
+    n = 0;
+    for (waiter* w = checking_list_.head; w; w = w->next, ++n) {
+        if (w->state != waiter_state::checking) e << "waiter in the checking list is not checking; ";
+        if (!w->checking || w->checking->checker != w) e << "checking waiter and its resource disagree; ";
+        if (w->checking && w->checking->checks_due == 0) e << "checking waiter's resource has no check due; ";
+    }
+    if (n != checking_) e << "checking list length " << n << " != checking " << checking_ << "; ";
+    if (checking_ > active_) e << "more waiters checking than resources lent; ";
+    if (closed_ && checking_) e << "closed pool still has a waiter waiting for a verdict; ";
+    if (drained_ && total() != 0) e << "drained but resources remain; ";
     // Exactly the pending waiters with a deadline are in the deadline index, each where it says.
     e << deadlines_.check();
     std::size_t timed = 0;
-    for (const waiter_list* l : {&fifo_, &reserved_list_}) {
+    for (const waiter_list* l : {&fifo_, &reserved_list_, &checking_list_}) {
         for (waiter* w = l->head; w; w = w->next) {
             if (!w->has_deadline) continue;
             ++timed;

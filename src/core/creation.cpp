@@ -22,16 +22,25 @@ void pool_core::creation_succeeded(resource* r, effects& fx) {
     r->idle_since = now_;
     r->fresh = true;  // never lent: before_acquire skips it (validation still looks at its idle time)
     r->generation = generation_;
-    if (drop_unwanted(r, fx)) return;  // beyond a max lowered while it was being made
+    if (drop_unwanted(r, fx)) {  // beyond a max lowered while it was being made
+        note_creation_over(fx);
+        return;
+    }
     idle_.push_back(r);
     reserve_for_parked(fx);
     maybe_create(fx);
+    note_creation_over(fx);
 }
 
-// Counts a failed factory call and, with a retry delay configured, holds creations back.
+// Counts a failed factory call (already uncounted) and, with a retry delay configured, holds creations
+// back.
 void pool_core::creation_failure(effects& fx) {
     ++c_.create_failures;
     ++failures_in_row_;
+    if (shrinking_ && total() <= cfg_.max) {  // back within a lowered max without a destroy
+        shrinking_ = false;
+        refresh_fast_paths();
+    }
     report_creation_failure(fx);
     if (closed_ || cfg_.retry_initial <= duration::zero()) return;
     duration d = cfg_.retry_initial;
@@ -50,7 +59,14 @@ waiter* pool_core::creation_failed(effects& fx) {
     --creating_;
     --active_;
     creation_failure(fx);
-    if (closed_) return nullptr;
+    if (warming_) {  // the pre-warm is over at its first failure
+        warming_ = false;
+        fx.push(effect::ready(status::create_failed));
+    }
+    if (closed_) {
+        note_gone(fx);
+        return nullptr;
+    }
     waiter* w = fifo_.head;
     if (w)
         fail(*w, status::create_failed, fx);  // errors surface at once, not as timeouts
@@ -85,7 +101,10 @@ status pool_core::inline_created(resource* r, effects& fx) {
     }
     --active_;  // lend() counts it again, with the rest of a take
     r->generation = generation_;
-    lend(r);
+    lend(r, false);  // made for this take: no check (SPEC §1.1)
+    // A waiter that parked meanwhile counted this creation as its own: it needs one now.
+    maybe_create(fx);
+    note_creation_over(fx);
     return status::ok;
 }
 
@@ -94,6 +113,8 @@ void pool_core::inline_failed(effects& fx) {
     --active_;
     creation_failure(fx);
     maybe_create(fx);  // someone may have parked meanwhile; this place is free again
+    note_creation_over(fx);
+    note_gone(fx);
 }
 
 }  // namespace respool::core

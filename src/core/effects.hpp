@@ -27,6 +27,8 @@ struct effect {
         retry_after,     // creations are held back for `d` after a failure: call backoff_elapsed() then
         leak_suspected,  // r has been lent longer than acquire_ttl (once per lease)
         leak_returned,   // r, reported as leaked, came back
+        ready,           // the pre-warm is over (once): st ok, create_failed (the first failure) or closed
+        drained,         // closed and nothing left, no creation under way (once): close waiters complete
     };
     // No default member initializers: the inline buffer of `effects` stays uninitialized (fast path).
     kind what;
@@ -74,6 +76,12 @@ struct effect {
     }
     static effect leak_suspected(resource* r) noexcept { return make(kind::leak_suspected, nullptr, r); }
     static effect leak_returned(resource* r) noexcept { return make(kind::leak_returned, nullptr, r); }
+    static effect ready(status st) noexcept {
+        effect e = make(kind::ready, nullptr, nullptr);
+        e.st = st;
+        return e;
+    }
+    static effect drained() noexcept { return make(kind::drained, nullptr, nullptr); }
 
 private:
     static effect make(kind k, waiter* w, resource* r) noexcept {

@@ -6,12 +6,12 @@ namespace respool::core {
 
 // ---- health check ----------------------------------------------------------------------------
 
-resource* pool_core::begin_check(std::uint64_t tick) noexcept {
+resource* pool_core::begin_check() noexcept {
     if (closed_ || idle_.size() <= reserved_) return nullptr;  // reserved resources are spoken for
     resource* r = idle_.front();
-    if (r->checked_tick == tick) return nullptr;  // everything idle at the tick start was seen
+    if (r->checked_round == health_round_) return nullptr;  // everything idle at the round's start was seen
     idle_.pop_front();
-    r->checked_tick = tick;
+    r->checked_round = health_round_;
     ++active_;
     return r;
 }

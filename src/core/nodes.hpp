@@ -23,12 +23,19 @@ enum class status : std::uint8_t {
     create_failed,
 };
 
+struct waiter;
+
+// The checks a resource passes on its way out of the pool, as bits of resource::checks_due, run in
+// this order: validation when it idled past validate_after, then before_acquire unless it was never
+// lent (SPEC §1.1). `none`: lend it as it is.
+enum class borrow_check : std::uint8_t { none = 0, validate = 1, before_acquire = 2 };
+
 // Header of every resource the pool owns. The layer above embeds it first in its typed node.
 // Times are the core's clock (the last `now` it was given): coarse, and free on the fast path.
 struct resource {
     resource* lprev = nullptr;  // leased list: lent out (or in before_acquire), for leak detection
     resource* lnext = nullptr;
-    std::uint64_t checked_tick = 0;  // health-check generation that last looked at it
+    std::uint64_t checked_round = 0;  // the health-check round that last looked at it
     time_point created_at{};
     time_point idle_since{};  // last return to idle
     time_point leased_at{};   // when it was lent
@@ -37,6 +44,13 @@ struct resource {
     bool leak_reported = false;
     bool fresh = true;             // never lent yet: before_acquire skips it
     std::uint32_t generation = 0;  // retire_all() generation it was made in
+    // Taken for a borrower and under its checks: the checks still due (borrow_check bits, the lowest
+    // runs now), and who waits for the verdict: `checker` (a waiter), or a synchronous caller
+    // (try_acquire: no checker, not orphaned), or nobody any more (orphaned: the waiter timed out, was
+    // cancelled or closed; a pass gives the resource back to idle).
+    waiter* checker = nullptr;
+    std::uint8_t checks_due = 0;
+    bool orphaned = false;
 };
 
 enum class waiter_state : std::uint8_t {
@@ -44,12 +58,13 @@ enum class waiter_state : std::uint8_t {
     parked,    // in the FIFO queue, no place yet
     reserved,  // woken with a place set aside; its resumption has not run yet
     failed,    // decided with an error; its resumption has not run yet (or is being posted)
+    checking,  // holds a resource under its borrow checks (`checking`); its deadline still runs
 };
 
-// A pending acquire. Lives inside the operation state of the caller (64 bytes of room: the public
+// A pending acquire. Lives inside the operation state of the caller (72 bytes of room: the public
 // acquire_op_base reserves exactly that much, so a new field has to replace one).
 struct waiter {
-    waiter* prev = nullptr;  // FIFO queue links (parked only)
+    waiter* prev = nullptr;  // list links: the FIFO queue (parked), the reserved or the checking list
     waiter* next = nullptr;
     waiter* dprev = nullptr;  // deadline lane links (pending, with a deadline): see deadline_index.hpp
     waiter* dnext = nullptr;
@@ -58,6 +73,7 @@ struct waiter {
     // finds the lane of the waiters that share it; zero when the deadline was given absolute (a parked
     // waiter's span is never zero or negative: such a timeout fails at once). Kept for a re-park.
     duration span{};
+    resource* checking = nullptr;  // the resource under its borrow checks (state checking)
     std::uint64_t seq = 0;         // arrival order, kept across a re-park after a rejected resource
     std::uint32_t lane = no_lane;  // the deadline lane it is in (pending, with a deadline)
     waiter_state state = waiter_state::none;

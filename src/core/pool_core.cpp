@@ -46,6 +46,28 @@ void pool_core::destroy(resource* r, destroy_reason why, effects& fx) {
         changed = true;
     }
     if (changed) refresh_fast_paths();  // the inline paths may serve again
+    note_gone(fx);
+}
+
+// A closed pool whose last resource (or creation) is gone is drained: said once.
+void pool_core::note_gone(effects& fx) {
+    if (closed_ && !drained_ && total() == 0) {
+        drained_ = true;
+        fx.push(effect::drained());
+    }
+}
+
+// The pre-warm is over when no creation runs any more (a failure ends it at once: creation_failed).
+void pool_core::note_creation_over(effects& fx) {
+    if (warming_ && creating_ == 0) {
+        warming_ = false;
+        fx.push(effect::ready(status::ok));
+    }
+}
+
+void pool_core::start(effects& fx) {
+    replenish(fx);
+    note_creation_over(fx);
 }
 
 // A resource about to go back to idle (not counted at this point) that must go instead: made before
@@ -63,6 +85,18 @@ bool pool_core::drop_unwanted(resource* r, effects& fx) {
     }
     maybe_create(fx);
     return true;
+}
+
+// Idle resources that retire_all() or a lowered max condemned while a reservation kept them idle (a
+// woken waiter held it, then left): destroyed now, in idle order, never leaving a reservation unbacked.
+void pool_core::shed_unwanted(effects& fx) {
+    if (stale_ == 0 && !shrinking_) return;
+    const std::size_t n = idle_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        resource* r = idle_.pop_front();
+        if (idle_.size() >= reserved_ && drop_unwanted(r, fx)) continue;
+        idle_.push_back(r);
+    }
 }
 
 void pool_core::report_creation_failure(effects& fx) {
@@ -105,6 +139,12 @@ void pool_core::fail(waiter& w, status st, effects& fx) {
         --parked_;
         w.state = waiter_state::failed;
         fx.push(effect::fail_wake(&w, st));
+    } else if (w.state == waiter_state::checking) {
+        resource* r = w.checking;
+        drop_checker(w);
+        r->orphaned = true;  // the verdict decides only its fate now
+        w.state = waiter_state::failed;
+        fx.push(effect::fail_wake(&w, st));
     } else {
         assert(w.state == waiter_state::reserved);
         reserved_list_.remove(w);
@@ -122,14 +162,35 @@ void pool_core::fail_all(status st, effects& fx) {
         if (st == status::unavailable) ++c_.unavailable_rejections;
         fail(*reserved_list_.head, st, fx);
     }
+    // A waiter whose resource is under its checks already passed the circuit: only close ends it.
+    if (st == status::closed)
+        while (checking_list_.head) fail(*checking_list_.head, st, fx);
+}
+
+// w waits for the verdict on r.
+void pool_core::hold_for_check(waiter& w, resource* r) noexcept {
+    w.state = waiter_state::checking;
+    w.checking = r;
+    r->checker = &w;
+    r->orphaned = false;
+    checking_list_.push_back(w);
+    ++checking_;
+}
+
+// w no longer waits for a verdict (it has one, or it left).
+void pool_core::drop_checker(waiter& w) noexcept {
+    checking_list_.remove(w);
+    --checking_;
+    w.checking->checker = nullptr;
+    w.checking = nullptr;
 }
 
 // ---- acquire ---------------------------------------------------------------------------------
 
-// A resource leaves idle for a caller: counted active, linked into the leased list (leak detection).
-pool_core::take_result pool_core::lend(resource* r) noexcept {
+// A resource leaves idle for a caller: counted active, linked into the leased list (leak detection),
+// with the checks it must pass first (`checks`: false for one created for this very take).
+pool_core::take_result pool_core::lend(resource* r, bool checks) noexcept {
     ++active_;
-    if (!cfg_.confirm_takes) ++c_.acquires;
     if (circuit_ == circuit::half_open) {
         ++probes_admitted_;
         ++c_.probes;
@@ -143,16 +204,24 @@ pool_core::take_result pool_core::lend(resource* r) noexcept {
         if (leased_head_) leased_head_->lprev = r;
         leased_head_ = r;
     }
-    take_result t{status::ok, r, false, false};
-    if (cfg_.confirm_takes) {  // only the checks care whether it is fresh or idled long
+    take_result t{status::ok, r};
+    std::uint8_t due = 0;
+    if (cfg_.before_acquire || cfg_.validate_on_borrow) {  // only the checks read or write the resource
         // A resource never lent skips before_acquire (SPEC §1.1): a rejection then can only destroy
         // resources that served before, so a hook that always says no cannot make a take create and
         // reject forever. Validation depends on idle time alone: a pre-warmed resource that idled for
         // an hour is pinged, one created for this take (idle 0) is not.
-        t.fresh = r->fresh;
+        if (checks && cfg_.validate_on_borrow && now_ - r->idle_since > cfg_.validate_after)
+            due |= static_cast<std::uint8_t>(borrow_check::validate);
+        if (checks && cfg_.before_acquire && !r->fresh)
+            due |= static_cast<std::uint8_t>(borrow_check::before_acquire);
         r->fresh = false;
-        t.validate = cfg_.validate_on_borrow && now_ - r->idle_since > cfg_.validate_after;
+        r->checks_due = due;
     }
+    if (due == 0)
+        ++c_.acquires;  // lent now; otherwise when its last check passes
+    else
+        t.check = next_check(due);
     return t;
 }
 
@@ -224,40 +293,110 @@ pool_core::take_result pool_core::resume(waiter& w, effects& fx) {
     }
     assert(w.state == waiter_state::reserved);
     assert(idle_.size() >= reserved_ && reserved_ > 0);
-    deadlines_.erase(w);
     reserved_list_.remove(w);
     --reserved_;
     w.state = waiter_state::none;
     if (probes_exhausted()) {
+        deadlines_.erase(w);
         ++c_.unavailable_rejections;
         reserve_for_parked(fx);  // its place moves on (to the same verdict, unless the state changes)
+        shed_unwanted(fx);
         return {status::unavailable, nullptr};
     }
-    return lend(pop_idle());
+    const take_result t = lend(pop_idle());
+    if (t.check != borrow_check::none)
+        hold_for_check(w, t.r);  // its deadline goes on running
+    else
+        deadlines_.erase(w);
+    return t;
 }
 
-pool_core::take_result pool_core::retry(waiter& w, time_point now, effects& fx) {
-    assert(w.state == waiter_state::none);
-    take_result t = try_take();
-    if (t.st != status::ok || t.r) return t;
-    if (w.has_deadline && w.deadline <= now) {
-        ++c_.timeouts;
-        return {status::timeout, nullptr};
+void pool_core::wait_for_check(waiter& w, resource* r, time_point now, std::optional<time_point> deadline,
+                               std::optional<duration> timeout) {
+    assert(w.state == waiter_state::none && r->checks_due != 0 && !r->checker);
+    w.seq = next_seq_++;  // its arrival, should a rejection make it park
+    w.has_deadline = deadline.has_value();
+    w.result = status::ok;
+    if (deadline) {
+        w.deadline = *deadline;
+        w.span = timeout && deadline_after(now, *timeout) == *deadline ? *timeout : duration::zero();
+        deadlines_.push(w);  // may allocate (and throw): before anything else changes
     }
-    if (w.has_deadline) deadlines_.push(w);  // may allocate (and throw): before anything else changes
+    hold_for_check(w, r);
+}
+
+pool_core::verdict pool_core::check_done(resource* r, bool passed, time_point now, effects& fx) {
+    set_now(now);
+    assert(r->checks_due != 0);
+    waiter* w = r->checker;
+    const bool orphaned = r->orphaned;
+    r->orphaned = false;
+    r->checks_due &= static_cast<std::uint8_t>(r->checks_due - 1);  // this check is done
+    if (w) drop_checker(*w);
+    if (!passed) {
+        r->checks_due = 0;
+        reject(r, fx);
+        if (orphaned) return {};
+        if (!w) return {nullptr, {status::ok, nullptr}};  // a synchronous caller takes again itself
+        return {w, retry(*w, now, fx)};
+    }
+    if (orphaned) {  // its borrower left: back to idle, its other checks are moot
+        r->checks_due = 0;
+        give_back(r, fx);
+        return {};
+    }
+    if (r->checks_due != 0) {
+        if (w) hold_for_check(*w, r);
+        return {w, {status::ok, r, next_check(r->checks_due)}};
+    }
+    if (w) {
+        deadlines_.erase(*w);
+        w->state = waiter_state::none;
+    }
+    const status st = confirm_take(r, fx);
+    return {w, {st, st == status::ok ? r : nullptr}};
+}
+
+// After a check said no: steps 1-3 again for w (which left the checking list and is still in the
+// deadline index); it re-parks in arrival order when nothing is free, with the deadline it came with
+// (timeout when that has passed by now).
+pool_core::take_result pool_core::retry(waiter& w, time_point now, effects& fx) {
+    take_result t = try_take();
+    if (t.st == status::ok && !t.r && w.has_deadline && w.deadline <= now) {
+        ++c_.timeouts;
+        t.st = status::timeout;
+    }
+    if (t.st != status::ok || (t.r && t.check == borrow_check::none)) {
+        deadlines_.erase(w);
+        w.state = waiter_state::none;
+        return t;
+    }
+    if (t.r) {
+        hold_for_check(w, t.r);
+        return t;
+    }
     w.state = waiter_state::parked;
+    if (!w.counted_wait) {  // a newcomer whose resource was refused waits now
+        w.counted_wait = true;
+        ++c_.waits;
+    }
     fifo_.insert_by_seq(w);
     ++parked_;
     maybe_create(fx);
-    return {};
+    return t;
 }
 
 bool pool_core::cancel(waiter& w, effects& fx) {
-    if (w.state != waiter_state::parked && w.state != waiter_state::reserved) return false;
+    if (w.state != waiter_state::parked && w.state != waiter_state::reserved &&
+        w.state != waiter_state::checking)
+        return false;
     const bool had_reservation = w.state == waiter_state::reserved;
     ++c_.cancellations;
     fail(w, status::cancelled, fx);
-    if (had_reservation) reserve_for_parked(fx);  // hand the reservation on
+    if (had_reservation) {
+        reserve_for_parked(fx);  // hand the reservation on
+        shed_unwanted(fx);
+    }
     return true;
 }
 
@@ -268,9 +407,13 @@ void pool_core::expire(time_point now, effects& fx) {
         ++c_.timeouts;
         fail(*w, status::timeout, fx);
     }
-    if (handed_on) reserve_for_parked(fx);
+    if (handed_on) {
+        reserve_for_parked(fx);
+        shed_unwanted(fx);
+    }
 }
 
+// Every check passed: the acquire counts; a pool closed meanwhile destroys the resource instead.
 status pool_core::confirm_take(resource* r, effects& fx) {
     if (closed_) {
         unlend(r);
@@ -282,6 +425,7 @@ status pool_core::confirm_take(resource* r, effects& fx) {
     return status::ok;
 }
 
+// A check said no: destroyed; the freed capacity serves the queue.
 void pool_core::reject(resource* r, effects& fx) {
     unlend(r);
     --active_;
@@ -291,6 +435,7 @@ void pool_core::reject(resource* r, effects& fx) {
     maybe_create(fx);
 }
 
+// Taken but never handed out (its borrower left during a check): back to idle, no reports.
 void pool_core::give_back(resource* r, effects& fx) {
     unlend(r);
     --active_;
@@ -299,7 +444,10 @@ void pool_core::give_back(resource* r, effects& fx) {
         return;
     }
     if (drop_unwanted(r, fx)) return;
-    idle_.push_front(r);  // it was never used: keep its place in idle order
+    if (cfg_.lifo)  // it was never used: back where it was taken from, first in line again
+        idle_.push_back(r);
+    else
+        idle_.push_front(r);
     reserve_for_parked(fx);
 }
 
@@ -357,10 +505,12 @@ void pool_core::set_circuit(circuit s, effects& fx, std::uint32_t probes) {
     else
         ++c_.circuit_closed;
     fx.push(effect::circuit_changed());
-    if (s == circuit::open)
+    if (s == circuit::open) {
         fail_all(status::unavailable, fx);
-    else
+        shed_unwanted(fx);  // places the failed waiters held
+    } else {
         maybe_create(fx);
+    }
 }
 
 void pool_core::set_max(std::uint32_t max, effects& fx) {
@@ -397,8 +547,13 @@ bool pool_core::close(effects& fx) {
     if (closed_) return false;
     closed_ = true;
     refresh_fast_paths();
+    if (warming_) {
+        warming_ = false;
+        fx.push(effect::ready(status::closed));
+    }
     fail_all(status::closed, fx);
     while (!idle_.empty()) destroy(idle_.pop_front(), destroy_reason::closed, fx);
+    note_gone(fx);
     return true;
 }
 

@@ -5,6 +5,10 @@
 //   create   - call the factory once; report creation_succeeded / creation_failed
 //   destroy  - run the destructor hook of r and free it (the core has already uncounted it)
 //   report_* - tell the circuit strategy (only when reports are enabled)
+//   ready    - the pre-warm is over (once); drained - closed and empty (once)
+// A resource taken for a borrower may first need checks (take_result::check): the caller runs that
+// hook and reports its verdict with check_done(); meanwhile the borrower's deadline, a cancel and
+// close() can still end its wait, and the verdict then decides only the resource's fate.
 #pragma once
 
 #include "nodes.hpp"
@@ -33,8 +37,8 @@ struct config {
     std::uint32_t max_waiters = 0;  // 0 = unbounded
     std::uint32_t max_concurrent_creations = 2;
     bool lifo = false;
-    bool confirm_takes = false;  // a before_acquire hook exists: count an acquire on confirm_take()
-    bool reports = false;        // emit report_success / report_failure effects
+    bool before_acquire = false;  // a before_acquire hook exists: resources lent before pass it
+    bool reports = false;         // emit report_success / report_failure effects
     // Lifecycle (SPEC §2), all measured on the core's clock and applied by housekeep(now):
     duration idle_ttl{};              // 0 = off: idle longer is evicted, never below min
     duration acquire_ttl{};           // 0 = off: a lease held longer is reported once (leak_suspected)
@@ -68,13 +72,36 @@ public:
 
     struct take_result {
         status st = status::ok;
-        resource* r = nullptr;  // ok + nullptr: nothing free (park, or create inline)
-        bool validate = false;  // idle past validate_after: check it before handing it out
-        bool fresh = false;     // never lent before: before_acquire skips it
+        resource* r = nullptr;                    // ok + nullptr: nothing free (park, or create inline)
+        borrow_check check = borrow_check::none;  // the check r must pass before it is lent
+    };
+    // The outcome of a check's verdict: the waiter it concerns (nullptr: a synchronous caller, or
+    // the waiter left), and what that waiter gets now: the resource (with its next check, or none:
+    // lend it, the acquire is counted), parked again (ok, no resource), or an error.
+    struct verdict {
+        waiter* w = nullptr;
+        take_result t;
     };
 
-    // Steps 1-3 of SPEC §1.2 for a newcomer. Never takes a reserved place.
+    // Once, right after construction: pre-warm to min. The ready effect follows when the pre-warm is
+    // over (at once when min is 0).
+    void start(effects& fx);
+
+    // Steps 1-3 of SPEC §1.2 for a newcomer. Never takes a reserved place. A resource that needs a
+    // check comes back with it: the caller runs it and calls check_done (a synchronous caller), or
+    // first wait_for_check (an acquire that may be cancelled or time out meanwhile).
     take_result try_take() noexcept;
+    // The newcomer w waits for the verdict on r (take_result::check) like a parked waiter: expire(),
+    // cancel() and close() end its wait; check_done() gives the verdict. `now`, `deadline` and
+    // `timeout` as for park().
+    void wait_for_check(waiter& w, resource* r, time_point now, std::optional<time_point> deadline,
+                        std::optional<duration> timeout);
+    // The verdict of the check r is under. Passed: the next check, or the resource is lent (a closed
+    // pool destroys it instead: closed). Failed: r is destroyed (rejected) and its borrower takes
+    // again in its arrival position (SPEC §1.2): another resource (perhaps with checks), parked, or an
+    // error; a synchronous caller gets {ok, nullptr} and takes again itself. When the borrower left, a
+    // pass gives r back to idle.
+    verdict check_done(resource* r, bool passed, time_point now, effects& fx);
 
     // Park after try_take found nothing. Returns ok when parked, otherwise the error that ends the
     // acquire at once (exhausted: queue full; timeout: the deadline is not after now). May emit create
@@ -96,29 +123,20 @@ public:
         return park(w, now, std::optional<time_point>{}, fx);
     }
 
-    // The resumption of a woken waiter: its error, or the idle resource reserved for it. A half-open
-    // circuit whose probes are used up fails it with unavailable (its reservation moves on).
+    // The resumption of a woken waiter: its error, or the idle resource reserved for it (with a check
+    // due, w waits for its verdict as in wait_for_check). A half-open circuit whose probes are used up
+    // fails it with unavailable (its reservation moves on).
     take_result resume(waiter& w, effects& fx);
 
-    // After a before_acquire rejection: steps 1-3 again; re-parks in arrival order when nothing is free,
-    // with the deadline it parked with (timeout when that has passed by now).
-    take_result retry(waiter& w, time_point now, effects& fx);
-
-    // Cancellation of a pending waiter. false when it was already decided (the cancel lost the race).
+    // Cancellation of a pending waiter (parked, reserved, or waiting for a check's verdict). false when
+    // it was already decided (the cancel lost the race).
     bool cancel(waiter& w, effects& fx);
 
-    // Times out every pending waiter (parked or reserved) whose deadline is <= now, earliest first;
+    // Times out every pending waiter (parked, reserved or checking) whose deadline is <= now, earliest first;
     // O(1) per waiter timed out when they share a timeout, O(log n) for any mix.
     void expire(time_point now, effects& fx);
     // The earliest deadline of a pending waiter, O(1): the driver keeps one timer armed at it.
     [[nodiscard]] std::optional<time_point> next_deadline() const noexcept { return deadlines_.earliest(); }
-
-    // A before_acquire hook passed: count the acquire; a pool closed meanwhile destroys it (closed).
-    status confirm_take(resource* r, effects& fx);
-    // before_acquire said no: destroy it; the freed capacity serves the queue.
-    void reject(resource* r, effects& fx);
-    // Taken but never handed out (the caller cancelled during before_acquire): back to idle, no reports.
-    void give_back(resource* r, effects& fx);
 
     enum class release_kind : std::uint8_t { ok, broken, poisoned };
     void release(resource* r, release_kind kind, effects& fx);
@@ -158,9 +176,11 @@ public:
     status inline_created(resource* r, effects& fx);  // ok: r is the caller's; closed: destroyed
     void inline_failed(effects& fx);
 
-    // Background health check, one resource at a time: begin_check hands out the oldest idle
-    // resource not yet checked in this tick (counted active meanwhile), end_check takes the verdict.
-    resource* begin_check(std::uint64_t tick) noexcept;
+    // Background health check, one round at a time and one resource at a time: begin_health_round
+    // starts a round; begin_check hands out the oldest idle resource not yet checked in this round
+    // (counted active meanwhile; nullptr: the round is over), end_check takes the verdict.
+    void begin_health_round() noexcept { ++health_round_; }
+    resource* begin_check() noexcept;
     void end_check(resource* r, bool healthy, effects& fx);
 
     // Create up to min again (after a failure blocked the floor, e.g. from a timer tick).
@@ -194,9 +214,14 @@ public:
     void set_max(std::uint32_t max, effects& fx);
     void retire_all(effects& fx);
 
-    // Idempotent; returns false when already closed.
+    // Idempotent; returns false when already closed. Fails every pending waiter (closed) and destroys
+    // the idle resources; the rest go as they come back, and the drained effect follows the last.
     bool close(effects& fx);
     [[nodiscard]] bool closed() const noexcept { return closed_; }
+    // Closed, every resource gone and no creation under way (the drained effect was emitted).
+    [[nodiscard]] bool drained() const noexcept { return drained_; }
+    // The pre-warm is over (the ready effect was emitted).
+    [[nodiscard]] bool ready() const noexcept { return !warming_; }
 
     [[nodiscard]] std::uint32_t idle() const noexcept { return static_cast<std::uint32_t>(idle_.size()); }
     [[nodiscard]] std::uint32_t active() const noexcept { return active_; }
@@ -205,15 +230,16 @@ public:
     [[nodiscard]] std::uint32_t reserved() const noexcept { return reserved_; }
     [[nodiscard]] std::uint32_t creating() const noexcept { return creating_; }
     [[nodiscard]] std::uint32_t waiting() const noexcept { return parked_ + reserved_; }
+    [[nodiscard]] std::uint32_t checking() const noexcept { return checking_; }
     [[nodiscard]] const config& cfg() const noexcept { return cfg_; }
     [[nodiscard]] const counters& stats() const noexcept { return c_; }
     [[nodiscard]] snapshot snap() const noexcept;
     // Idle resource i in idle order (0 = next to be taken in FIFO mode). For tests and tools.
     [[nodiscard]] resource* idle_at(std::size_t i) const noexcept { return idle_.at(i); }
 
-    // The driver ended an acquire that was past the core (inside a coroutine check): count it.
+    // The driver ended an acquire the core never saw (its deadline had passed, and no synchronous
+    // creation could serve it at once): count it.
     void count_timeout() noexcept { ++c_.timeouts; }
-    void count_cancellation() noexcept { ++c_.cancellations; }
 
     // Checks SPEC §5 invariants that are visible from inside; returns "" or a description.
     [[nodiscard]] std::string audit() const;
@@ -227,18 +253,31 @@ private:
     void destroy(resource* r, destroy_reason why, effects& fx);
     void report_creation_failure(effects& fx);
     void report_resource_failure(destroy_reason why, effects& fx);
-    take_result lend(resource* r) noexcept;  // idle -> active, leased list, validation flag, probes
+    take_result lend(resource* r,
+                     bool checks = true) noexcept;  // idle -> active: leased list, probes, checks
     void unlend(resource* r) noexcept;
+    void hold_for_check(waiter& w, resource* r) noexcept;
+    void drop_checker(waiter& w) noexcept;
+    take_result retry(waiter& w, time_point now, effects& fx);
+    status confirm_take(resource* r, effects& fx);
+    void reject(resource* r, effects& fx);
+    void give_back(resource* r, effects& fx);
+    void note_creation_over(effects& fx);
+    void note_gone(effects& fx);
+    static borrow_check next_check(std::uint8_t due) noexcept {  // the lowest bit runs first
+        return static_cast<borrow_check>(due & -due);
+    }
     void refresh_fast_paths() noexcept {
         plain_release_blocked_ = closed_ || cfg_.reports || cfg_.lifetimes || cfg_.stamp_idle ||
                                  cfg_.track_leases || stale_ != 0 || shrinking_;
-        plain_take_blocked_ =
-            closed_ || circuit_ != circuit::closed || cfg_.confirm_takes || cfg_.track_leases;
+        plain_take_blocked_ = closed_ || circuit_ != circuit::closed || cfg_.before_acquire ||
+                              cfg_.validate_on_borrow || cfg_.track_leases;
     }
     bool probes_exhausted() const noexcept {
         return circuit_ == circuit::half_open && probe_limit_ != 0 && probes_admitted_ >= probe_limit_;
     }
     bool drop_unwanted(resource* r, effects& fx);
+    void shed_unwanted(effects& fx);
     void creation_failure(effects& fx);
 
     config cfg_;
@@ -254,7 +293,9 @@ private:
     std::uint32_t reserved_ = 0;
     counters c_;                 // acquires and immediate_takes first: still on the hot line
     waiter_list reserved_list_;  // woken with a reservation, not yet resumed
-    deadline_index deadlines_;   // pending waiters (parked or reserved) that have a deadline
+    waiter_list checking_list_;  // holding a resource under its borrow checks
+    std::uint32_t checking_ = 0;
+    deadline_index deadlines_;  // pending waiters (parked or reserved) that have a deadline
     std::uint32_t parked_ = 0;
     std::uint32_t creating_ = 0;
     std::uint64_t next_seq_ = 1;
@@ -269,6 +310,9 @@ private:
     std::uint32_t generation_ = 0;  // retire_all() count: resources of an older one are replaced
     std::uint32_t stale_ = 0;       // resources of an older generation still alive
     bool shrinking_ = false;        // total > max after set_max() lowered it
+    bool warming_ = true;           // the pre-warm is not over (ready effect not yet emitted)
+    bool drained_ = false;          // the drained effect was emitted
+    std::uint64_t health_round_ = 0;
     resource* leased_head_ = nullptr;
 };
 

@@ -4,15 +4,25 @@
 //      follows the core rule for rule, so it is a differential test of the data structures, not an
 //      independent judge of the rules; hence
 //  (b) oracles in the harness, written from SPEC.md and the harness's own records, not from the core
-//      or the model: each resource destroyed exactly once and never held twice; total <= max and equal
-//      to what the harness created and did not destroy; every acquire completes exactly once; close
-//      leaves nothing; parked waiters are handed places in arrival order and a newcomer never takes a
-//      place while a waiter is parked (§1.3, §5.3); no waiter stays parked while a place is idle and
-//      unreserved, or while capacity is free and fewer creations run than the rules require (§1.2,
-//      §5.4); a timeout fires exactly when a waiter's own deadline has come; the inline fast paths
-//      (take_fast, release_fast) apply exactly when nothing needs the general path.
+//      or the model: each resource destroyed exactly once and never while a holder has it (lent, under
+//      a borrow check, in a health check); total <= max (creations never exceed it; a lowered max drops
+//      idle resources at once and returned ones while over it); a resource made before retire_all is
+//      not kept when it comes back; every acquire completes exactly once; close leaves nothing; parked
+//      waiters are handed places in arrival order (a waiter whose resource a check rejected goes back
+//      to its arrival position) and a newcomer never takes a place while a waiter is parked (§1.3,
+//      §5.3); no waiter stays parked while a place is idle and unreserved, or while capacity is free
+//      and fewer creations run than the rules require (§1.2, §5.4); a timeout fires exactly when a
+//      waiter's own deadline has come, whether it is parked, woken or waiting for a check's verdict;
+//      before_acquire is due exactly for resources the harness saw lent before, and only after
+//      validation; a verdict reaches the borrower that still waits for it, and nobody once it left;
+//      `ready` is said exactly once, as soon as no creation runs (or at the first failure, or close);
+//      `drained` exactly once, only after close and when nothing the harness made is alive and no
+//      creation runs; the inline fast paths (take_fast, release_fast) apply exactly when nothing needs
+//      the general path.
 // Waiters get per-waiter deadlines: distinct (nanosecond resolution), shared, absolute, in the past,
-// duration::max() and time_point::max().
+// duration::max() and time_point::max(). Verdicts of borrow checks, creations (queue and synchronous),
+// health checks and wake-ups are separate operations, so a deadline, a cancel, close, set_max and
+// retire_all can come in between.
 // RESPOOL_MODEL_OPS sets the number of operations (default 1,000,000); RESPOOL_MODEL_SEED replays a
 // run. The seed is printed on failure.
 #include "core/pool_core.hpp"
@@ -26,6 +36,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <unordered_set>
@@ -61,8 +72,19 @@ struct m_effect {
     }
 };
 
+struct m_take {
+    status st = status::ok;
+    int r = -1;
+    borrow_check check = borrow_check::none;
+};
+
+struct m_verdict {
+    int w = -1;  // waiter slot, -1: a synchronous caller or nobody
+    m_take t;
+};
+
 struct model {
-    enum class ws { none, parked, reserved, failed };
+    enum class ws { none, parked, reserved, failed, checking };
     struct mw {
         ws state = ws::none;
         std::uint64_t seq = 0;
@@ -70,27 +92,36 @@ struct model {
         time_point deadline{};
         status result = status::ok;
         bool counted = false;
+        int checking = -1;  // the resource under its checks
     };
 
     struct mres {
         time_point idle_since{}, leased_at{}, expires_at{};
         bool leased = false, leak_reported = false, fresh = true;
+        std::uint32_t gen = 0;
+        std::uint8_t due = 0;  // borrow_check bits
+        int checker = -1;      // the waiter slot waiting for its verdict
+        bool orphaned = false;
+        std::uint64_t checked_round = 0;
     };
 
     config cfg;
     std::deque<int> idle;
-    std::map<int, std::uint64_t> checked;  // resource -> tick
     std::map<int, mres> res;
     time_point clock_now{};
     std::uint32_t failures_in_row = 0, probe_limit = 0, probes_admitted = 0;
     bool backoff_active = false;
     std::vector<int> parked;    // waiter slots in arrival order
     std::vector<int> reserved;  // waiter slots in reservation order
+    std::vector<int> checking;  // waiter slots in the order they began to wait for a verdict
     std::vector<mw> w;
     std::uint32_t active = 0, creating = 0;
     std::uint64_t seq = 1;
     circuit circ = circuit::closed;
     bool closed = false, floor_blocked = false;
+    std::uint32_t generation = 0, stale = 0;
+    bool shrinking = false, warming = true, drained = false;
+    std::uint64_t health_round = 0;
     counters c;
     std::vector<m_effect> fx;
 
@@ -99,6 +130,13 @@ struct model {
     std::uint32_t total() const { return static_cast<std::uint32_t>(idle.size()) + active; }
     std::uint32_t waiting() const { return static_cast<std::uint32_t>(parked.size() + reserved.size()); }
     std::uint32_t n_reserved() const { return static_cast<std::uint32_t>(reserved.size()); }
+    static borrow_check next_check(std::uint8_t due) {
+        if (due & static_cast<std::uint8_t>(borrow_check::validate)) return borrow_check::validate;
+        if (due & static_cast<std::uint8_t>(borrow_check::before_acquire))
+            return borrow_check::before_acquire;
+        return borrow_check::none;
+    }
+    static void erase(std::vector<int>& v, int s) { v.erase(std::find(v.begin(), v.end(), s)); }
 
     int pop_idle() {
         int r;
@@ -111,9 +149,49 @@ struct model {
         }
         return r;
     }
+    void note_gone() {
+        if (closed && !drained && total() == 0) {
+            drained = true;
+            fx.push_back({effect::kind::drained});
+        }
+    }
+    void note_creation_over() {
+        if (warming && creating == 0) {
+            warming = false;
+            fx.push_back({effect::kind::ready, -1, -1, destroy_reason::closed, status::ok});
+        }
+    }
     void destroy(int r, destroy_reason why) {
         ++c.destructions;
         fx.push_back({effect::kind::destroy, -1, r, why});
+        if (stale != 0 && res[r].gen != generation) --stale;
+        if (shrinking && total() <= cfg.max) shrinking = false;
+        note_gone();
+    }
+    // A resource about to go back to idle (uncounted) that must go instead.
+    bool drop_unwanted(int r) {
+        if (res[r].gen != generation) {
+            ++c.replaced;
+            destroy(r, destroy_reason::replaced);
+            maybe_create();
+            return true;
+        }
+        if (total() >= cfg.max) {
+            ++c.surplus;
+            destroy(r, destroy_reason::surplus);
+            return true;
+        }
+        return false;
+    }
+    void shed_unwanted() {
+        if (stale == 0 && !shrinking) return;
+        const std::size_t n = idle.size();
+        for (std::size_t i = 0; i < n; ++i) {
+            const int r = idle.front();
+            idle.pop_front();
+            if (idle.size() >= reserved.size() && drop_unwanted(r)) continue;
+            idle.push_back(r);
+        }
     }
     void report_failure(status st) {
         if (cfg.reports) fx.push_back({effect::kind::report_failure, -1, -1, destroy_reason::closed, st});
@@ -121,9 +199,8 @@ struct model {
     bool probes_exhausted() const {
         return circ == circuit::half_open && probe_limit != 0 && probes_admitted >= probe_limit;
     }
-    std::pair<status, int> lend(int r, bool* validate = nullptr) {
+    m_take lend(int r, bool checks = true) {
         ++active;
-        if (!cfg.confirm_takes) ++c.acquires;
         if (circ == circuit::half_open) {
             ++probes_admitted;
             ++c.probes;
@@ -133,14 +210,17 @@ struct model {
             res[r].leak_reported = false;
             res[r].leased_at = clock_now;
         }
-        if (!cfg.confirm_takes) {
-            if (validate) *validate = false;
-            return {status::ok, r};
+        std::uint8_t due = 0;
+        if (cfg.before_acquire || cfg.validate_on_borrow) {
+            if (checks && cfg.validate_on_borrow && clock_now - res[r].idle_since > cfg.validate_after)
+                due |= static_cast<std::uint8_t>(borrow_check::validate);
+            if (checks && cfg.before_acquire && !res[r].fresh)
+                due |= static_cast<std::uint8_t>(borrow_check::before_acquire);
+            res[r].fresh = false;
+            res[r].due = due;
         }
-        res[r].fresh = false;
-        if (validate)
-            *validate = cfg.validate_on_borrow && clock_now - res[r].idle_since > cfg.validate_after;
-        return {status::ok, r};
+        if (due == 0) ++c.acquires;
+        return {status::ok, r, next_check(due)};
     }
     void unlend(int r) {
         if (!res[r].leased) return;
@@ -149,6 +229,7 @@ struct model {
     void creation_failure() {
         ++c.create_failures;
         ++failures_in_row;
+        if (shrinking && total() <= cfg.max) shrinking = false;
         report_failure(status::create_failed);
         if (closed || cfg.retry_initial <= duration::zero()) return;
         duration d = cfg.retry_initial;
@@ -180,14 +261,32 @@ struct model {
             fx.push_back({effect::kind::create});
         }
     }
+    void hold(int s, int r) {
+        w[s].state = ws::checking;
+        w[s].checking = r;
+        res[r].checker = s;
+        res[r].orphaned = false;
+        checking.push_back(s);
+    }
+    void drop_checker(int s) {
+        erase(checking, s);
+        res[w[s].checking].checker = -1;
+        w[s].checking = -1;
+    }
     void fail(int s, status st) {
         w[s].result = st;
         if (w[s].state == ws::parked) {
-            parked.erase(std::find(parked.begin(), parked.end(), s));
+            erase(parked, s);
+            w[s].state = ws::failed;
+            fx.push_back({effect::kind::wake, s, -1, destroy_reason::closed, st});
+        } else if (w[s].state == ws::checking) {
+            const int r = w[s].checking;
+            drop_checker(s);
+            res[r].orphaned = true;
             w[s].state = ws::failed;
             fx.push_back({effect::kind::wake, s, -1, destroy_reason::closed, st});
         } else {
-            reserved.erase(std::find(reserved.begin(), reserved.end(), s));
+            erase(reserved, s);
             w[s].state = ws::failed;
         }
     }
@@ -200,8 +299,14 @@ struct model {
             if (st == status::unavailable) ++c.unavailable_rejections;
             fail(reserved.front(), st);
         }
+        if (st == status::closed)
+            while (!checking.empty()) fail(checking.front(), st);
     }
-    std::pair<status, int> try_take(bool* validate = nullptr) {
+    void start() {
+        replenish();
+        note_creation_over();
+    }
+    m_take try_take() {
         if (closed) return {status::closed, -1};
         if (circ == circuit::open || probes_exhausted()) {
             ++c.unavailable_rejections;
@@ -209,9 +314,9 @@ struct model {
         }
         if (idle.size() > reserved.size()) {
             ++c.immediate_takes;
-            return lend(pop_idle(), validate);
+            return lend(pop_idle());
         }
-        return {status::ok, -1};
+        return {};
     }
     status park(int s, time_point t_now, std::optional<time_point> t) {
         if (cfg.max_waiters && waiting() >= cfg.max_waiters) {
@@ -235,48 +340,99 @@ struct model {
         maybe_create();
         return status::ok;
     }
-    std::pair<status, int> resume(int s, bool* validate = nullptr) {
+    void wait_for_check(int s, int r, std::optional<time_point> t) {
+        w[s].seq = seq++;
+        w[s].has_deadline = t.has_value();
+        w[s].result = status::ok;
+        if (t) w[s].deadline = *t;
+        hold(s, r);
+    }
+    m_take resume(int s) {
         if (w[s].state == ws::failed) {
             w[s].state = ws::none;
             return {w[s].result, -1};
         }
-        reserved.erase(std::find(reserved.begin(), reserved.end(), s));
+        erase(reserved, s);
         w[s].state = ws::none;
         if (probes_exhausted()) {
             ++c.unavailable_rejections;
             reserve_for_parked();
+            shed_unwanted();
             return {status::unavailable, -1};
         }
-        return lend(pop_idle(), validate);
+        m_take t = lend(pop_idle());
+        if (t.check != borrow_check::none) hold(s, t.r);
+        return t;
     }
-    std::pair<status, int> retry(int s, time_point t_now) {
-        auto t = try_take();
-        if (t.first != status::ok || t.second >= 0) return t;
-        if (w[s].has_deadline && w[s].deadline <= t_now) {
+    m_verdict check_done(int r, bool passed, time_point t_now) {
+        if (t_now > clock_now) clock_now = t_now;
+        const int s = res[r].checker;
+        const bool orphaned = res[r].orphaned;
+        res[r].orphaned = false;
+        res[r].due &= static_cast<std::uint8_t>(res[r].due - 1);
+        if (s >= 0) drop_checker(s);
+        if (!passed) {
+            res[r].due = 0;
+            reject(r);
+            if (orphaned) return {};
+            if (s < 0) return {-1, {status::ok, -1}};
+            return {s, retry(s, t_now)};
+        }
+        if (orphaned) {
+            res[r].due = 0;
+            give_back(r);
+            return {};
+        }
+        if (res[r].due != 0) {
+            if (s >= 0) hold(s, r);
+            return {s, {status::ok, r, next_check(res[r].due)}};
+        }
+        if (s >= 0) w[s].state = ws::none;
+        const status st = confirm_take(r);
+        return {s, {st, st == status::ok ? r : -1}};
+    }
+    m_take retry(int s, time_point t_now) {
+        m_take t = try_take();
+        if (t.st == status::ok && t.r < 0 && w[s].has_deadline && w[s].deadline <= t_now) {
             ++c.timeouts;
-            return {status::timeout, -1};
+            t.st = status::timeout;
+        }
+        if (t.st != status::ok || (t.r >= 0 && t.check == borrow_check::none)) {
+            w[s].state = ws::none;
+            return t;
+        }
+        if (t.r >= 0) {
+            hold(s, t.r);
+            return t;
         }
         w[s].state = ws::parked;
+        if (!w[s].counted) {
+            w[s].counted = true;
+            ++c.waits;
+        }
         auto at = std::find_if(parked.begin(), parked.end(), [&](int o) { return w[o].seq > w[s].seq; });
         parked.insert(at, s);
         maybe_create();
-        return {status::ok, -1};
+        return t;
     }
     bool cancel(int s) {
-        if (w[s].state != ws::parked && w[s].state != ws::reserved) return false;
+        if (w[s].state != ws::parked && w[s].state != ws::reserved && w[s].state != ws::checking)
+            return false;
         bool had = w[s].state == ws::reserved;
         ++c.cancellations;
         fail(s, status::cancelled);
-        if (had) reserve_for_parked();
+        if (had) {
+            reserve_for_parked();
+            shed_unwanted();
+        }
         return true;
     }
     void expire(time_point t_now) {
         bool handed = false;
         std::vector<int> due;
-        for (int s : parked)
-            if (w[s].has_deadline && w[s].deadline <= t_now) due.push_back(s);
-        for (int s : reserved)
-            if (w[s].has_deadline && w[s].deadline <= t_now) due.push_back(s);
+        for (const auto* v : {&parked, &reserved, &checking})
+            for (int s : *v)
+                if (w[s].has_deadline && w[s].deadline <= t_now) due.push_back(s);
         // Earliest deadline first; equal deadlines in arrival order.
         std::sort(due.begin(), due.end(), [&](int a, int b) {
             return std::tie(w[a].deadline, w[a].seq) < std::tie(w[b].deadline, w[b].seq);
@@ -286,11 +442,14 @@ struct model {
             ++c.timeouts;
             fail(s, status::timeout);
         }
-        if (handed) reserve_for_parked();
+        if (handed) {
+            reserve_for_parked();
+            shed_unwanted();
+        }
     }
     std::optional<time_point> next_deadline() const {
         std::optional<time_point> best;
-        for (const auto* v : {&parked, &reserved})
+        for (const auto* v : {&parked, &reserved, &checking})
             for (int s : *v)
                 if (w[s].has_deadline && (!best || w[s].deadline < *best)) best = w[s].deadline;
         return best;
@@ -317,7 +476,11 @@ struct model {
         unlend(r);
         --active;
         if (closed) return destroy(r, destroy_reason::closed);
-        idle.push_front(r);
+        if (drop_unwanted(r)) return;
+        if (cfg.lifo)
+            idle.push_back(r);
+        else
+            idle.push_front(r);
         reserve_for_parked();
     }
     void release(int r, pool_core::release_kind k) {
@@ -345,6 +508,7 @@ struct model {
             maybe_create();
             return;
         }
+        if (drop_unwanted(r)) return;
         if (cfg.idle_ttl > duration::zero() || cfg.validate_on_borrow) res[r].idle_since = clock_now;
         idle.push_back(r);
         reserve_for_parked();
@@ -358,15 +522,25 @@ struct model {
         failures_in_row = 0;
         res[r].idle_since = clock_now;
         res[r].fresh = true;
+        res[r].gen = generation;
+        if (drop_unwanted(r)) return note_creation_over();
         idle.push_back(r);
         reserve_for_parked();
         maybe_create();
+        note_creation_over();
     }
     int creation_failed() {
         --creating;
         --active;
         creation_failure();
-        if (closed) return -1;
+        if (warming) {
+            warming = false;
+            fx.push_back({effect::kind::ready, -1, -1, destroy_reason::closed, status::create_failed});
+        }
+        if (closed) {
+            note_gone();
+            return -1;
+        }
         int s = parked.empty() ? -1 : parked.front();
         if (s >= 0)
             fail(s, status::create_failed);
@@ -433,7 +607,10 @@ struct model {
             return status::closed;
         }
         --active;
-        lend(r);
+        res[r].gen = generation;
+        lend(r, false);
+        maybe_create();
+        note_creation_over();
         return status::ok;
     }
     void inline_failed() {
@@ -441,13 +618,16 @@ struct model {
         --active;
         creation_failure();
         maybe_create();
+        note_creation_over();
+        note_gone();
     }
-    int begin_check(std::uint64_t tick) {
+    void begin_health_round() { ++health_round; }
+    int begin_check() {
         if (closed || idle.size() <= reserved.size()) return -1;
         int r = idle.front();
-        if (checked[r] == tick) return -1;
+        if (res[r].checked_round == health_round) return -1;
         idle.pop_front();
-        checked[r] = tick;
+        res[r].checked_round = health_round;
         ++active;
         return r;
     }
@@ -460,6 +640,7 @@ struct model {
             return;
         }
         if (closed) return destroy(r, destroy_reason::closed);
+        if (drop_unwanted(r)) return;
         idle.push_back(r);
         reserve_for_parked();
     }
@@ -481,20 +662,58 @@ struct model {
         else
             ++c.circuit_closed;
         fx.push_back({effect::kind::circuit_changed});
-        if (s == circuit::open)
+        if (s == circuit::open) {
             fail_all(status::unavailable);
-        else
+            shed_unwanted();
+        } else {
             maybe_create();
+        }
+    }
+    void set_max(std::uint32_t m) {
+        cfg.max = m;
+        while (total() > m && idle.size() > reserved.size()) {
+            ++c.surplus;
+            int r = idle.front();
+            idle.pop_front();
+            destroy(r, destroy_reason::surplus);
+        }
+        shrinking = total() > m;
+        maybe_create();
+    }
+    void retire_all() {
+        if (closed) return;
+        ++generation;
+        stale = 0;
+        const std::size_t n = idle.size() - reserved.size();
+        for (std::size_t i = 0; i < n; ++i) {
+            ++c.replaced;
+            int r;
+            if (cfg.lifo) {
+                r = idle.back();
+                idle.pop_back();
+            } else {
+                r = idle.front();
+                idle.pop_front();
+            }
+            destroy(r, destroy_reason::replaced);
+        }
+        stale = total() - creating;
+        replenish();
     }
     bool close() {
         if (closed) return false;
         closed = true;
+        if (warming) {
+            warming = false;
+            fx.push_back({effect::kind::ready, -1, -1, destroy_reason::closed, status::closed});
+        }
         fail_all(status::closed);
         while (!idle.empty()) {
             int r = idle.front();
             idle.pop_front();
             destroy(r, destroy_reason::closed);
         }
+        note_gone();
         return true;
     }
 };
@@ -509,12 +728,21 @@ bool same_counters(const counters& a, const counters& b) {
     return a == b;
 }
 
+const char* check_name(borrow_check c) {
+    switch (c) {
+    case borrow_check::none: return "none";
+    case borrow_check::validate: return "validate";
+    case borrow_check::before_acquire: return "before_acquire";
+    }
+    return "?";
+}
+
 class run {
 public:
     static constexpr int slots = 24;
 
     run(std::uint64_t seed, config cfg, bool lifetimes)
-        : rng_(seed), cfg_(cfg), core_(cfg), model_(cfg, slots) {
+        : rng_(seed), cfg_(cfg), core_(cfg), model_(cfg, slots), max_(cfg.max) {
         lifetimes_ = lifetimes;
         waiters_.resize(slots);
         slot_state_.assign(slots, slot::free);
@@ -524,38 +752,50 @@ public:
         parked_at_.assign(slots, 0);
         woken_at_.assign(slots, 0);
         woken_with_place_.assign(slots, false);
+        holds_reservation_.assign(slots, false);
         deadline_.assign(slots, std::nullopt);
+        effects fx;
+        core_.start(fx);  // once, right after construction
+        model_.start();
+        settle(fx);
+        check_places();
     }
 
     // Returns "" or the first divergence.
     std::string step(int op_index) {
         op_ = op_index;
         const int pick = static_cast<int>(rng_() % 1000);
-        if (pick < 250)
+        if (pick < 240)
             op_acquire();
-        else if (pick < 310)
+        else if (pick < 300)
             op_try_acquire();
-        else if (pick < 530)
+        else if (pick < 510)
             op_release();
-        else if (pick < 570)
+        else if (pick < 540)
             op_cancel();
-        else if (pick < 650)
+        else if (pick < 605)
             op_advance();
-        else if (pick < 830)
+        else if (pick < 765)
             op_run_wake();
-        else if (pick < 935)
+        else if (pick < 860)
             op_finish_create();
-        else if (pick < 947)
+        else if (pick < 930)
+            op_verdict();
+        else if (pick < 940)
             op_housekeep();
-        else if (pick < 967)
+        else if (pick < 955)
             op_backoff_elapsed();
-        else if (pick < 980)
+        else if (pick < 967)
             op_health();
-        else if (pick < 985)
+        else if (pick < 972)
             op_circuit();
-        else if (pick < 990)
+        else if (pick < 977)
             op_replenish();
-        else if (pick < 993)
+        else if (pick < 984)
+            op_set_max();
+        else if (pick < 988 && rng_() % 2 == 0)
+            op_retire_all();
+        else if (pick < 992)
             op_housekeep();
         else if (pick < 995)
             op_backoff_elapsed();
@@ -568,11 +808,16 @@ public:
     // Close, run everything to completion, and check SPEC §5.6 plus exactly-once completion.
     std::string finish() {
         op_close();
+        check_places();
         for (int guard = 0; guard < 100000 && error_.empty(); ++guard) {
             if (!posted_.empty())
                 op_run_wake();
-            else if (pending_creates_ > 0)
+            else if (!checks_.empty())
+                op_verdict();
+            else if (pending_creates_ > 0 || !inline_slots_.empty())
                 op_finish_create();
+            else if (health_id_ >= 0)
+                op_health();
             else if (retry_pending_)
                 op_backoff_elapsed();
             else if (!held_.empty())
@@ -586,30 +831,60 @@ public:
             if (starts_[s] != completions_[s])
                 return err("acquire in slot " + std::to_string(s) + " started " + std::to_string(starts_[s]) +
                            " times but completed " + std::to_string(completions_[s]));
-        if (core_.total() != 0 || core_.waiting() != 0)
-            return err("closed and drained pool still holds resources");
+        if (core_.total() != 0 || core_.waiting() != 0 || core_.checking() != 0)
+            return err("closed and drained pool still holds resources or waiters");
         for (auto& [id, n] : destroyed_)
             if (n != 1)
                 return err("resource " + std::to_string(id) + " destroyed " + std::to_string(n) + " times");
         if (destroyed_.size() != made_.size()) return err("some created resources were never destroyed");
+        if (ready_count_ != 1) return err("ready said " + std::to_string(ready_count_) + " times");
+        if (drained_count_ != 1) return err("drained said " + std::to_string(drained_count_) + " times");
+        if (!core_.drained() || !core_.ready()) return err("the core's ready() / drained() disagree");
         return "";
     }
 
     std::uint64_t acquires() const { return core_.stats().acquires; }
     std::uint64_t fast_takes() const { return fast_takes_; }
     std::uint64_t fast_releases() const { return fast_releases_; }
+    std::uint64_t verdicts() const { return verdicts_; }
+    std::uint64_t orphaned_verdicts() const { return orphaned_verdicts_; }
+    std::uint64_t rejections() const { return core_.stats().rejected; }
+    std::uint64_t reparks() const { return reparks_; }
+    std::uint64_t sync_verdicts() const { return sync_verdicts_; }
 
 private:
-    enum class slot { free, parked, posted };
+    // parked: in the queue; posted: its resumption is posted (with a place or an error); checking: it
+    // waits for the verdict of a check on a resource it took; sync_checking: a try_acquire whose
+    // resource is under a check; inline_creating: a try_acquire whose synchronous factory runs.
+    enum class slot { free, parked, posted, checking, sync_checking, inline_creating };
+
+    // A resource under a borrow check, as the harness sees it.
+    struct pending_check {
+        int id = -1;
+        int slot = -1;        // the borrower: a waiter (checking) or a synchronous caller; -1 once it left
+        bool sync = false;    // a synchronous caller (no waiter)
+        borrow_check check;   // the check under way
+        bool ba_due = false;  // the harness's own verdict: before_acquire is due for this take
+    };
 
     std::string err(const std::string& what) {
-        if (error_.empty()) error_ = "op " + std::to_string(op_) + ": " + what;
+        if (error_.empty()) {
+            error_ = "op " + std::to_string(op_) + ": " + what;
+            if (!trail_.empty()) error_ += "\n  recent operations (RESPOOL_MODEL_TRACE):" + trail_;
+        }
         return error_;
+    }
+    // With RESPOOL_MODEL_TRACE set, every operation notes what it did; a failure prints the tail.
+    void note(const std::string& what) {
+        if (!tracing_) return;
+        trail_ += "\n   " + std::to_string(op_) + " " + what;
+        if (trail_.size() > 6000) trail_.erase(0, trail_.find('\n', trail_.size() - 5000));
     }
 
     int new_resource() {
         made_.push_back(std::make_unique<res>());
         made_.back()->id = static_cast<int>(made_.size());
+        era_.push_back(era_now_);
         if (lifetimes_) {  // the driver sets expires_at (with jitter) before handing it to the core
             made_.back()->expires_at = now_ + std::chrono::milliseconds(5 + rng_() % 100);
             model_.res[made_.back()->id].expires_at = made_.back()->expires_at;
@@ -619,6 +894,26 @@ private:
     res* resource_of(int id) { return made_[static_cast<std::size_t>(id - 1)].get(); }
     static int id_of(resource* r) { return r ? static_cast<res*>(r)->id : -1; }
     int slot_of(waiter* w) { return static_cast<int>(w - waiters_.data()); }
+    int era_of(int id) const { return era_[static_cast<std::size_t>(id - 1)]; }
+    int alive() const { return static_cast<int>(made_.size() - destroyed_.size()); }
+    int creations_running() const { return pending_creates_ + static_cast<int>(inline_slots_.size()); }
+    int in_check(int id) const {
+        for (std::size_t i = 0; i < checks_.size(); ++i)
+            if (checks_[i].id == id) return static_cast<int>(i);
+        return -1;
+    }
+    int check_of_slot(int s) const {
+        for (std::size_t i = 0; i < checks_.size(); ++i)
+            if (checks_[i].slot == s) return static_cast<int>(i);
+        return -1;
+    }
+    // Resources the harness made, that are alive and that nobody has: idle in the pool.
+    int idle_count() const {
+        return alive() - static_cast<int>(held_.size() + checks_.size()) - (health_id_ >= 0 ? 1 : 0);
+    }
+    int reservations() const {
+        return static_cast<int>(std::count(holds_reservation_.begin(), holds_reservation_.end(), true));
+    }
 
     // Translates core effects, compares them with the model's, and applies them.
     void settle(effects& fx, bool unordered = false) {
@@ -634,7 +929,7 @@ private:
                 m.res = id_of(e.r);
                 m.reason = e.reason;
             }
-            if (e.what == effect::kind::report_failure) m.st = e.st;
+            if (e.what == effect::kind::report_failure || e.what == effect::kind::ready) m.st = e.st;
             if (e.what == effect::kind::retry_after)
                 m.d = std::chrono::duration_cast<std::chrono::nanoseconds>(e.d).count();
             if (e.what == effect::kind::leak_suspected || e.what == effect::kind::leak_returned)
@@ -644,11 +939,12 @@ private:
         fx.clear();
         auto want = model_.fx;
         model_.fx.clear();
+        auto sorted = got;  // compared without order when it carries none; applied in the core's order
         if (unordered) {
-            std::sort(got.begin(), got.end());
+            std::sort(sorted.begin(), sorted.end());
             std::sort(want.begin(), want.end());
         }
-        if (got != want) {
+        if (sorted != want) {
             std::ostringstream o;
             o << "effects differ: core emitted " << got.size() << ", model " << want.size() << " [";
             for (auto& g : got) o << int(g.what) << ":" << g.waiter << "/" << g.res << " ";
@@ -658,13 +954,30 @@ private:
             err(o.str());
             return;
         }
+        if (tracing_ && !got.empty()) {
+            std::string t = "  effects:";
+            for (auto& g : got)
+                t += " " + std::to_string(int(g.what)) + ":" + std::to_string(g.waiter) + "/" +
+                     std::to_string(g.res) + "/" + std::to_string(int(g.st));
+            note(t);
+        }
         for (auto& e : got) {
             switch (e.what) {
             case effect::kind::wake:
-                if (slot_state_[e.waiter] != slot::parked) err("wake for a waiter that was not parked");
+                if (slot_state_[e.waiter] == slot::checking) {
+                    // A waiter under a check leaves: its deadline, a cancel or close. The check goes on
+                    // and decides only the resource's fate.
+                    if (e.st == status::ok) err("a place handed to a waiter that waits for a verdict");
+                    const int c = check_of_slot(e.waiter);
+                    if (c < 0) err("no check under way for a checking waiter");
+                    if (c >= 0) checks_[static_cast<std::size_t>(c)].slot = -1;
+                } else if (slot_state_[e.waiter] != slot::parked) {
+                    err("wake for a waiter that was neither parked nor waiting for a verdict");
+                }
                 slot_state_[e.waiter] = slot::posted;
                 posted_.push_back(e.waiter);
                 woken_with_place_[e.waiter] = e.st == status::ok;
+                holds_reservation_[e.waiter] = e.st == status::ok;
                 if (e.st == status::ok) {
                     woken_at_[e.waiter] = ++clock_;
                     // §1.3: a freed place goes to the oldest waiter still parked.
@@ -673,19 +986,43 @@ private:
                 }
                 if (e.st == status::timeout && !deadline_has_come(e.waiter))
                     err("a waiter timed out before its deadline");
+                if (e.st == status::closed && !closed_) err("closed wake from an open pool");
                 break;
-            case effect::kind::create: ++pending_creates_; break;
+            case effect::kind::create:
+                ++pending_creates_;
+                // Creations never take the pool above its max (a lowered one included).
+                if (alive() + creations_running() > static_cast<int>(max_))
+                    err("a creation started beyond max");
+                break;
             case effect::kind::retry_after:
                 if (retry_pending_) err("a second retry_after while one is pending");
                 retry_pending_ = true;
                 break;
             case effect::kind::leak_suspected:
-                if (!held_by_.count(e.res)) err("leak reported for a resource nobody holds");
+                if (!held_by_.count(e.res) && in_check(e.res) < 0)
+                    err("leak reported for a resource nobody holds");
                 break;
             case effect::kind::destroy:
                 if (held_by_.count(e.res)) err("destroyed a resource that is leased");
+                if (in_check(e.res) >= 0) err("destroyed a resource under a borrow check");
+                if (health_id_ == e.res) err("destroyed a resource in a health check");
                 ++destroyed_[e.res];
+                last_reason_[e.res] = e.reason;
                 if (destroyed_[e.res] > 1) err("resource " + std::to_string(e.res) + " destroyed twice");
+                if (era_of(e.res) < era_now_) --old_alive_;
+                break;
+            case effect::kind::ready:
+                if (++ready_count_ > 1) err("ready said twice");
+                if (e.st == status::ok && creations_running() != 0) err("ready while a creation runs");
+                if (e.st == status::create_failed && !in_creation_failed_)
+                    err("ready(create_failed) without a failed creation");
+                if (e.st == status::closed && !in_close_) err("ready(closed) outside close");
+                break;
+            case effect::kind::drained:
+                if (++drained_count_ > 1) err("drained said twice");
+                if (!closed_) err("drained before close");
+                if (alive() != 0) err("drained while " + std::to_string(alive()) + " resources live");
+                if (creations_running() != 0) err("drained while a creation runs");
                 break;
             default: break;
             }
@@ -699,8 +1036,8 @@ private:
         if (!a.empty()) return void(err("core audit: " + a));
         const snapshot s = core_.snap();
         if (s.idle != model_.idle.size() || s.active != model_.active || s.waiting != model_.waiting() ||
-            s.reserved != model_.n_reserved() || s.creating != model_.creating || s.total > s.max ||
-            s.total != s.idle + s.active || !same_counters(s.c, model_.c)) {
+            s.reserved != model_.n_reserved() || s.creating != model_.creating ||
+            s.total != s.idle + s.active || s.max != model_.cfg.max || !same_counters(s.c, model_.c)) {
             std::ostringstream o;
             o << "snapshot differs from the model: idle " << s.idle << "/" << model_.idle.size() << " active "
               << s.active << "/" << model_.active << " waiting " << s.waiting << "/" << model_.waiting()
@@ -708,9 +1045,12 @@ private:
               << model_.creating << " acquires " << s.c.acquires << "/" << model_.c.acquires << " timeouts "
               << s.c.timeouts << "/" << model_.c.timeouts << " destructions " << s.c.destructions << "/"
               << model_.c.destructions << " unavailable " << s.c.unavailable_rejections << "/"
-              << model_.c.unavailable_rejections;
+              << model_.c.unavailable_rejections << " rejected " << s.c.rejected << "/" << model_.c.rejected;
             return void(err(o.str()));
         }
+        if (core_.checking() != model_.checking.size()) return void(err("checking count differs"));
+        if (core_.ready() != !model_.warming || core_.drained() != model_.drained)
+            return void(err("ready() / drained() differ from the model"));
         for (std::size_t i = 0; i < model_.idle.size(); ++i)
             if (id_of(core_.idle_at(i)) != model_.idle[i])
                 return void(err("idle order differs from the model"));
@@ -722,6 +1062,7 @@ private:
 
     void hand_out(int s, int id) {
         if (held_by_.count(id)) return void(err("resource " + std::to_string(id) + " handed to two holders"));
+        if (in_check(id) >= 0) return void(err("handed out a resource under another check"));
         if (destroyed_.count(id)) return void(err("handed out a destroyed resource"));
         held_by_[id] = s;
         held_.push_back(id);
@@ -731,61 +1072,44 @@ private:
         if (completions_[s] > starts_[s]) err("acquire completed twice");
         slot_state_[s] = slot::free;
         woken_with_place_[s] = false;
+        holds_reservation_[s] = false;
         deadline_[s] = std::nullopt;
         waiters_[s] = waiter{};
         model_.w[static_cast<std::size_t>(s)] = model::mw{};
     }
 
-    // An independent oracle for the fresh flag (before_acquire skips it): never lent before, by the
-    // harness's own record of what it took. Only reported when checks are configured.
-    bool fresh_flag_right(const pool_core::take_result& t) {
-        if (!cfg_.confirm_takes) return true;
-        return t.fresh == ever_lent_.insert(id_of(t.r)).second;
+    static bool same_take(const pool_core::take_result& t, const m_take& m) {
+        return t.st == m.st && id_of(t.r) == m.r && (!t.r || t.check == m.check);
     }
 
-    // A taken resource goes through before_acquire when the pool has one.
-    void after_take(int s, int id, bool fresh_waiter) {
-        if (!cfg_.confirm_takes) {
-            hand_out(s, id);
+    // A resource just taken out of idle for a borrower (newcomer, woken waiter, retry): the oracles of a
+    // take. Returns the harness's own verdict on before_acquire for it: due exactly when the harness
+    // saw it lent before (and the pool has the hook).
+    bool took_from_idle(const pool_core::take_result& t) {
+        const int id = id_of(t.r);
+        if (destroyed_.count(id)) err("took a destroyed resource");
+        if (held_by_.count(id) || in_check(id) >= 0 || health_id_ == id) err("took a resource somebody has");
+        if (strict_era_ && era_of(id) < era_now_) err("took a resource made before the latest retire_all");
+        const bool ba_due = cfg_.before_acquire && !ever_lent_.insert(id).second;
+        if (t.check == borrow_check::before_acquire && !ba_due)
+            err("before_acquire for a resource never lent before");
+        if (t.check == borrow_check::none && ba_due)
+            err("lent a resource lent before without before_acquire");
+        if (t.check == borrow_check::validate && !cfg_.validate_on_borrow)
+            err("validation without the option");
+        return ba_due;
+    }
+
+    // The borrower in slot s got t (already compared with the model): lend it, or wait for its check.
+    void after_take(int s, const pool_core::take_result& t, bool ba_due, bool sync) {
+        if (t.check == borrow_check::none) {
+            hand_out(s, id_of(t.r));
             return complete(s);
         }
-        effects fx;
-        resource* r = resource_of(id);
-        const int roll = static_cast<int>(rng_() % 10);
-        if (roll == 0) {  // cancelled while the hook ran: back to idle
-            core_.give_back(r, fx);
-            model_.give_back(id);
-            settle(fx);
-            return complete(s);
-        }
-        if (roll <= 2) {  // rejected: destroy and retry in the waiter's place
-            core_.reject(r, fx);
-            model_.reject(id);
-            settle(fx);
-            if (fresh_waiter) return complete(s);  // try_acquire gives up after a rejection
-            auto t = core_.retry(waiters_[s], now_, fx);
-            auto mt = model_.retry(s, now_);
-            if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("retry differs"));
-            if (t.r && !fresh_flag_right(t)) return void(err("fresh flag is not 'never lent before'"));
-            settle(fx);
-            if (t.r) {
-                newcomer_took_a_place();  // a retry takes like a newcomer: never a reserved place
-                return after_take(s, mt.second, false);
-            }
-            if (t.st == status::timeout && !deadline_has_come(s))
-                return void(err("a retry timed out before the waiter's deadline"));
-            if (t.st != status::ok) return complete(s);
-            if (deadline_has_come(s)) return void(err("re-parked a waiter whose deadline has passed"));
-            slot_state_[s] = slot::parked;
-            parked_at_[s] = ++clock_;  // its arrival stays the first park's
-            return;
-        }
-        status cs = core_.confirm_take(r, fx);
-        status ms = model_.confirm_take(id);
-        if (cs != ms) return void(err("confirm differs"));
-        settle(fx);
-        if (cs == status::ok) hand_out(s, id);
-        complete(s);
+        checks_.push_back({id_of(t.r), s, sync, t.check, ba_due});
+        slot_state_[s] = sync ? slot::sync_checking : slot::checking;
+        if (!sync && waiters_[s].state != waiter_state::checking)
+            err("a waiter with a check due is not waiting for its verdict");
     }
 
     int free_slot() {
@@ -807,26 +1131,16 @@ private:
                 if (!plain_take())
                     return void(err("take_fast took where checks, stamps or the circuit apply"));
                 auto mt = model_.try_take();
-                if (id_of(r) != mt.second) return void(err("take_fast differs from the model's take"));
+                if (id_of(r) != mt.r || mt.check != borrow_check::none)
+                    return void(err("take_fast differs from the model's take"));
                 newcomer_took_a_place();
                 check();
-                return after_take(s, mt.second, true);
+                pool_core::take_result t{status::ok, r};
+                took_from_idle(t);
+                return after_take(s, t, false, false);
             }
             fast_declined = plain_take();
         }
-        auto t = core_.try_take();
-        bool mv = false;
-        auto mt = model_.try_take(&mv);
-        if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("try_take differs"));
-        if (t.r && t.validate != mv) return void(err("validate flag differs"));
-        if (t.r && !fresh_flag_right(t)) return void(err("fresh flag is not 'never lent before'"));
-        if (t.r && fast_declined) return void(err("take_fast declined a plain take that try_take then made"));
-        check();
-        if (t.r) {
-            newcomer_took_a_place();
-            return after_take(s, mt.second, true);
-        }
-        if (t.st != status::ok) return complete(s);
         // Each waiter its own deadline: relative or absolute, distinct (ns resolution), shared, in the
         // past, or so far away that now + timeout would overflow.
         std::optional<duration> timeout;
@@ -842,20 +1156,47 @@ private:
         case 7: at = time_point::max(); break;
         }
         const std::optional<time_point> deadline = timeout ? saturating_after(now_, *timeout) : at;
+        const int variant = static_cast<int>(rng_() % 4);
+        auto t = core_.try_take();
+        auto mt = model_.try_take();
+        if (tracing_)
+            note("acquire slot " + std::to_string(s) + ": take " + std::to_string(int(t.st)) + " r" +
+                 std::to_string(id_of(t.r)) + " " + check_name(t.check));
+        if (!same_take(t, mt)) return void(err("try_take differs"));
+        if (t.r && fast_declined) return void(err("take_fast declined a plain take that try_take then made"));
+        check();
+        if (t.r) {
+            newcomer_took_a_place();
+            const bool ba_due = took_from_idle(t);
+            if (t.check != borrow_check::none) {
+                // The newcomer waits for the verdict; its deadline runs meanwhile (the driver's way: the
+                // absolute deadline with the timeout it came from, or without it, or with one that did
+                // not produce it, which must change nothing).
+                std::optional<duration> span;
+                if (timeout && variant != 0) span = timeout;
+                if (!timeout && variant == 0) span = 10ms;
+                core_.wait_for_check(waiters_[s], t.r, now_, deadline, span);
+                model_.wait_for_check(s, mt.r, deadline);
+                arrival_[s] = ++clock_;
+                deadline_[s] = deadline;
+                check();
+            }
+            return after_take(s, t, ba_due, false);
+        }
+        if (t.st != status::ok) return complete(s);
         effects fx;
         slot_state_[s] = slot::parked;
-        // The driver's way too: the absolute deadline with the timeout it came from (the timeout picks
-        // the deadline lane); and a timeout that did not produce the deadline, which must change nothing.
         status ps;
-        if (timeout && rng_() % 2 == 0)
+        if (timeout && variant < 2)
             ps = core_.park(waiters_[s], now_, deadline, timeout, fx);
         else if (timeout)
             ps = core_.park(waiters_[s], now_, timeout, fx);
-        else if (rng_() % 4 == 0)
+        else if (variant == 0)
             ps = core_.park(waiters_[s], now_, at, std::optional<duration>(10ms), fx);
         else
             ps = core_.park(waiters_[s], now_, at, fx);
         status ms = model_.park(s, now_, deadline);
+        if (tracing_) note("  park -> " + std::to_string(int(ps)));
         if (ps != ms) return void(err("park differs"));
         if (ps == status::ok) {
             arrival_[s] = parked_at_[s] = ++clock_;
@@ -871,25 +1212,46 @@ private:
         int s = free_slot();
         if (s < 0) return;
         ++starts_[s];
+        sync_take(s);
+    }
+
+    // try_acquire's steps: take (a check due runs through check_done without a waiter), else create
+    // with the synchronous factory where a place is free for anyone.
+    void sync_take(int s) {
         auto t = core_.try_take();
         auto mt = model_.try_take();
-        if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("try_take differs"));
-        if (t.r && !fresh_flag_right(t)) return void(err("fresh flag is not 'never lent before'"));
+        if (tracing_)
+            note("try_acquire slot " + std::to_string(s) + ": take " + std::to_string(int(t.st)) + " r" +
+                 std::to_string(id_of(t.r)) + " " + check_name(t.check));
+        if (!same_take(t, mt)) return void(err("try_take differs"));
+        check();
         if (t.r) {
             newcomer_took_a_place();
-            return after_take(s, mt.second, true);
+            const bool ba_due = took_from_idle(t);
+            return after_take(s, t, ba_due, true);
         }
         if (t.st != status::ok) return complete(s);
-        // synchronous factory: inline creation when a place is free for anyone
         bool b = core_.begin_inline_creation();
         if (b != model_.begin_inline()) return void(err("begin_inline_creation differs"));
         check();
+        if (tracing_) note("  inline creation " + std::to_string(b));
         if (!b) return complete(s);
         newcomer_took_a_place();
+        if (rng_() % 3 == 0) {  // the factory runs on: anything may happen meanwhile
+            slot_state_[s] = slot::inline_creating;
+            inline_slots_.push_back(s);
+            return;
+        }
+        finish_inline(s);
+    }
+
+    void finish_inline(int s) {
         effects fx;
+        if (tracing_) note("finish inline creation of slot " + std::to_string(s));
         if (rng_() % 5 == 0) {
             core_.inline_failed(fx);
             model_.inline_failed();
+            slot_state_[s] = slot::free;  // no longer a creation under way
             settle(fx);
             return complete(s);
         }
@@ -897,16 +1259,10 @@ private:
         ever_lent_.insert(id);  // lent by inline_created itself
         status cs = core_.inline_created(resource_of(id), fx);
         if (cs != model_.inline_created(id)) return void(err("inline_created differs"));
+        slot_state_[s] = slot::free;
+        if (cs == status::ok) hand_out(s, id);  // before the effects: it is the caller's at once
         settle(fx);
-        if (cs == status::ok) {
-            if (cfg_.confirm_takes) {
-                status c2 = core_.confirm_take(resource_of(id), fx);
-                if (c2 != model_.confirm_take(id)) return void(err("confirm differs"));
-                settle(fx);
-                if (c2 != status::ok) return complete(s);
-            }
-            hand_out(s, id);
-        }
+        if (cs == status::closed && !closed_) return void(err("inline_created said closed in an open pool"));
         complete(s);
     }
 
@@ -920,6 +1276,11 @@ private:
         auto kind = r == 0   ? pool_core::release_kind::broken
                     : r == 1 ? pool_core::release_kind::poisoned
                              : pool_core::release_kind::ok;
+        // Coming back while the pool is at or above its max (without it) or from before the latest
+        // retire_all: it must not stay.
+        const bool unwanted =
+            alive() - 1 + creations_running() >= static_cast<int>(max_) || era_of(id) < era_now_;
+        if (tracing_) note("release r" + std::to_string(id) + " kind " + std::to_string(int(kind)));
         effects fx;
         if (kind == pool_core::release_kind::ok && rng_() % 2 == 0) {  // the driver's inline release first
             const bool fast = core_.release_fast(resource_of(id));
@@ -934,18 +1295,32 @@ private:
         core_.release(resource_of(id), kind, fx);
         model_.release(id, kind);
         settle(fx);
+        if (unwanted && !destroyed_.count(id)) err("a returned resource beyond max or retired was kept");
     }
 
     void op_cancel() {
         std::vector<int> c;
         for (int s = 0; s < slots; ++s)
-            if (slot_state_[s] != slot::free) c.push_back(s);
+            if (slot_state_[s] == slot::parked || slot_state_[s] == slot::posted ||
+                slot_state_[s] == slot::checking)
+                c.push_back(s);
         if (c.empty()) return;
         int s = c[rng_() % c.size()];
+        const slot before = slot_state_[s];
         effects fx;
         bool a = core_.cancel(waiters_[s], fx);
+        if (tracing_) note("cancel slot " + std::to_string(s) + " -> " + std::to_string(a));
         if (a != model_.cancel(s)) return void(err("cancel differs"));
+        if ((before == slot::parked || before == slot::checking) && !a)
+            return void(err("a pending waiter could not be cancelled"));
+        if (before == slot::posted && a) {
+            if (!holds_reservation_[s]) return void(err("cancelled a waiter already decided"));
+            holds_reservation_[s] = false;  // decided now; its resumption reports it
+            reservation_dropped();
+        }
         settle(fx);
+        if (a && before != slot::posted && slot_state_[s] != slot::posted)
+            err("a cancelled waiter was not woken");
     }
 
     void op_advance() {
@@ -959,13 +1334,20 @@ private:
                     to = deadline_[s];
         }
         now_ = to ? *to : now_ + std::chrono::nanoseconds(rng_() % 20'000'000);
+        if (tracing_) note("advance to " + std::to_string(now_.time_since_epoch().count()));
         effects fx;
         core_.expire(now_, fx);
         model_.expire(now_);
+        // Woken waiters whose deadline has come lose their reservation (decided with a timeout).
+        for (int s = 0; s < slots; ++s)
+            if (holds_reservation_[s] && deadline_has_come(s)) {
+                holds_reservation_[s] = false;
+                reservation_dropped();
+            }
         settle(fx);  // earliest deadline first, equal deadlines in arrival order
         for (int s = 0; s < slots; ++s)
-            if (slot_state_[s] == slot::parked && deadline_has_come(s))
-                return void(err("a parked waiter whose deadline has come was not timed out"));
+            if ((slot_state_[s] == slot::parked || slot_state_[s] == slot::checking) && deadline_has_come(s))
+                return void(err("a pending waiter whose deadline has come was not timed out"));
     }
 
     void op_run_wake() {
@@ -974,11 +1356,13 @@ private:
         posted_.pop_front();
         effects fx;
         auto t = core_.resume(waiters_[s], fx);
-        bool mv = false;
-        auto mt = model_.resume(s, &mv);
-        if (t.st != mt.first || id_of(t.r) != mt.second) return void(err("resume differs"));
-        if (t.r && t.validate != mv) return void(err("validate flag differs"));
-        if (t.r && !fresh_flag_right(t)) return void(err("fresh flag is not 'never lent before'"));
+        auto mt = model_.resume(s);
+        if (tracing_)
+            note("resume slot " + std::to_string(s) + ": " + std::to_string(int(t.st)) + " r" +
+                 std::to_string(id_of(t.r)) + " " + check_name(t.check));
+        if (!same_take(t, mt)) return void(err("resume differs"));
+        if (holds_reservation_[s] && !t.r) reservation_dropped();  // a half-open circuit's budget is used up
+        holds_reservation_[s] = false;
         settle(fx);
         if (t.r) {
             if (!woken_with_place_[s])
@@ -988,52 +1372,189 @@ private:
             // rejected resource did so after the place was given).
             if (older_parked(s, woken_at_[s]) >= 0)
                 return void(err("a younger waiter was served while an older one was parked"));
-            return after_take(s, mt.second, false);
+            const bool ba_due = took_from_idle(t);
+            return after_take(s, t, ba_due, false);
         }
         if (t.st == status::timeout && !deadline_has_come(s))
             return void(err("a resumption reported a timeout before the deadline"));
         complete(s);
     }
 
+    // The verdict of one check under way: the borrower's, a synchronous caller's, or one whose borrower
+    // left (orphaned).
+    void op_verdict() {
+        if (checks_.empty()) return;
+        const std::size_t i = rng_() % checks_.size();
+        const pending_check pc = checks_[i];
+        checks_.erase(checks_.begin() + static_cast<std::ptrdiff_t>(i));  // nobody's while it is decided
+        const bool passed = rng_() % 10 < 7;
+        if (rng_() % 2 == 0) now_ += std::chrono::nanoseconds(rng_() % 5'000'000);  // no expire() yet
+        effects fx;
+        auto v = core_.check_done(resource_of(pc.id), passed, now_, fx);
+        auto mv = model_.check_done(pc.id, passed, now_);
+        if (tracing_)
+            note("verdict r" + std::to_string(pc.id) + " " + check_name(pc.check) + " slot " +
+                 std::to_string(pc.slot) + (pc.sync ? " sync" : "") + (passed ? " pass" : " FAIL") +
+                 " -> w " + std::to_string(v.w ? slot_of(v.w) : -1) + " " + std::to_string(int(v.t.st)) +
+                 " r" + std::to_string(id_of(v.t.r)) + " " + check_name(v.t.check));
+        if ((v.w ? slot_of(v.w) : -1) != mv.w || !same_take(v.t, mv.t))
+            return void(err("check_done differs"));
+        ++verdicts_;
+        sync_verdicts_ += pc.sync;
+        const bool orphaned = pc.slot < 0;
+        const int expected = orphaned || pc.sync ? -1 : pc.slot;
+        if ((v.w ? slot_of(v.w) : -1) != expected)
+            return void(err("a verdict reached " + std::string(v.w ? "a waiter" : "nobody") +
+                            ", not the borrower the harness recorded"));
+        // Unwanted when it comes back: the pool is at its max without it, or it was retired.
+        const bool unwanted =
+            alive() - 1 + creations_running() >= static_cast<int>(max_) || era_of(pc.id) < era_now_;
+        settle(fx);
+        if (!error_.empty()) return;
+        if (!passed) {
+            if (!destroyed_.count(pc.id) || last_reason_[pc.id] != destroy_reason::rejected)
+                return void(err("a rejected resource was not destroyed as rejected"));
+        }
+        if (orphaned) {
+            ++orphaned_verdicts_;
+            if (v.t.r || v.t.st != status::ok) return void(err("an orphaned verdict returned a result"));
+            if (passed && (closed_ || unwanted) && !destroyed_.count(pc.id))
+                return void(err("an orphaned resource was kept by a closed or over-full pool"));
+            if (passed && closed_ && last_reason_[pc.id] != destroy_reason::closed)
+                return void(err("an orphaned resource of a closed pool was not destroyed as closed"));
+            if (passed && !closed_ && !unwanted && destroyed_.count(pc.id))
+                return void(err("an orphaned resource that passed was destroyed"));
+            return;
+        }
+        const int s = pc.slot;
+        if (!passed) {
+            if (pc.sync) {
+                if (v.t.r || v.t.st != status::ok)
+                    return void(err("a synchronous rejection returned a result"));
+                return sync_take(s);  // it takes again itself
+            }
+            // The waiter took again in its arrival position: another resource, parked, or an error.
+            if (v.t.r) {
+                newcomer_took_a_place();  // a retry takes like a newcomer: never a reserved place
+                const bool ba_due = took_from_idle(v.t);
+                return after_take(s, v.t, ba_due, false);
+            }
+            if (v.t.st == status::timeout && !deadline_has_come(s))
+                return void(err("a retry timed out before the waiter's deadline"));
+            if (v.t.st != status::ok) return complete(s);
+            if (deadline_has_come(s)) return void(err("re-parked a waiter whose deadline has passed"));
+            if (waiters_[s].state != waiter_state::parked)
+                return void(err("a re-parked waiter is not parked"));
+            slot_state_[s] = slot::parked;
+            parked_at_[s] = ++clock_;  // its arrival stays its first
+            ++reparks_;
+            return;
+        }
+        // Passed: the next check on the same resource, or lent.
+        if (v.t.r && v.t.check != borrow_check::none) {
+            if (v.t.r != resource_of(pc.id)) return void(err("the next check is on another resource"));
+            if (pc.check != borrow_check::validate || v.t.check != borrow_check::before_acquire)
+                return void(err(std::string("check order: ") + check_name(v.t.check) + " after " +
+                                check_name(pc.check)));
+            if (!pc.ba_due) return void(err("before_acquire after validation for a resource never lent"));
+            checks_.push_back({pc.id, s, pc.sync, v.t.check, pc.ba_due});
+            if (!pc.sync && waiters_[s].state != waiter_state::checking)
+                return void(err("a waiter with a further check is not waiting for it"));
+            return;
+        }
+        if (v.t.r) {
+            if (v.t.r != resource_of(pc.id)) return void(err("lent another resource than the one checked"));
+            if (pc.check == borrow_check::validate && pc.ba_due)
+                return void(err("lent after validation without before_acquire for a resource lent before"));
+            hand_out(s, pc.id);
+            return complete(s);
+        }
+        if (v.t.st != status::closed || !closed_) return void(err("a passed check lent nothing"));
+        if (!destroyed_.count(pc.id)) return void(err("a checked resource of a closed pool was kept"));
+        complete(s);
+    }
+
     void op_finish_create() {
+        if (!inline_slots_.empty() && (pending_creates_ == 0 || rng_() % 3 == 0)) {
+            const std::size_t i = rng_() % inline_slots_.size();
+            const int s = inline_slots_[i];
+            inline_slots_.erase(inline_slots_.begin() + static_cast<std::ptrdiff_t>(i));
+            return finish_inline(s);
+        }
         if (pending_creates_ == 0) return;
         --pending_creates_;
         effects fx;
         if (rng_() % 6 == 0) {
             waiter* w = core_.creation_failed(fx);
             int ms = model_.creation_failed();
+            if (tracing_) note("creation failed");
             if ((w ? slot_of(w) : -1) != ms) return void(err("creation_failed chose a different waiter"));
+            in_creation_failed_ = true;
+            settle(fx);
+            in_creation_failed_ = false;
         } else {
             int id = new_resource();
+            if (tracing_) note("created r" + std::to_string(id));
             core_.creation_succeeded(resource_of(id), fx);
             model_.creation_succeeded(id);
+            settle(fx);
         }
-        settle(fx);
     }
 
+    // Health rounds, one resource at a time; its check may still run while other things happen.
     void op_health() {
-        ++tick_;
-        for (;;) {
-            resource* r = core_.begin_check(tick_);
-            int m = model_.begin_check(tick_);
-            if (id_of(r) != m) return void(err("health check picked a different resource"));
-            if (!r) return;
-            check();
+        effects fx;
+        if (health_id_ >= 0) {
+            const int id = health_id_;
+            health_id_ = -1;
             const bool healthy = rng_() % 4 != 0;
-            effects fx;
-            core_.end_check(r, healthy, fx);
-            model_.end_check(m, healthy);
+            const bool unwanted =
+                alive() - 1 + creations_running() >= static_cast<int>(max_) || era_of(id) < era_now_;
+            if (tracing_)
+                note("end health check r" + std::to_string(id) + " healthy " + std::to_string(healthy));
+            core_.end_check(resource_of(id), healthy, fx);
+            model_.end_check(id, healthy);
             settle(fx);
-            if (!error_.empty()) return;
+            if ((!healthy || closed_ || unwanted) && !destroyed_.count(id))
+                err("an unhealthy, retired or surplus resource (or one of a closed pool) was kept");
+            if (healthy && !closed_ && !unwanted && destroyed_.count(id))
+                err("a healthy resource was destroyed");
+            return;
         }
+        if (!round_open_ || rng_() % 8 == 0) {
+            core_.begin_health_round();
+            model_.begin_health_round();
+            round_open_ = true;
+            round_seen_.clear();
+        }
+        resource* r = core_.begin_check();
+        int m = model_.begin_check();
+        if (id_of(r) != m) return void(err("health check picked a different resource"));
+        if (!r) {
+            round_open_ = false;
+            return check();
+        }
+        if (tracing_) note("health check r" + std::to_string(m));
+        if (!round_seen_.insert(m).second) return void(err("a resource checked twice in one round"));
+        if (held_by_.count(m) || in_check(m) >= 0 || destroyed_.count(m))
+            return void(err("a health check took a resource that is not idle"));
+        health_id_ = m;
+        check();
+        if (rng_() % 2 == 0) op_health();  // ends at once
     }
 
     void op_circuit() {
         const circuit s = static_cast<circuit>(rng_() % 3);
         const auto probes = static_cast<std::uint32_t>(rng_() % 3);
         effects fx;
+        if (tracing_) note("circuit " + std::to_string(int(s)) + " probes " + std::to_string(probes));
         core_.set_circuit(s, fx, probes);
         model_.set_circuit(s, probes);
+        if (s == circuit::open && circuit_ != circuit::open && reservations() > 0) {
+            // Woken waiters are decided: unavailable.
+            std::fill(holds_reservation_.begin(), holds_reservation_.end(), false);
+            reservation_dropped();
+        }
         circuit_ = s;
         settle(fx);
     }
@@ -1041,6 +1562,7 @@ private:
     void op_housekeep() {
         now_ += std::chrono::milliseconds(rng_() % 30);
         effects fx;
+        if (tracing_) note("housekeep");
         core_.housekeep(now_, fx);
         model_.housekeep(now_);
         settle(fx, true);  // evictions and leak reports of one pass carry no order
@@ -1049,6 +1571,7 @@ private:
     void op_backoff_elapsed() {
         if (!retry_pending_) return;
         retry_pending_ = false;
+        if (tracing_) note("backoff elapsed");
         effects fx;
         core_.backoff_elapsed(fx);
         model_.backoff_elapsed();
@@ -1056,18 +1579,56 @@ private:
     }
 
     void op_replenish() {
+        if (tracing_) note("replenish");
         effects fx;
         core_.replenish(fx);
         model_.replenish();
         settle(fx);
     }
 
+    void op_set_max() {
+        // Lower or higher, or back to where the run started.
+        auto m = rng_() % 2 == 0 ? cfg_.max : 1 + static_cast<std::uint32_t>(rng_() % 6);
+        if (m < cfg_.min) m = cfg_.min;
+        max_ = m;
+        if (tracing_) note("set_max " + std::to_string(m));
+        effects fx;
+        core_.set_max(m, fx);
+        model_.set_max(m);
+        settle(fx);
+        // Idle resources beyond the new max are gone at once; reserved ones are spoken for.
+        if (alive() + creations_running() > static_cast<int>(max_) && idle_count() > reservations())
+            err("idle resources beyond a lowered max were kept");
+    }
+
+    void op_retire_all() {
+        effects fx;
+        ++era_now_;
+        if (tracing_) note("retire_all");
+        core_.retire_all(fx);
+        model_.retire_all();
+        // Every idle resource goes now, but those that back a woken waiter's reservation.
+        old_alive_ = alive();
+        settle(fx);
+        if (!closed_ && idle_count() > reservations()) err("idle resources kept by retire_all");
+        // Places reserved now may be served by old resources later (SPEC: on their way to their
+        // waiters); without any, no old resource is ever taken again or left idle.
+        strict_era_ = reservations() == 0;
+    }
+
     void op_close() {
         effects fx;
         bool a = core_.close(fx);
+        if (tracing_) note("close");
         if (a != model_.close()) return void(err("close differs"));
         closed_ = true;
+        std::fill(holds_reservation_.begin(), holds_reservation_.end(), false);
+        in_close_ = true;
         settle(fx);
+        in_close_ = false;
+        for (int s = 0; s < slots; ++s)
+            if (slot_state_[s] == slot::parked || slot_state_[s] == slot::checking)
+                return void(err("close left a waiter pending"));
     }
 
     // ---- oracles from the harness's own records ----
@@ -1087,13 +1648,14 @@ private:
     // The inline paths are for pools with nothing to check, stamp or report (SPEC-independent: these
     // are the driver's contract with take_fast / release_fast).
     bool plain_take() const {
-        return !closed_ && circuit_ == circuit::closed && !cfg_.confirm_takes &&
+        return !closed_ && circuit_ == circuit::closed && !cfg_.before_acquire && !cfg_.validate_on_borrow &&
                cfg_.acquire_ttl == duration::zero();
     }
     bool plain_release() const {
         return !closed_ && parked_count() == 0 && !cfg_.reports && !cfg_.lifetimes &&
                cfg_.idle_ttl == duration::zero() && !cfg_.validate_on_borrow &&
-               cfg_.acquire_ttl == duration::zero();
+               cfg_.acquire_ttl == duration::zero() && old_alive_ == 0 &&
+               alive() + creations_running() <= static_cast<int>(max_);
     }
     // §1.3: a newcomer (or a retry) never takes a place while a waiter is parked: every free place is
     // already reserved for the parked waiters.
@@ -1105,27 +1667,46 @@ private:
     void check_places() {
         if (!error_.empty()) return;
         const int parked = parked_count();
-        int woken_with_place = 0;
-        for (int s = 0; s < slots; ++s)
-            if (slot_state_[s] == slot::posted && woken_with_place_[s]) ++woken_with_place;
-        const auto alive = static_cast<std::uint32_t>(made_.size() - destroyed_.size());
-        const std::uint32_t total = alive + static_cast<std::uint32_t>(pending_creates_);
-        const std::uint32_t idle = alive - static_cast<std::uint32_t>(held_.size());
+        const auto total = static_cast<std::uint32_t>(alive() + creations_running());
+        const int idle = idle_count();
         if (total != core_.total())
             return void(err("total differs from what the harness created and destroyed"));
-        if (total > cfg_.max) return void(err("total above max"));
-        if (closed_ && (parked > 0 || idle > 0))
-            return void(err("a closed pool keeps a parked waiter or an idle resource"));
+        if (total <= max_) lingering_ = false;
+        if (total > max_ && idle > reservations() && !reservation_fell_through())
+            return void(err("total above max with an unreserved idle resource"));
+        if (idle < 0) return void(err("the harness's records disagree"));
+        int checking = 0;
+        for (const auto& c : checks_) checking += c.slot >= 0 && !c.sync;
+        if (static_cast<std::uint32_t>(checking) != core_.checking())
+            return void(err("waiters waiting for a verdict differ from the harness's"));
+        if (closed_ && (parked > 0 || idle > 0 || checking > 0))
+            return void(err("a closed pool keeps a pending waiter or an idle resource"));
+        // Readiness: said exactly when no creation runs any more (or at a failure, or at close).
+        if (ready_count_ == 0 && creations_running() == 0) return void(err("the pre-warm is over, no ready"));
+        // Drained: said as soon as close left nothing.
+        if (closed_ && drained_count_ == 0 && alive() == 0 && creations_running() == 0)
+            return void(err("closed and empty, no drained"));
+        if (strict_era_ && old_alive_ > 0 && idle > 0) {
+            for (std::size_t i = 0; i < core_.idle(); ++i)
+                if (era_of(id_of(core_.idle_at(i))) < era_now_)
+                    return void(err("a resource made before the latest retire_all sits in idle"));
+        }
         if (parked == 0) return;
         // Woken waiters hold at most one reservation each; every other idle resource is free.
-        if (idle > static_cast<std::uint32_t>(woken_with_place))
+        if (idle > reservations())
             return void(err("lost wake-up: a waiter is parked while an idle resource is unreserved"));
-        const bool capacity_free =
-            total < cfg_.max && circuit_ != circuit::open && !closed_ && !retry_pending_;
+        const bool capacity_free = total < max_ && circuit_ != circuit::open && !closed_ && !retry_pending_;
         const int needed = std::min(parked, static_cast<int>(cfg_.max_concurrent_creations));
-        if (capacity_free && pending_creates_ < needed)
-            err("a waiter is parked while capacity is free and " + std::to_string(pending_creates_) +
+        if (capacity_free && creations_running() < needed)
+            err("a waiter is parked while capacity is free and " + std::to_string(creations_running()) +
                 " creations run (" + std::to_string(needed) + " required)");
+    }
+    // A lowered max keeps idle resources that back reservations; a reservation that then ends without
+    // being served (timeout, cancel, the circuit opening) leaves such a resource idle, unreserved, until
+    // it is next lent and returned (SPEC: never taken from a holder, dropped as it comes back).
+    bool reservation_fell_through() const { return lingering_; }
+    void reservation_dropped() {
+        if (alive() + creations_running() > static_cast<int>(max_)) lingering_ = true;
     }
 
     std::mt19937_64 rng_;
@@ -1133,31 +1714,48 @@ private:
     pool_core core_;
     model model_;
     time_point now_ = time_point{} + 1s;
-    std::uint64_t tick_ = 0;
     int op_ = 0;
     std::vector<waiter> waiters_;
     std::vector<slot> slot_state_;
     std::vector<int> completions_, starts_;
     std::deque<int> posted_;
-    std::unordered_set<int> ever_lent_;
+    std::unordered_set<int> ever_lent_;  // every resource the harness saw taken out for a borrower
+    std::vector<pending_check> checks_;  // resources under a borrow check
+    std::vector<int> inline_slots_;      // try_acquires whose synchronous factory runs
+    int health_id_ = -1;                 // the resource in a health check, or -1
+    bool round_open_ = false;
+    std::set<int> round_seen_;
     int pending_creates_ = 0;
     bool retry_pending_ = false;
     bool lifetimes_ = false;
     // Harness records for the oracles, kept independently of the core and the model.
-    std::vector<std::uint64_t> arrival_;    // when the acquire first parked (kept across a re-park)
+    std::vector<std::uint64_t> arrival_;    // when the acquire first parked or took (kept across a re-park)
     std::vector<std::uint64_t> parked_at_;  // when it last parked or re-parked
     std::vector<std::uint64_t> woken_at_;   // when a place was handed to it (a wake with status ok)
     std::vector<bool> woken_with_place_;    // its posted resumption carries a place, not an error
+    std::vector<bool> holds_reservation_;   // ... and that place is still reserved for it
     std::vector<std::optional<time_point>> deadline_;  // its deadline, computed here
     std::uint64_t clock_ = 0;                          // orders the stamps above
     circuit circuit_ = circuit::closed;                // as last set
+    std::uint32_t max_;                                // as last set
+    std::vector<int> era_;                             // per resource: retire_all calls before it was made
+    int era_now_ = 0;
+    int old_alive_ = 0;        // resources alive made before the latest retire_all
+    bool strict_era_ = false;  // the latest retire_all found no reservation
+    bool lingering_ = false;   // over max, a reservation fell through: its idle resource may stay
     bool closed_ = false;
-    std::uint64_t fast_takes_ = 0, fast_releases_ = 0;
+    int ready_count_ = 0, drained_count_ = 0;
+    bool in_close_ = false, in_creation_failed_ = false;
+    std::uint64_t fast_takes_ = 0, fast_releases_ = 0, verdicts_ = 0, orphaned_verdicts_ = 0, reparks_ = 0,
+                  sync_verdicts_ = 0;
     std::vector<std::unique_ptr<res>> made_;
     std::map<int, int> destroyed_;
+    std::map<int, destroy_reason> last_reason_;
     std::map<int, int> held_by_;
     std::vector<int> held_;
     std::string error_;
+    const bool tracing_ = std::getenv("RESPOOL_MODEL_TRACE") != nullptr;
+    std::string trail_;
 };
 
 std::uint64_t env_u64(const char* name, std::uint64_t fallback) {
@@ -1171,7 +1769,8 @@ TEST(model, random_operation_sequences_match_the_reference_model_and_keep_the_in
     const std::uint64_t total_ops = env_u64("RESPOOL_MODEL_OPS", 1'000'000);
     const std::uint64_t seed = env_u64("RESPOOL_MODEL_SEED", std::random_device{}());
     std::mt19937_64 meta(seed);
-    std::uint64_t done = 0, runs = 0, acquires = 0, fast_takes = 0, fast_releases = 0;
+    std::uint64_t done = 0, runs = 0, acquires = 0, fast_takes = 0, fast_releases = 0, verdicts = 0,
+                  orphaned = 0, rejections = 0, reparks = 0, sync_verdicts = 0;
     while (done < total_ops) {
         const std::uint64_t run_seed = meta();
         std::mt19937_64 pick(run_seed);
@@ -1181,7 +1780,7 @@ TEST(model, random_operation_sequences_match_the_reference_model_and_keep_the_in
         c.max_concurrent_creations = 1 + static_cast<std::uint32_t>(pick() % 3);
         c.max_waiters = pick() % 3 == 0 ? 1 + static_cast<std::uint32_t>(pick() % 8) : 0;
         c.lifo = pick() % 2 == 0;
-        c.confirm_takes = pick() % 2 == 0;
+        c.before_acquire = pick() % 3 != 0;
         c.reports = pick() % 2 == 0;
         if (pick() % 2) c.idle_ttl = std::chrono::milliseconds(10 + pick() % 40);
         if (pick() % 2) c.acquire_ttl = std::chrono::milliseconds(10 + pick() % 40);
@@ -1195,7 +1794,7 @@ TEST(model, random_operation_sequences_match_the_reference_model_and_keep_the_in
         }
         bool lifetimes = pick() % 2 == 0;
         if (pick() % 4 == 0) {  // a plain pool, where the driver's inline take and release apply
-            c.confirm_takes = c.reports = c.validate_on_borrow = lifetimes = false;
+            c.before_acquire = c.reports = c.validate_on_borrow = lifetimes = false;
             c.idle_ttl = c.acquire_ttl = duration::zero();
         }
         c.lifetimes = lifetimes;
@@ -1207,22 +1806,36 @@ TEST(model, random_operation_sequences_match_the_reference_model_and_keep_the_in
         ASSERT_EQ(e, "") << "seed " << seed << " (RESPOOL_MODEL_SEED=" << seed << "), run " << runs
                          << " (run seed " << run_seed << ", min " << c.min << " max " << c.max << " mcc "
                          << c.max_concurrent_creations << " max_waiters " << c.max_waiters << " lifo "
-                         << c.lifo << " confirm " << c.confirm_takes << ")";
+                         << c.lifo << " before_acquire " << c.before_acquire << " validate "
+                         << c.validate_on_borrow << ")";
         done += static_cast<std::uint64_t>(len);
         acquires += r.acquires();
         fast_takes += r.fast_takes();
         fast_releases += r.fast_releases();
+        verdicts += r.verdicts();
+        orphaned += r.orphaned_verdicts();
+        rejections += r.rejections();
+        reparks += r.reparks();
+        sync_verdicts += r.sync_verdicts();
         ++runs;
     }
     std::printf(
         "model: %llu operations in %llu runs, %llu leases handed out (%llu by take_fast, %llu "
-        "returned by release_fast), seed %llu\n",
+        "returned by release_fast), %llu check verdicts (%llu of synchronous callers, %llu orphaned), %llu "
+        "rejections (%llu re-parked a waiter), seed %llu\n",
         static_cast<unsigned long long>(done), static_cast<unsigned long long>(runs),
         static_cast<unsigned long long>(acquires), static_cast<unsigned long long>(fast_takes),
-        static_cast<unsigned long long>(fast_releases), static_cast<unsigned long long>(seed));
+        static_cast<unsigned long long>(fast_releases), static_cast<unsigned long long>(verdicts),
+        static_cast<unsigned long long>(sync_verdicts), static_cast<unsigned long long>(orphaned),
+        static_cast<unsigned long long>(rejections), static_cast<unsigned long long>(reparks),
+        static_cast<unsigned long long>(seed));
     EXPECT_GT(acquires, done / 50) << "the generator must actually exercise the pool";
     if (done >= 10'000) {
         EXPECT_GT(fast_takes, 0u) << "the generator must exercise take_fast";
         EXPECT_GT(fast_releases, 0u) << "the generator must exercise release_fast";
+        EXPECT_GT(verdicts, 0u) << "the generator must exercise borrow checks";
+        EXPECT_GT(orphaned, 0u) << "the generator must exercise verdicts whose borrower left";
+        EXPECT_GT(sync_verdicts, 0u) << "the generator must exercise checks of synchronous callers";
+        EXPECT_GT(reparks, 0u) << "the generator must exercise re-parks after a rejection";
     }
 }

@@ -45,20 +45,23 @@ struct outcome_counts {
 }  // namespace
 
 // With `affinity`, the thread-affinity cache lends and takes back resources between the pool's lock
-// sections: the same mix then also races cache takes, steals and puts against waiters parking.
-void stress(bool affinity) {
+// sections: the same mix then also races cache takes, steals and puts against waiters parking. With
+// `checks`, every borrow goes through a synchronous validation and a coroutine before_acquire that
+// sometimes takes a while and sometimes says no: their verdicts race the borrowers' deadlines and
+// cancellations (the core's check_done), on four threads.
+void stress(bool affinity, bool checks = false) {
     constexpr int threads = 4, clients = 48, max = 4;
     const int rounds =
         std::getenv("RESPOOL_STRESS_ROUNDS") ? std::atoi(std::getenv("RESPOOL_STRESS_ROUNDS")) : 1000;
     asio::io_context io(threads);
-    std::vector<std::atomic<int>> holders(1024);
+    std::vector<std::atomic<int>> holders(16384);  // refused resources are replaced: many creations
     std::atomic<int> created{0}, destroyed{0};
     outcome_counts c;
 
     respool::hooks<slot_res> h;
     h.factory = [&] {
         const int id = created++;
-        if (id >= 1024) throw std::runtime_error("too many creations");
+        if (id >= 16384) throw std::runtime_error("too many creations");
         return slot_res{id, &holders[static_cast<std::size_t>(id)]};
     };
     h.destructor = [&](slot_res& r) {
@@ -67,11 +70,31 @@ void stress(bool affinity) {
     };
     // A few are "broken" (a before_release hook would turn the cache off: poison them instead).
     if (!affinity) h.before_release = [](slot_res& r) { return r.id % 97 != 5; };
+    std::atomic<long> verdicts{0};
+    if (checks) {
+        h.healthcheck = [&verdicts](slot_res& r) {
+            verdicts++;
+            return r.id % 89 != 7;
+        };
+        h.before_acquire = [&verdicts, &c](slot_res& r) -> asio::awaitable<bool> {
+            const long n = verdicts++;
+            if (r.holders->load() != 0) c.double_lend++;  // checked while someone holds it
+            if (n % 3 == 0) {
+                asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::microseconds(n % 400));
+                co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+            }
+            co_return n % 11 != 0;  // sometimes no
+        };
+    }
 
-    auto p = std::make_unique<pool<slot_res>>(
-        io.get_executor(),
-        respool::pool_options{.min = 2, .max = max, .thread_safe = true, .thread_affinity = affinity},
-        std::move(h));
+    auto p = std::make_unique<pool<slot_res>>(io.get_executor(),
+                                              respool::pool_options{.min = 2,
+                                                                    .max = max,
+                                                                    .thread_safe = true,
+                                                                    .thread_affinity = affinity,
+                                                                    .health_check_on_borrow = checks,
+                                                                    .validate_after = 0ms},
+                                              std::move(h));
 
     auto client = [&](int n) -> asio::awaitable<void> {
         std::mt19937 rng(static_cast<unsigned>(n) * 7919u + 1u);
@@ -143,9 +166,15 @@ void stress(bool affinity) {
     EXPECT_EQ(static_cast<long>(s.timeouts), c.timeouts.load());
     p.reset();
     EXPECT_EQ(created.load(), destroyed.load()) << "every created resource destroyed exactly once";
-    std::printf("thread_safe stress%s: %ld acquires ok, %ld timeouts, %ld cancelled, %d created\n",
-                affinity ? " (thread affinity)" : "", c.ok.load(), c.timeouts.load(), c.cancelled.load(),
-                created.load());
+    if (checks) {
+        EXPECT_GT(s.rejected, 0u) << "the mix must exercise refusals";
+    }
+    std::printf(
+        "thread_safe stress%s: %ld acquires ok, %ld timeouts, %ld cancelled, %d created, %ld checks\n",
+        affinity ? " (thread affinity)"
+        : checks ? " (borrow checks)"
+                 : "",
+        c.ok.load(), c.timeouts.load(), c.cancelled.load(), created.load(), verdicts.load());
 }
 
 TEST(thread_safe, four_threads_with_timeouts_and_cancellations_keep_every_invariant) {
@@ -154,6 +183,10 @@ TEST(thread_safe, four_threads_with_timeouts_and_cancellations_keep_every_invari
 
 TEST(thread_safe, the_thread_affinity_cache_keeps_every_invariant_under_the_same_mix) {
     stress(true);
+}
+
+TEST(thread_safe, borrow_checks_racing_deadlines_and_cancellations_keep_every_invariant) {
+    stress(false, true);
 }
 
 // The cache's own races, on plain threads: 6 threads cycle on a pool of 2 (cache takes, steals, puts,

@@ -20,7 +20,11 @@ struct res : resource {
 
 // Plays the part of the Asio driver: records wakes in post order and pending factory calls.
 struct harness {
-    explicit harness(config c) : core(c) { audit(); }
+    explicit harness(config c) : core(c) {
+        effects fx;
+        core.start(fx);  // once, right after construction: the pre-warm starts
+        apply(fx);
+    }
 
     pool_core core;
     time_point now = time_point{} + 1s;
@@ -32,6 +36,8 @@ struct harness {
     int successes = 0, failures = 0, circuit_changes = 0;
     std::vector<duration> retry_delays;
     std::vector<int> leaks, leaks_returned;
+    std::vector<status> readies;  // ready effects, in order
+    int drained = 0;              // drained effects
 
     res* make() {
         made.push_back(std::make_unique<res>());
@@ -57,6 +63,8 @@ struct harness {
             case effect::kind::retry_after: retry_delays.push_back(e.d); break;
             case effect::kind::leak_suspected: leaks.push_back(static_cast<res*>(e.r)->id); break;
             case effect::kind::leak_returned: leaks_returned.push_back(static_cast<res*>(e.r)->id); break;
+            case effect::kind::ready: readies.push_back(e.st); break;
+            case effect::kind::drained: ++drained; break;
             }
         }
         fx.clear();
@@ -138,6 +146,13 @@ struct harness {
         effects fx;
         core.expire(now, fx);
         apply(fx);
+    }
+    // The verdict of the check r is under, given at `now`.
+    pool_core::verdict verdict(resource* r, bool passed) {
+        effects fx;
+        auto v = core.check_done(r, passed, now, fx);
+        apply(fx);
+        return v;
     }
 };
 
@@ -523,23 +538,25 @@ TEST(core, a_deadline_of_time_point_max_never_expires_before_the_end_of_the_cloc
 
 TEST(core, retry_after_a_rejection_keeps_the_deadline_the_waiter_parked_with) {
     config c = cfg(1, 1, 1);
-    c.confirm_takes = true;
+    c.before_acquire = true;
     harness h(c);
     h.prewarm();
-    auto r = h.take().r;
+    auto r = h.take().r;  // fresh: lent without a check
+    ASSERT_NE(r, nullptr);
     waiter w;
     const time_point deadline = h.now + 100ms;
     ASSERT_EQ(h.park_until(w, deadline), status::ok);
     h.release(r);
     auto t = h.run_next();
     ASSERT_EQ(t.r, r);
-    EXPECT_FALSE(h.core.next_deadline()) << "a served waiter leaves the deadline index";
-    effects fx;
-    h.core.reject(r, fx);  // before_acquire said no; the replacement is being created
-    h.apply(fx);
+    ASSERT_EQ(t.check, borrow_check::before_acquire) << "lent before: before_acquire is due";
+    EXPECT_EQ(h.core.next_deadline(), deadline) << "a waiter under a check keeps its deadline running";
     h.now += 40ms;
-    EXPECT_EQ(h.core.retry(w, h.now, fx).r, nullptr);
-    h.apply(fx);
+    auto v = h.verdict(r, false);  // before_acquire said no; the replacement is being created
+    EXPECT_EQ(v.w, &w);
+    EXPECT_EQ(v.t.st, status::ok);
+    EXPECT_EQ(v.t.r, nullptr) << "nothing free: re-parked";
+    EXPECT_EQ(h.pending_creates, 1);
     EXPECT_EQ(h.core.next_deadline(), deadline) << "re-parked with its own deadline, not now + a timeout";
     h.advance(60ms);
     ASSERT_EQ(h.posted.size(), 1u);
@@ -574,7 +591,7 @@ TEST(core, deadlines_parked_with_their_timeout_mix_with_the_others_in_deadline_o
 
 TEST(core, a_re_park_on_a_shared_timeout_keeps_its_place_among_the_waiters_on_it) {
     config c = cfg(1, 1, 1);
-    c.confirm_takes = true;
+    c.before_acquire = true;
     harness h(c);
     h.prewarm();
     auto r = h.take().r;
@@ -585,13 +602,14 @@ TEST(core, a_re_park_on_a_shared_timeout_keeps_its_place_among_the_waiters_on_it
         h.now += 10ms;
     }
     h.release(r);
-    ASSERT_EQ(h.run_next().r, r);  // w[0] is served, its resource rejected, the replacement on its way
-    effects fx;
-    h.core.reject(r, fx);
-    h.apply(fx);
-    ASSERT_EQ(h.park(w[3], 100ms), status::ok);  // due at 130
-    EXPECT_EQ(h.core.retry(w[0], h.now, fx).r, nullptr);
-    h.apply(fx);
+    auto t = h.run_next();  // w[0] takes r, which must pass before_acquire first
+    ASSERT_EQ(t.r, r);
+    ASSERT_EQ(t.check, borrow_check::before_acquire);
+    ASSERT_EQ(h.park(w[3], 100ms), status::ok);  // due at 130, arrives while w[0] waits for the verdict
+    auto v = h.verdict(r, false);                // rejected; the replacement is on its way
+    EXPECT_EQ(v.w, &w[0]);
+    EXPECT_EQ(v.t.r, nullptr);
+    EXPECT_EQ(h.core.parked(), 4u);
     EXPECT_EQ(h.core.next_deadline(), start + 100ms) << "back at the head of the waiters on its timeout";
     h.now = start;
     h.advance(200ms);
@@ -601,22 +619,26 @@ TEST(core, a_re_park_on_a_shared_timeout_keeps_its_place_among_the_waiters_on_it
 
 TEST(core, retry_after_the_deadline_has_passed_times_out_at_once) {
     config c = cfg(1, 1, 1);
-    c.confirm_takes = true;
+    c.before_acquire = true;
     harness h(c);
     h.prewarm();
     auto r = h.take().r;
     waiter w;
     ASSERT_EQ(h.park(w, 100ms), status::ok);
     h.release(r);
-    ASSERT_EQ(h.run_next().r, r);
-    effects fx;
-    h.core.reject(r, fx);
-    h.apply(fx);
-    auto t = h.core.retry(w, h.now + 100ms, fx);
-    h.apply(fx);
-    EXPECT_EQ(t.st, status::timeout);
+    auto t = h.run_next();
+    ASSERT_EQ(t.r, r);
+    ASSERT_EQ(t.check, borrow_check::before_acquire);
+    h.now += 100ms;  // the verdict comes when the deadline has passed, before expire() ran
+    auto v = h.verdict(r, false);
+    EXPECT_EQ(v.w, &w);
+    EXPECT_EQ(v.t.st, status::timeout);
+    EXPECT_EQ(v.t.r, nullptr);
     EXPECT_EQ(h.core.waiting(), 0u);
+    EXPECT_EQ(h.core.checking(), 0u);
     EXPECT_FALSE(h.core.next_deadline());
+    EXPECT_EQ(h.core.stats().timeouts, 1u);
+    EXPECT_TRUE(h.posted.empty()) << "the verdict's caller reports the timeout: no wake";
 }
 
 TEST(core, max_waiters_sheds_load_with_exhausted) {
@@ -726,30 +748,41 @@ TEST(core, release_reserves_for_oldest_waiter_and_resume_takes_it) {
 
 TEST(core, rejected_resource_is_destroyed_and_the_waiter_retries_in_its_place) {
     config c = cfg(2, 2);
-    c.confirm_takes = true;
+    c.before_acquire = true;
     harness h(c);
     h.prewarm();
-    auto r1 = h.take().r, r2 = h.take().r;
+    auto r1 = h.take().r, r2 = h.take().r;  // fresh: lent at once, counted
+    ASSERT_NE(r1, nullptr);
+    ASSERT_NE(r2, nullptr);
+    EXPECT_EQ(h.core.stats().acquires, 2u);
     waiter w1, w2;
     h.acquire(w1);
     h.acquire(w2);
     h.release(r1);
     auto t = h.run_next();  // w1 takes r1, before_acquire rejects it
     ASSERT_EQ(t.r, r1);
-    effects fx;
-    h.core.reject(r1, fx);
-    h.apply(fx);
+    ASSERT_EQ(t.check, borrow_check::before_acquire);
+    auto v = h.verdict(r1, false);
+    EXPECT_EQ(v.w, &w1);
+    EXPECT_EQ(v.t.r, nullptr) << "nothing free: re-parked";
+    EXPECT_EQ(static_cast<res*>(r1)->destroyed, 1);
+    EXPECT_EQ(h.destroy_reasons.back(), destroy_reason::rejected);
+    EXPECT_EQ(h.failures, 1) << "a rejection is reported to the circuit strategy";
     EXPECT_EQ(h.pending_creates, 1);
-    auto again = h.core.retry(w1, h.now, fx);
-    h.apply(fx);
-    EXPECT_EQ(again.r, nullptr);
     h.release(r2);
     ASSERT_EQ(h.posted.size(), 1u);
     EXPECT_EQ(h.posted.front(), &w1) << "the re-parked waiter keeps its arrival position";
     EXPECT_EQ(h.core.stats().rejected, 1u);
     auto t1 = h.run_next();
-    EXPECT_EQ(h.core.confirm_take(t1.r, fx), status::ok);
-    EXPECT_EQ(h.core.stats().acquires, 1u) << "only confirmed takes count as acquires";
+    ASSERT_EQ(t1.r, r2);
+    ASSERT_EQ(t1.check, borrow_check::before_acquire);
+    EXPECT_EQ(h.core.stats().acquires, 2u) << "a take under a check is not an acquire yet";
+    auto v1 = h.verdict(r2, true);
+    EXPECT_EQ(v1.w, &w1);
+    EXPECT_EQ(v1.t.st, status::ok);
+    EXPECT_EQ(v1.t.r, r2);
+    EXPECT_EQ(v1.t.check, borrow_check::none);
+    EXPECT_EQ(h.core.stats().acquires, 3u) << "only takes that passed their checks count as acquires";
 }
 
 TEST(core, close_fails_waiters_destroys_idle_and_leaves_leases_alone) {
@@ -781,18 +814,26 @@ TEST(core, close_fails_waiters_destroys_idle_and_leaves_leases_alone) {
 
 TEST(core, close_during_a_suspended_hook_destroys_the_resource_when_the_hook_ends) {
     config c = cfg(1, 1);
-    c.confirm_takes = true;
+    c.before_acquire = true;
     harness h(c);
     h.prewarm();
-    auto r = h.take().r;  // before_acquire is now "suspended"
+    h.release(h.take().r);  // lent once: before_acquire is due from now on
+    auto t = h.take();      // a synchronous caller; before_acquire is now "suspended"
+    ASSERT_EQ(t.check, borrow_check::before_acquire);
+    auto r = t.r;
     effects fx;
     h.core.close(fx);
     h.apply(fx);
     EXPECT_EQ(h.core.total(), 1u) << "the resource in the hook still counts";
-    EXPECT_EQ(h.core.confirm_take(r, fx), status::closed);
-    h.apply(fx);
+    EXPECT_EQ(h.drained, 0);
+    auto v = h.verdict(r, true);
+    EXPECT_EQ(v.w, nullptr);
+    EXPECT_EQ(v.t.st, status::closed);
+    EXPECT_EQ(v.t.r, nullptr);
     EXPECT_EQ(static_cast<res*>(r)->destroyed, 1);
+    EXPECT_EQ(h.destroy_reasons.back(), destroy_reason::closed);
     EXPECT_EQ(h.core.total(), 0u);
+    EXPECT_EQ(h.drained, 1);
 }
 
 TEST(core, close_during_a_suspended_factory_destroys_what_it_returns) {
@@ -808,12 +849,13 @@ TEST(core, close_during_a_suspended_factory_destroys_what_it_returns) {
     EXPECT_EQ(h.core.total(), 0u);
 }
 
-TEST(core, health_check_sees_each_idle_resource_once_per_tick_in_idle_order) {
+TEST(core, health_check_sees_each_idle_resource_once_per_round_in_idle_order) {
     harness h(cfg(3, 3));
     h.prewarm();
     std::vector<resource*> seen;
     effects fx;
-    while (resource* r = h.core.begin_check(1)) {
+    h.core.begin_health_round();
+    while (resource* r = h.core.begin_check()) {
         seen.push_back(r);
         h.core.end_check(r, static_cast<res*>(r)->id != 2, fx);
         h.apply(fx);
@@ -823,18 +865,28 @@ TEST(core, health_check_sees_each_idle_resource_once_per_tick_in_idle_order) {
     EXPECT_EQ(static_cast<res*>(seen[2])->id, 3);
     EXPECT_EQ(h.destroy_reasons.back(), destroy_reason::unhealthy);
     EXPECT_EQ(h.pending_creates, 1) << "replacements are created up to min";
-    EXPECT_EQ(h.core.begin_check(1), nullptr);
+    EXPECT_EQ(h.core.begin_check(), nullptr);
+    h.finish_creates();
+    h.core.begin_health_round();  // a new round sees every idle resource again, the replacement too
+    int again = 0;
+    while (resource* r = h.core.begin_check()) {
+        ++again;
+        h.core.end_check(r, true, fx);
+        h.apply(fx);
+    }
+    EXPECT_EQ(again, 3);
 }
 
 TEST(core, health_check_skips_reserved_places_and_leased_resources) {
     harness h(cfg(1, 1));
     h.prewarm();
     auto r = h.take().r;
-    EXPECT_EQ(h.core.begin_check(1), nullptr) << "leased resources are never checked";
+    h.core.begin_health_round();
+    EXPECT_EQ(h.core.begin_check(), nullptr) << "leased resources are never checked";
     waiter w;
     h.acquire(w);
     h.release(r);
-    EXPECT_EQ(h.core.begin_check(1), nullptr) << "a reserved resource belongs to its waiter";
+    EXPECT_EQ(h.core.begin_check(), nullptr) << "a reserved resource belongs to its waiter";
 }
 
 TEST(core, inline_creation_for_try_acquire_never_takes_from_the_queue) {
@@ -845,6 +897,24 @@ TEST(core, inline_creation_for_try_acquire_never_takes_from_the_queue) {
     waiter w;
     h.acquire(w);  // parks, creation for the queue starts
     EXPECT_FALSE(h.core.begin_inline_creation()) << "a parked waiter owns the free capacity";
+}
+
+TEST(core, a_waiter_that_parked_during_an_inline_creation_gets_a_creation_of_its_own) {
+    // try_acquire's synchronous factory runs outside the lock; a waiter parking meanwhile sees a
+    // creation under way and starts none. The inline creation serves its caller, not the waiter.
+    harness h(cfg(0, 2, 2));
+    ASSERT_TRUE(h.core.begin_inline_creation());
+    waiter w;
+    ASSERT_EQ(h.park(w), status::ok);
+    EXPECT_EQ(h.pending_creates, 0) << "the creation under way is counted for the waiter";
+    effects fx;
+    ASSERT_EQ(h.core.inline_created(h.make(), fx), status::ok);
+    h.apply(fx);  // audit: no parked waiter beside free capacity without a creation
+    EXPECT_EQ(h.pending_creates, 1) << "the waiter needs a creation of its own now";
+    h.finish_creates();
+    ASSERT_EQ(h.posted.size(), 1u);
+    EXPECT_EQ(h.posted.front(), &w);
+    EXPECT_NE(h.run_next().r, nullptr);
 }
 
 TEST(core, failed_floor_creation_waits_for_replenish_instead_of_spinning) {

@@ -232,28 +232,37 @@ TEST(lifecycle, an_idle_ttl_of_duration_max_never_evicts) {
 
 TEST(lifecycle, validation_on_borrow_only_for_resources_idle_past_the_threshold) {
     config c = cfg(1, 1);
-    c.confirm_takes = true;
+    c.before_acquire = true;
     c.validate_on_borrow = true;
     c.validate_after = 5s;
     rig h(c);
     h.warm();
     effects fx;
     auto t = h.core.try_take();
-    EXPECT_FALSE(t.validate) << "fresh: idle 0 s";
-    h.core.confirm_take(t.r, fx);
+    ASSERT_NE(t.r, nullptr);
+    EXPECT_EQ(t.check, borrow_check::none) << "fresh: idle 0 s, never lent";
+    EXPECT_EQ(h.core.stats().acquires, 1u) << "lent at once";
     h.release(t.r);
     h.tick(5s);
     t = h.core.try_take();
-    EXPECT_FALSE(t.validate) << "idle exactly the threshold";
-    h.core.confirm_take(t.r, fx);
+    EXPECT_EQ(t.check, borrow_check::before_acquire) << "idle exactly the threshold: no validation";
+    auto v = h.core.check_done(t.r, true, h.now, fx);
+    h.apply(fx);
+    EXPECT_EQ(v.t.r, t.r);
+    EXPECT_EQ(v.t.check, borrow_check::none);
     h.release(t.r);
     h.tick(6s);
     t = h.core.try_take();
-    EXPECT_TRUE(t.validate) << "idle longer than the threshold";
-    h.core.reject(t.r, fx);  // validation failed: destroyed and reported
+    EXPECT_EQ(t.check, borrow_check::validate) << "idle longer than the threshold";
+    v = h.core.check_done(t.r, false, h.now, fx);  // validation failed: destroyed and reported
     h.apply(fx);
+    EXPECT_EQ(v.w, nullptr);
+    EXPECT_EQ(v.t.st, status::ok);
+    EXPECT_EQ(v.t.r, nullptr) << "the synchronous caller takes again itself";
     EXPECT_EQ(h.failures, 1) << "a failed validation is a failure for the circuit strategy";
     EXPECT_EQ(h.destroyed.back().second, destroy_reason::rejected);
+    EXPECT_EQ(h.core.stats().rejected, 1u);
+    EXPECT_EQ(h.core.stats().acquires, 2u) << "the rejected take is not an acquire";
 }
 
 TEST(lifecycle, creation_backoff_doubles_caps_and_resets_on_success) {

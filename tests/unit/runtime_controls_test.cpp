@@ -50,7 +50,7 @@ TEST(runtime_controls_core, random_set_max_and_retire_all_keep_every_promise) {
             fx.clear();
         };
         effects fx;
-        core.replenish(fx);
+        core.start(fx);
         apply(fx);
         for (int step = 0; step < 4000; ++step) {
             switch (rng() % 6) {
@@ -138,4 +138,32 @@ TEST(runtime_controls_core, random_set_max_and_retire_all_keep_every_promise) {
         }
         for (const auto& r : made) EXPECT_EQ(r->destroyed, 1) << "resource " << r->id;
     }
+}
+
+// A lowered max blocks the inline release while the pool is above it. A creation that fails brings the
+// pool back within max without destroying anything: the inline paths serve again at once.
+TEST(runtime_controls_core, a_failed_creation_that_ends_the_shrink_reopens_the_inline_release) {
+    config c;
+    c.min = 0;
+    c.max = 3;
+    c.max_concurrent_creations = 2;
+    pool_core core(c);
+    effects fx;
+    core.start(fx);
+    fx.clear();
+    res r;
+    ASSERT_TRUE(core.begin_inline_creation());
+    ASSERT_EQ(core.inline_created(&r, fx), status::ok);
+    waiter w;
+    ASSERT_EQ(core.park(w, time_point{}, std::nullopt, fx), status::ok);
+    ASSERT_EQ(core.creating(), 1u);
+    core.set_max(1, fx);  // 1 lent + 1 being made > 1
+    EXPECT_FALSE(core.uncontended());
+    EXPECT_EQ(core.creation_failed(fx), &w);
+    ASSERT_EQ(core.total(), 1u);
+    EXPECT_EQ(core.resume(w, fx).st, status::create_failed);
+    EXPECT_EQ(core.audit(), "");
+    EXPECT_TRUE(core.uncontended()) << "within max again: nothing needs the general path";
+    EXPECT_TRUE(core.release_fast(&r));
+    EXPECT_EQ(core.idle(), 1u);
 }

@@ -75,13 +75,11 @@ public:
     virtual bool destroy(resource_node*) noexcept = 0;
 };
 
-struct hook_run;  // the library's record of a coroutine hook under way
-
 // The part of an acquire operation the driver sees. The typed operation (pool.hpp) derives from it and
 // owns the handler; the core's waiter node lives in `core_part`, so parking allocates nothing beyond
 // the operation itself. Standard layout, the core's part first.
 struct acquire_op_base {
-    static constexpr std::size_t core_size = 64;
+    static constexpr std::size_t core_size = 72;
     alignas(8) unsigned char core_part[core_size];  // the core's waiter (constructed by the library)
     std::shared_ptr<pool_impl> impl;
     std::optional<std::chrono::steady_clock::duration> timeout;
@@ -90,7 +88,6 @@ struct acquire_op_base {
     std::exception_ptr create_exception;              // and what it threw
     diagnostics* diag = nullptr;                      // the caller's, filled when it fails with that error
     std::chrono::steady_clock::time_point started{};  // only with a deadline, timings or an observer
-    hook_run* check = nullptr;                        // a coroutine check runs on a resource taken for it
     bool cancel_requested = false;                    // cancellation that arrived while not parked
     // The handler runs on the pool's own executor: its resumption goes through the pool's ready
     // queue (one posted drain for many hand-offs) instead of a post of its own.
