@@ -204,7 +204,7 @@ pool_core::take_result pool_core::lend(resource* r, bool checks) noexcept {
         if (leased_head_) leased_head_->lprev = r;
         leased_head_ = r;
     }
-    take_result t{status::ok, r};
+    take_result t{r, status::ok};
     std::uint8_t due = 0;
     if (cfg_.before_acquire || cfg_.validate_on_borrow) {  // only the checks read or write the resource
         // A resource never lent skips before_acquire (SPEC §1.1): a rejection then can only destroy
@@ -237,10 +237,10 @@ void pool_core::unlend(resource* r) noexcept {
 }
 
 pool_core::take_result pool_core::try_take() noexcept {
-    if (closed_) return {status::closed, nullptr};
+    if (closed_) return {nullptr, status::closed};
     if (circuit_ == circuit::open || probes_exhausted()) {
         ++c_.unavailable_rejections;
-        return {status::unavailable, nullptr};
+        return {nullptr, status::unavailable};
     }
     if (idle_.size() > reserved_) {
         ++c_.immediate_takes;
@@ -289,7 +289,7 @@ status pool_core::park(waiter& w, time_point now, std::optional<duration> timeou
 pool_core::take_result pool_core::resume(waiter& w, effects& fx) {
     if (w.state == waiter_state::failed) {
         w.state = waiter_state::none;
-        return {w.result, nullptr};
+        return {nullptr, w.result};
     }
     assert(w.state == waiter_state::reserved);
     assert(idle_.size() >= reserved_ && reserved_ > 0);
@@ -301,7 +301,7 @@ pool_core::take_result pool_core::resume(waiter& w, effects& fx) {
         ++c_.unavailable_rejections;
         reserve_for_parked(fx);  // its place moves on (to the same verdict, unless the state changes)
         shed_unwanted(fx);
-        return {status::unavailable, nullptr};
+        return {nullptr, status::unavailable};
     }
     const take_result t = lend(pop_idle());
     if (t.check != borrow_check::none)
@@ -337,7 +337,7 @@ pool_core::verdict pool_core::check_done(resource* r, bool passed, time_point no
         r->checks_due = 0;
         reject(r, fx);
         if (orphaned) return {};
-        if (!w) return {nullptr, {status::ok, nullptr}};  // a synchronous caller takes again itself
+        if (!w) return {nullptr, {nullptr, status::ok}};  // a synchronous caller takes again itself
         return {w, retry(*w, now, fx)};
     }
     if (orphaned) {  // its borrower left: back to idle, its other checks are moot
@@ -347,14 +347,14 @@ pool_core::verdict pool_core::check_done(resource* r, bool passed, time_point no
     }
     if (r->checks_due != 0) {
         if (w) hold_for_check(*w, r);
-        return {w, {status::ok, r, next_check(r->checks_due)}};
+        return {w, {r, status::ok, next_check(r->checks_due)}};
     }
     if (w) {
         deadlines_.erase(*w);
         w->state = waiter_state::none;
     }
     const status st = confirm_take(r, fx);
-    return {w, {st, st == status::ok ? r : nullptr}};
+    return {w, {st == status::ok ? r : nullptr, st}};
 }
 
 // After a check said no: steps 1-3 again for w (which left the checking list and is still in the

@@ -71,8 +71,9 @@ public:
     pool_core& operator=(const pool_core&) = delete;
 
     struct take_result {
+        // 16 bytes, returned in two registers: the resource first, the two small fields after it.
+        resource* r = nullptr;  // with st ok: taken; nullptr: nothing free (park, or create inline)
         status st = status::ok;
-        resource* r = nullptr;                    // ok + nullptr: nothing free (park, or create inline)
         borrow_check check = borrow_check::none;  // the check r must pass before it is lent
     };
     // The outcome of a check's verdict: the waiter it concerns (nullptr: a synchronous caller, or

@@ -1135,7 +1135,7 @@ private:
                     return void(err("take_fast differs from the model's take"));
                 newcomer_took_a_place();
                 check();
-                pool_core::take_result t{status::ok, r};
+                pool_core::take_result t{r, status::ok};
                 took_from_idle(t);
                 return after_take(s, t, false, false);
             }
