@@ -40,11 +40,7 @@ struct fixture {
     int created = 0, destroyed = 0, checks = 0;
     std::unique_ptr<pool<res>> p;
 
-    struct outcome {
-        int completions = 0;
-        error_code ec;
-        lease<res> l;
-    };
+    using outcome = test::outcome<res>;
 
     explicit fixture(std::size_t max = 1) {
         respool::hooks<res> hk;
@@ -71,22 +67,10 @@ struct fixture {
         test::step(io, *clock, 0ms);
     }
     void acquire(outcome& out, respool::duration timeout) {
-        p->async_acquire(timeout, [&out](error_code ec, lease<res> l) {
-            ++out.completions;
-            out.ec = ec;
-            out.l = std::move(l);
-        });
-        test::step(io, *clock, 0ms);
+        test::acquire_into(*p, io, *clock, out, timeout);
     }
     // Lends the pre-warmed resource once, so that before_acquire runs on its next borrow.
-    void use_once() {
-        outcome o;
-        acquire(o, 10s);
-        ASSERT_EQ(o.completions, 1);
-        ASSERT_FALSE(o.ec) << o.ec.message();
-        o.l.release();
-        test::step(io, *clock, 0ms);
-    }
+    void use_once() { test::lend_once(*p, io, *clock, 0ms); }
     void give_verdict(bool passed) {
         answer = passed;
         for (auto& t : pending) t.cancel();

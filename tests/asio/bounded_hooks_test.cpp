@@ -109,29 +109,12 @@ struct fixture {
         test::step(io, *clock, 0ms);
     }
 
-    // Acquires and completes through a callback; returns where the outcome will land.
-    struct outcome {
-        int completions = 0;
-        error_code ec;
-        lease<res> l;
-    };
+    using outcome = test::outcome<res>;
     void acquire(outcome& out, respool::duration timeout) {
-        p->async_acquire(timeout, [&out](error_code ec, lease<res> l) {
-            ++out.completions;
-            out.ec = ec;
-            out.l = std::move(l);
-        });
-        test::step(io, *clock, 0ms);
+        test::acquire_into(*p, io, *clock, out, timeout);
     }
     // Lends the idle resource once (so it is no longer fresh) and lets it idle a moment.
-    void use_once() {
-        outcome o;
-        acquire(o, 10s);
-        ASSERT_EQ(o.completions, 1);
-        ASSERT_FALSE(o.ec) << o.ec.message();
-        o.l.release();
-        test::step(io, *clock, 1ms);
-    }
+    void use_once() { test::lend_once(*p, io, *clock, 1ms); }
 };
 
 void run_case(hook h, stuck how, ending e) {

@@ -75,4 +75,36 @@ inline void step(asio::io_context& io, respool::manual_clock& clock, respool::du
     ADD_FAILURE() << "the pool's alarm kept ringing at one instant";
 }
 
+// Where one acquire's completion lands: how often it ran (exactly once, or a bug), its error, its lease.
+template <class T>
+struct outcome {
+    int completions = 0;
+    respool::error_code ec;
+    respool::lease<T> l;
+};
+
+// Starts an acquire completing into `out`, then runs what is ready at the manual clock's present.
+template <class T>
+void acquire_into(respool::pool<T>& p, asio::io_context& io, respool::manual_clock& clock, outcome<T>& out,
+                  respool::duration timeout) {
+    p.async_acquire(timeout, [&out](respool::error_code ec, respool::lease<T> l) {
+        ++out.completions;
+        out.ec = ec;
+        out.l = std::move(l);
+    });
+    step(io, clock, respool::duration::zero());
+}
+
+// Lends an idle resource once and returns it (so it is no longer fresh), then lets `idle_for` pass.
+template <class T>
+void lend_once(respool::pool<T>& p, asio::io_context& io, respool::manual_clock& clock,
+               respool::duration idle_for) {
+    outcome<T> o;
+    acquire_into(p, io, clock, o, std::chrono::seconds(10));
+    ASSERT_EQ(o.completions, 1);
+    ASSERT_FALSE(o.ec) << o.ec.message();
+    o.l.release();
+    step(io, clock, idle_for);
+}
+
 }  // namespace test

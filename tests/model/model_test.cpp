@@ -687,15 +687,7 @@ struct model {
         const std::size_t n = idle.size() - reserved.size();
         for (std::size_t i = 0; i < n; ++i) {
             ++c.replaced;
-            int r;
-            if (cfg.lifo) {
-                r = idle.back();
-                idle.pop_back();
-            } else {
-                r = idle.front();
-                idle.pop_front();
-            }
-            destroy(r, destroy_reason::replaced);
+            destroy(pop_idle(), destroy_reason::replaced);
         }
         stale = total() - creating;
         replenish();

@@ -1,12 +1,10 @@
 // The borrow-check pipeline of the core (validate, then before_acquire, SPEC §1.1), the race of a
 // check's verdict with the borrower's deadline, a cancel and close, and the ready / drained effects.
 // Driven by hand on a fake clock, like core_test.cpp.
-#include "core/pool_core.hpp"
+#include "core_harness.hpp"
 
 #include <gtest/gtest.h>
 
-#include <deque>
-#include <memory>
 #include <vector>
 
 using namespace respool::core;
@@ -14,142 +12,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct res : resource {
-    int id = 0;
-    int destroyed = 0;
-};
+using core_harness::cfg;
+using core_harness::res;
 
-struct rig {
-    explicit rig(config c, bool start = true) : core(c) {
-        core.set_now(now);
-        if (start) {
-            effects fx;
-            core.start(fx);
-            apply(fx);
-        }
-    }
-
-    pool_core core;
-    time_point now = time_point{} + 100s;
-    std::vector<std::unique_ptr<res>> made;
-    std::deque<waiter*> posted;                          // wakes, in post order
-    std::vector<std::pair<waiter*, status>> fail_wakes;  // wakes with an error
-    int pending_creates = 0;
-    std::vector<std::pair<int, destroy_reason>> destroyed;
-    std::vector<status> readies;
-    int drained = 0;
-    int failures = 0;
-    std::vector<effect::kind> kinds;  // every effect, in order
-
-    res* make() {
-        made.push_back(std::make_unique<res>());
-        made.back()->id = static_cast<int>(made.size());
-        return made.back().get();
-    }
-    void apply(effects& fx) {
-        for (std::size_t i = 0; i < fx.size(); ++i) {
-            const effect& e = fx[i];
-            kinds.push_back(e.what);
-            switch (e.what) {
-            case effect::kind::wake:
-                posted.push_back(e.w);
-                if (e.st != status::ok) fail_wakes.emplace_back(e.w, e.st);
-                break;
-            case effect::kind::create: ++pending_creates; break;
-            case effect::kind::destroy: {
-                auto* r = static_cast<res*>(e.r);
-                ++r->destroyed;
-                destroyed.emplace_back(r->id, e.reason);
-                break;
-            }
-            case effect::kind::report_failure: ++failures; break;
-            case effect::kind::ready: readies.push_back(e.st); break;
-            case effect::kind::drained: ++drained; break;
-            default: break;
-            }
-        }
-        fx.clear();
-        ASSERT_EQ(core.audit(), "");
-    }
-    void finish_creates(int n = -1) {
-        if (n < 0) n = pending_creates;
-        for (int i = 0; i < n; ++i) {
-            --pending_creates;
-            effects fx;
-            core.creation_succeeded(make(), fx);
-            apply(fx);
-        }
-    }
-    waiter* fail_create() {
-        --pending_creates;
-        effects fx;
-        waiter* w = core.creation_failed(fx);
-        apply(fx);
-        return w;
-    }
-    void warm() {
-        while (pending_creates) finish_creates();
-    }
-    status park(waiter& w, std::optional<duration> timeout = std::nullopt) {
-        effects fx;
-        status s = core.park(w, now, timeout, fx);
-        apply(fx);
-        return s;
-    }
-    // A newcomer takes; with a check due it waits for the verdict (the driver's way).
-    pool_core::take_result acquire(waiter& w, std::optional<duration> timeout = std::nullopt) {
-        auto t = core.try_take();
-        if (t.r && t.check != borrow_check::none) {
-            std::optional<time_point> deadline;
-            if (timeout) deadline = deadline_after(now, *timeout);
-            core.wait_for_check(w, t.r, now, deadline, timeout);
-            EXPECT_EQ(core.audit(), "");
-        } else if (!t.r && t.st == status::ok) {
-            EXPECT_EQ(park(w, timeout), status::ok);
-        }
-        return t;
-    }
-    pool_core::take_result run_next() {
-        EXPECT_FALSE(posted.empty());
-        waiter* w = posted.front();
-        posted.pop_front();
-        effects fx;
-        auto t = core.resume(*w, fx);
-        apply(fx);
-        return t;
-    }
-    void release(resource* r, pool_core::release_kind k = pool_core::release_kind::ok) {
-        effects fx;
-        core.release(r, k, fx);
-        apply(fx);
-    }
-    void advance(duration d) {
-        now += d;
-        effects fx;
-        core.expire(now, fx);
-        apply(fx);
-    }
-    void tick(duration d) {  // time passes, nothing expires
-        now += d;
-        core.set_now(now);
-    }
-    pool_core::verdict verdict(resource* r, bool passed) {
-        effects fx;
-        auto v = core.check_done(r, passed, now, fx);
-        apply(fx);
-        return v;
-    }
-    bool cancel(waiter& w) {
-        effects fx;
-        bool b = core.cancel(w, fx);
-        apply(fx);
-        return b;
-    }
-    void close() {
-        effects fx;
-        core.close(fx);
-        apply(fx);
-    }
+// The clock starts at 100 s, so that "idle since" stamps of the pre-warm are well after the epoch.
+struct rig : core_harness::harness {
+    explicit rig(config c, bool start = true) : harness(c, time_point{} + 100s, start) {}
     // Lends every idle resource once and returns it: none of them is fresh any more.
     void lend_all_once() {
         std::vector<resource*> out;
@@ -160,15 +28,6 @@ struct rig {
         for (resource* r : out) release(r);
     }
 };
-
-config cfg(std::uint32_t min, std::uint32_t max, std::uint32_t mcc = 2) {
-    config c;
-    c.min = min;
-    c.max = max;
-    c.max_concurrent_creations = mcc;
-    c.reports = true;
-    return c;
-}
 
 config checked(std::uint32_t min, std::uint32_t max, std::uint32_t mcc = 2) {
     config c = cfg(min, max, mcc);
@@ -333,7 +192,7 @@ TEST(borrow_checks, a_replacement_created_for_a_rejected_take_is_fresh) {
     h.warm();
     h.lend_all_once();
     waiter w;
-    auto t = h.acquire(w);
+    auto t = h.take_or_wait(w);
     ASSERT_EQ(t.check, borrow_check::before_acquire);
     auto v = h.verdict(t.r, false);
     EXPECT_EQ(v.w, &w);
@@ -354,7 +213,7 @@ TEST(borrow_checks, expire_while_checking_times_out_and_a_pass_gives_the_resourc
     h.warm();
     h.lend_all_once();
     waiter w;
-    auto t = h.acquire(w, 50ms);
+    auto t = h.take_or_wait(w, 50ms);
     ASSERT_NE(t.r, nullptr);
     ASSERT_EQ(t.check, borrow_check::before_acquire);
     ASSERT_EQ(w.state, waiter_state::checking);
@@ -385,7 +244,7 @@ TEST(borrow_checks, expire_between_two_checks_then_a_pass_gives_back_without_the
     h.lend_all_once();
     h.tick(6s);
     waiter w;
-    auto t = h.acquire(w, 10ms);
+    auto t = h.take_or_wait(w, 10ms);
     ASSERT_EQ(t.check, borrow_check::validate);
     ASSERT_EQ(h.verdict(t.r, true).t.check, borrow_check::before_acquire);
     h.advance(10ms);
@@ -395,7 +254,7 @@ TEST(borrow_checks, expire_between_two_checks_then_a_pass_gives_back_without_the
     EXPECT_EQ(h.core.idle(), 1u);
     EXPECT_EQ(t.r->checks_due, 0u) << "its other checks are moot";
     waiter w2;  // the resource serves the next borrower normally
-    auto t2 = h.acquire(w2);
+    auto t2 = h.take_or_wait(w2);
     EXPECT_EQ(t2.r, t.r);
     EXPECT_EQ(t2.check, borrow_check::validate) << "idle since before the take: still past validate_after";
 }
@@ -405,7 +264,7 @@ TEST(borrow_checks, expire_while_checking_then_a_failure_destroys_the_resource_a
     h.warm();
     h.lend_all_once();
     waiter w, later;
-    auto t = h.acquire(w, 10ms);
+    auto t = h.take_or_wait(w, 10ms);
     ASSERT_EQ(t.check, borrow_check::before_acquire);
     ASSERT_EQ(h.park(later), status::ok);  // parks: the only place is under w's check
     EXPECT_EQ(h.pending_creates, 0) << "total == max";
@@ -428,7 +287,7 @@ TEST(borrow_checks, cancel_while_checking_wakes_with_cancelled_and_a_pass_serves
     h.warm();
     h.lend_all_once();
     waiter w, later;
-    auto t = h.acquire(w, 1h);
+    auto t = h.take_or_wait(w, 1h);
     ASSERT_EQ(t.check, borrow_check::before_acquire);
     ASSERT_EQ(h.park(later), status::ok);
     EXPECT_TRUE(h.cancel(w));
@@ -452,7 +311,7 @@ TEST(borrow_checks, cancel_while_checking_then_a_failure_rejects) {
     h.warm();
     h.lend_all_once();
     waiter w;
-    auto t = h.acquire(w);
+    auto t = h.take_or_wait(w);
     ASSERT_TRUE(h.cancel(w));
     EXPECT_EQ(h.run_next().st, status::cancelled);
     auto v = h.verdict(t.r, false);
@@ -469,8 +328,8 @@ TEST(borrow_checks, close_while_checking_fails_with_closed_and_a_later_pass_dest
     waiter w1, w2;
     auto held = h.core.try_take();  // a synchronous caller's check under way
     ASSERT_EQ(held.check, borrow_check::before_acquire);
-    auto t1 = h.acquire(w1, 1h);
-    auto t2 = h.acquire(w2);
+    auto t1 = h.take_or_wait(w1, 1h);
+    auto t2 = h.take_or_wait(w2);
     ASSERT_EQ(t1.check, borrow_check::before_acquire);
     ASSERT_EQ(t2.check, borrow_check::before_acquire);
     EXPECT_EQ(h.core.checking(), 2u);
@@ -510,7 +369,7 @@ TEST(borrow_checks, opening_the_circuit_leaves_a_checking_waiter_alone) {
     h.warm();
     h.lend_all_once();
     waiter w;
-    auto t = h.acquire(w);
+    auto t = h.take_or_wait(w);
     ASSERT_EQ(t.check, borrow_check::before_acquire);
     effects fx;
     h.core.set_circuit(circuit::open, fx);
@@ -527,7 +386,7 @@ TEST(borrow_checks, a_rejection_with_the_circuit_open_ends_the_waiter_with_unava
     h.warm();
     h.lend_all_once();
     waiter w;
-    auto t = h.acquire(w, 1h);
+    auto t = h.take_or_wait(w, 1h);
     effects fx;
     h.core.set_circuit(circuit::open, fx);
     h.apply(fx);
@@ -579,9 +438,9 @@ TEST(borrow_checks, a_rejected_newcomer_re_parks_by_its_arrival_at_the_take) {
     ASSERT_EQ(held.check, borrow_check::before_acquire);
     h.verdict(held.r, true);
     waiter newcomer, later;
-    auto t = h.acquire(newcomer);  // takes the last idle one, waits for before_acquire
+    auto t = h.take_or_wait(newcomer);  // takes the last idle one, waits for before_acquire
     ASSERT_EQ(t.check, borrow_check::before_acquire);
-    ASSERT_EQ(h.acquire(later).r, nullptr);  // nothing free: parks behind the newcomer's arrival
+    ASSERT_EQ(h.take_or_wait(later).r, nullptr);  // nothing free: parks behind the newcomer's arrival
     auto v = h.verdict(t.r, false);
     EXPECT_EQ(v.w, &newcomer);
     EXPECT_EQ(v.t.r, nullptr);
@@ -596,7 +455,7 @@ TEST(borrow_checks, a_rejected_waiter_takes_another_idle_resource_with_its_own_c
     h.warm();
     h.lend_all_once();
     waiter w;
-    auto t = h.acquire(w, 1h);
+    auto t = h.take_or_wait(w, 1h);
     ASSERT_EQ(t.check, borrow_check::before_acquire);
     auto v = h.verdict(t.r, false);
     EXPECT_EQ(v.w, &w);
@@ -800,7 +659,7 @@ TEST(drained, an_inline_creation_that_lands_after_close_is_destroyed_and_drains)
 TEST(retire_all_core, a_reserved_old_resource_whose_waiter_is_cancelled_is_replaced_at_once) {
     rig h(cfg(0, 1));
     waiter w1, w2;
-    h.acquire(w1);  // parks; a creation starts for it
+    h.take_or_wait(w1);  // parks; a creation starts for it
     h.finish_creates();
     ASSERT_EQ(h.core.reserved(), 1u) << "the new resource is reserved for w1, whose wake is posted";
     h.posted.clear();
@@ -813,14 +672,14 @@ TEST(retire_all_core, a_reserved_old_resource_whose_waiter_is_cancelled_is_repla
     EXPECT_EQ(h.destroyed[0].second, destroy_reason::replaced);
     EXPECT_EQ(h.core.stats().replaced, 1u);
     EXPECT_EQ(h.core.idle(), 0u);
-    h.acquire(w2);
+    h.take_or_wait(w2);
     EXPECT_EQ(h.pending_creates, 1) << "the next acquire gets a new-generation resource";
 }
 
 TEST(retire_all_core, a_reserved_old_resource_whose_waiter_expires_is_replaced_at_once) {
     rig h(cfg(0, 1));
     waiter w1;
-    h.acquire(w1, 10ms);
+    h.take_or_wait(w1, 10ms);
     h.finish_creates();
     h.posted.clear();  // its resumption has not run yet
     effects fx;
@@ -837,7 +696,7 @@ TEST(borrow_checks, a_refused_newcomer_that_parks_counts_as_a_wait) {
     h.warm();
     h.lend_all_once();
     waiter w;
-    auto t = h.acquire(w);
+    auto t = h.take_or_wait(w);
     ASSERT_EQ(t.check, borrow_check::before_acquire);
     const auto waits = h.core.stats().waits;
     auto v = h.verdict(t.r, false);  // refused; the replacement is being created: w parks
@@ -856,7 +715,7 @@ TEST(borrow_checks, an_orphaned_pass_goes_back_first_in_line_in_lifo_order_too) 
     h.warm();
     h.lend_all_once();
     waiter w;
-    auto t = h.acquire(w, 1s);
+    auto t = h.take_or_wait(w, 1s);
     ASSERT_NE(t.r, nullptr);
     h.advance(1s);  // w times out during the check
     h.verdict(t.r, true);

@@ -1,124 +1,23 @@
 // The sans-io core driven by hand: a fake clock, resumptions run when the test says so, factories
 // that finish when the test says so. Each test names the rule of SPEC.md it pins down.
-#include "core/pool_core.hpp"
+#include "core_harness.hpp"
 
 #include <gtest/gtest.h>
 
-#include <deque>
-#include <memory>
-#include <vector>
+#include <optional>
 
 using namespace respool::core;
 using namespace std::chrono_literals;
 
 namespace {
 
-struct res : resource {
-    int id = 0;
-    int destroyed = 0;
-};
+using core_harness::cfg;
+using core_harness::res;
 
-// Plays the part of the Asio driver: records wakes in post order and pending factory calls.
-struct harness {
-    explicit harness(config c) : core(c) {
-        effects fx;
-        core.start(fx);  // once, right after construction: the pre-warm starts
-        apply(fx);
-    }
-
-    pool_core core;
-    time_point now = time_point{} + 1s;
-    std::vector<std::unique_ptr<res>> made;
-    std::deque<waiter*> posted;  // wakes, in the order the driver would post them
-    int pending_creates = 0;
-    std::vector<int> destroyed_ids;
-    std::vector<destroy_reason> destroy_reasons;
-    int successes = 0, failures = 0, circuit_changes = 0;
-    std::vector<duration> retry_delays;
-    std::vector<int> leaks, leaks_returned;
-    std::vector<status> readies;  // ready effects, in order
-    int drained = 0;              // drained effects
-
-    res* make() {
-        made.push_back(std::make_unique<res>());
-        made.back()->id = static_cast<int>(made.size());
-        return made.back().get();
-    }
-    void apply(effects& fx) {
-        for (std::size_t i = 0; i < fx.size(); ++i) {
-            const effect& e = fx[i];
-            switch (e.what) {
-            case effect::kind::wake: posted.push_back(e.w); break;
-            case effect::kind::create: ++pending_creates; break;
-            case effect::kind::destroy: {
-                auto* r = static_cast<res*>(e.r);
-                ++r->destroyed;
-                destroyed_ids.push_back(r->id);
-                destroy_reasons.push_back(e.reason);
-                break;
-            }
-            case effect::kind::report_success: ++successes; break;
-            case effect::kind::report_failure: ++failures; break;
-            case effect::kind::circuit_changed: ++circuit_changes; break;
-            case effect::kind::retry_after: retry_delays.push_back(e.d); break;
-            case effect::kind::leak_suspected: leaks.push_back(static_cast<res*>(e.r)->id); break;
-            case effect::kind::leak_returned: leaks_returned.push_back(static_cast<res*>(e.r)->id); break;
-            case effect::kind::ready: readies.push_back(e.st); break;
-            case effect::kind::drained: ++drained; break;
-            }
-        }
-        fx.clear();
-        audit();
-    }
-    void audit() const {
-        const std::string a = core.audit();
-        ASSERT_EQ(a, "") << a;
-    }
-    // Runs the pending factory calls successfully; returns the resources that landed.
-    void finish_creates(int n = -1) {
-        if (n < 0) n = pending_creates;
-        for (int i = 0; i < n; ++i) {
-            --pending_creates;
-            effects fx;
-            core.creation_succeeded(make(), fx);
-            apply(fx);
-        }
-    }
-    waiter* fail_create() {
-        --pending_creates;
-        effects fx;
-        waiter* w = core.creation_failed(fx);
-        apply(fx);
-        return w;
-    }
-    // Creates n idle resources through the queue path (min pre-warm style).
-    void prewarm() {
-        effects fx;
-        core.replenish(fx);
-        apply(fx);
-        while (pending_creates) finish_creates();
-    }
-    pool_core::take_result take() { return core.try_take(); }
-    status park(waiter& w, std::optional<duration> timeout = std::nullopt) {
-        effects fx;
-        status s = core.park(w, now, timeout, fx);
-        apply(fx);
-        return s;
-    }
-    status park_until(waiter& w, std::optional<time_point> deadline) {
-        effects fx;
-        status s = core.park(w, now, deadline, fx);
-        apply(fx);
-        return s;
-    }
-    // Park as the driver does: the absolute deadline with the timeout it came from (which picks the lane).
-    status park_with(waiter& w, time_point deadline, std::optional<duration> timeout) {
-        effects fx;
-        status s = core.park(w, now, deadline, timeout, fx);
-        apply(fx);
-        return s;
-    }
-    // Acquire as the driver does it: take, else park. Returns the resource or nullptr when parked.
+struct harness : core_harness::harness {
+    using core_harness::harness::harness;
+    // Acquire as the driver does it when no check is configured: take, else park. Returns the resource,
+    // or nullptr when parked.
     res* acquire(waiter& w, std::optional<duration> timeout = std::nullopt) {
         auto t = take();
         if (t.r) return static_cast<res*>(t.r);
@@ -126,44 +25,7 @@ struct harness {
         EXPECT_EQ(park(w, timeout), status::ok);
         return nullptr;
     }
-    // Runs the oldest posted resumption.
-    pool_core::take_result run_next() {
-        EXPECT_FALSE(posted.empty());
-        waiter* w = posted.front();
-        posted.pop_front();
-        effects fx;
-        auto t = core.resume(*w, fx);
-        apply(fx);
-        return t;
-    }
-    void release(resource* r, pool_core::release_kind k = pool_core::release_kind::ok) {
-        effects fx;
-        core.release(r, k, fx);
-        apply(fx);
-    }
-    void advance(duration d) {
-        now += d;
-        effects fx;
-        core.expire(now, fx);
-        apply(fx);
-    }
-    // The verdict of the check r is under, given at `now`.
-    pool_core::verdict verdict(resource* r, bool passed) {
-        effects fx;
-        auto v = core.check_done(r, passed, now, fx);
-        apply(fx);
-        return v;
-    }
 };
-
-config cfg(std::uint32_t min, std::uint32_t max, std::uint32_t mcc = 2) {
-    config c;
-    c.min = min;
-    c.max = max;
-    c.max_concurrent_creations = mcc;
-    c.reports = true;
-    return c;
-}
 
 }  // namespace
 
