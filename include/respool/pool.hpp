@@ -8,6 +8,7 @@
 // inside the initiating call), cancellation, errors, thread-safety. See docs/02-operations.md.
 #pragma once
 
+#include <respool/version.h>
 #include <respool/circuit_breaker.hpp>
 #include <respool/detail/pool_handle.hpp>
 #include <respool/error.hpp>

@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <respool/version.h> /* RESPOOL_VERSION_STRING, ... */
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -301,12 +301,14 @@ void pool_impl::retire_all() noexcept {
 
 namespace respool::detail {
 
+inline namespace RESPOOL_ASIO_BUILD {  // the Asio build this library was compiled for
 std::shared_ptr<pool_impl> make_pool_impl(boost::asio::any_io_executor ex, const pool_options& opts,
                                           std::unique_ptr<hooks_base> hooks) {
     auto p = std::make_shared<pool_impl>(std::move(ex), opts, std::move(hooks));
     p->start();
     return p;
 }
+}  // namespace RESPOOL_ASIO_BUILD
 const pool_facts& facts_of(const pool_impl& p) noexcept {
     return p;
 }

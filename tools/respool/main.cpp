@@ -299,6 +299,7 @@ int run_demo(const demo_config& cfg) {
 
 int main(int argc, char** argv) {
     CLI::App app{"respool: an asynchronous resource pool for C++/Asio"};
+    app.set_version_flag("--version", std::string("respool ") + RESPOOL_VERSION_STRING);
     app.require_subcommand(1);
     demo_config cfg;
     auto* demo = app.add_subcommand(
@@ -366,6 +367,8 @@ int main(int argc, char** argv) {
         app.parse(argc, argv);
         respool::validate({.min = cfg.min, .max = cfg.max});
     } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {  // --version: the version alone, on stdout, status 0
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         std::cerr << "respool: " << e.what() << "\n\n" << (demo->parsed() ? demo->help() : app.help());

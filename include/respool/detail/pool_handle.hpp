@@ -119,8 +119,20 @@ struct pool_facts {
 const pool_facts& facts_of(const pool_impl& p) noexcept;
 
 // The driver's entry points for the templates (src/asio/).
+
+// The Asio build of the calling program is part of the mangled name of the function that makes a pool.
+// respool::respool is compiled for header-only Asio, respool::respool_asio_separate for programs that
+// define BOOST_ASIO_SEPARATE_COMPILATION: a program linked against the other one fails to link, with
+// an undefined respool::detail::<its mode>::make_pool_impl, instead of mixing two builds of Asio.
+#if defined(BOOST_ASIO_SEPARATE_COMPILATION)
+#define RESPOOL_ASIO_BUILD asio_separate_compilation
+#else
+#define RESPOOL_ASIO_BUILD asio_header_only
+#endif
+inline namespace RESPOOL_ASIO_BUILD {
 std::shared_ptr<pool_impl> make_pool_impl(boost::asio::any_io_executor ex, const pool_options& opts,
                                           std::unique_ptr<hooks_base> hooks);
+}
 const pool_options& options_of(const pool_impl& p) noexcept;
 std::shared_ptr<pool_impl> shared_from(pool_impl& p);
 

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# respool as a package, consumed the three ways users consume it, each building and running a small
+# coroutine program with its own Asio (tests/cmake_consumer/app/):
+#   1. find_package on the installed tree (header-only Asio), plus a C program on respool::c;
+#   2. add_subdirectory of the source tree (Asio compiled once by the program: BOOST_ASIO_SEPARATE_COMPILATION);
+#   3. pkg-config (header-only Asio; respool-cxx.pc).
+# Then what must not work: a program compiling Asio separately against the header-only library fails to
+# link with a message naming the Asio build, and find_package(respool 0.3) is refused. Last, the installed
+# libraries' symbols: librespool.so exports the respool_* C API only; the static C++ libraries define no
+# strong Asio symbol (respool bundles no Asio implementation).
+# Args: <cmake build dir of respool> <respool source dir>
+set -euo pipefail
+build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
+work="$build/cmake_consumer"
+prefix="$work/install"
+jobs="${JOBS:-2}"
+rm -rf "$work"
+mkdir -p "$work"
+cmake --install "$build" --prefix "$prefix" >/dev/null
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+fail() { echo "cmake_consumer: $*" >&2; exit 1; }
+
+echo "--- 1. find_package(respool 0.2 CONFIG REQUIRED) on the installed tree"
+cmake -S "$src/tests/cmake_consumer/find_package" -B "$work/find_package" -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$work/find_package" -j "$jobs" >/dev/null
+"$work/find_package/cxx_app"
+"$work/find_package/c_app"
+
+echo "--- 2. add_subdirectory of the source tree, Asio compiled by the program"
+cmake -S "$src/tests/cmake_consumer/subdirectory" -B "$work/subdirectory" -DCMAKE_BUILD_TYPE=Debug \
+  -DRESPOOL_SOURCE_DIR="$src" >/dev/null
+cmake --build "$work/subdirectory" -j "$jobs" >/dev/null
+"$work/subdirectory/cxx_app"
+
+echo "--- 3. pkg-config --cflags --libs respool-cxx"
+# shellcheck disable=SC2046
+c++ -std=c++20 "$src/tests/cmake_consumer/app/main.cpp" -o "$work/pkg_config_app" \
+  $(pkg-config --cflags --libs respool-cxx)
+"$work/pkg_config_app"
+
+echo "--- a separately compiled Asio against the header-only library: refused at link time"
+if c++ -std=c++20 -DBOOST_ASIO_SEPARATE_COMPILATION "$src/tests/cmake_consumer/app/main.cpp" \
+  "$src/tests/cmake_consumer/app/asio_impl.cpp" -o "$work/mixed_app" $(pkg-config --cflags --libs respool-cxx) \
+  2>"$work/mixed.log"; then
+  fail "a program with BOOST_ASIO_SEPARATE_COMPILATION linked against librespool_cxx.a (header-only Asio)"
+fi
+grep -q "asio_separate_compilation::make_pool_impl" "$work/mixed.log" ||
+  fail "the link error does not name the Asio build: $(head -c 600 "$work/mixed.log")"
+echo "refused: undefined respool::detail::asio_separate_compilation::make_pool_impl"
+
+echo "--- find_package(respool 0.3) is refused (0.x: same minor version only)"
+mkdir -p "$work/too_new"
+cat >"$work/too_new/CMakeLists.txt" <<'EOF'
+cmake_minimum_required(VERSION 3.25)
+project(too_new LANGUAGES CXX)
+find_package(respool 0.3 CONFIG REQUIRED)
+EOF
+if cmake -S "$work/too_new" -B "$work/too_new/build" -DCMAKE_PREFIX_PATH="$prefix" >"$work/too_new.log" 2>&1; then
+  fail "find_package(respool 0.3) accepted version $(grep -o '[0-9.]*' "$prefix/lib/cmake/respool/respoolConfigVersion.cmake" | head -1)"
+fi
+grep -q "compatible with requested version" "$work/too_new.log" || fail "0.3 refused for another reason: $(cat "$work/too_new.log")"
+
+echo "--- exported symbols"
+extra=$(nm -D --defined-only "$prefix/lib/librespool.so" | awk '{print $3}' | grep -v '^respool_' || true)
+[ -z "$extra" ] || fail "librespool.so exports more than the C API: $(echo "$extra" | head -5)"
+echo "librespool.so: $(nm -D --defined-only "$prefix/lib/librespool.so" | wc -l) symbols, all respool_*"
+for lib in librespool_cxx.a librespool_cxx_asio_separate.a; do
+  strong=$(nm -C --defined-only "$prefix/lib/$lib" 2>/dev/null | grep -E ' [TDBR] boost::asio' || true)
+  [ -z "$strong" ] || fail "$lib defines Asio's own functions: $(echo "$strong" | head -3)"
+done
+echo "static C++ libraries: no Asio implementation inside"
+echo "cmake_consumer: all passed"
