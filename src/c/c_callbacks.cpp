@@ -7,8 +7,28 @@ namespace respool::c_abi {
 namespace asio = boost::asio;
 using detail::resource_node;
 
+namespace {
+// The codes a v2 pool's create callback returns, carried as errors to the acquire they fail.
+class create_status_category final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "respool.c_create"; }
+    std::string message(int status) const override {
+        return "the create callback failed with status " + std::to_string(status);
+    }
+};
+const create_status_category& create_category() noexcept {
+    static const create_status_category c;
+    return c;
+}
+}  // namespace
+
+error_code create_status_error(int status) noexcept {
+    return {status, create_category()};
+}
+
 int status_of(const error_code& ec) noexcept {
     if (!ec) return RESPOOL_OK;
+    if (ec.category() == create_category()) return ec.value();
     if (ec.category() == respool::category()) {
         switch (static_cast<errc>(ec.value())) {
         case errc::closed: return RESPOOL_E_CLOSED;
@@ -49,27 +69,26 @@ public:
         } catch (...) {
             rc = -1;
         }
+        if (rc != 0 && p_->create_status_as_is) {  // v2: the caller's own code, as is
+            ec = create_status_error(rc);
+            return nullptr;
+        }
         if (rc != 0 || r == nullptr) {
             ec = errc::create_failed;
             return nullptr;
         }
-        {
+        c_node* node = nullptr;
+        try {
+            node = new c_node(c_resource{r, false});
             std::lock_guard<std::mutex> g(p_->mu);
             // A pointer that is already live would make release ambiguous: refuse it (and do not
             // call destroy on it: it belongs to the resource that is live).
-            if (!p_->live.insert(r).second) {
-                ec = errc::create_failed;
-                return nullptr;
-            }
-        }
-        try {
-            return new c_node(r);
+            if (p_->live.emplace(r, node).second) return node;
         } catch (...) {
-            std::lock_guard<std::mutex> g(p_->mu);
-            p_->live.erase(r);
-            ec = errc::create_failed;
-            return nullptr;
         }
+        delete node;
+        ec = errc::create_failed;
+        return nullptr;
     }
     void create_async(const asio::any_io_executor&, asio::cancellation_slot,
                       respool::detail::create_done done) override {
@@ -79,7 +98,7 @@ public:
                     const respool::hook_context&) noexcept override {
         try {
             callback_scope in(p_);
-            return pick(k)(p_->hooks.ctx, static_cast<c_node&>(n).value);
+            return pick(k)(p_->hooks.ctx, static_cast<c_node&>(n).value.ptr);
         } catch (...) {
             return false;
         }
@@ -91,7 +110,7 @@ public:
     }
     bool destroy(resource_node* n) noexcept override {
         auto* node = static_cast<c_node*>(n);
-        void* r = node->value;
+        void* r = node->value.ptr;
         bool ok = true;
         if (p_->hooks.destroy) {
             try {
@@ -112,7 +131,8 @@ public:
 private:
     bool (*pick(respool::detail::check_kind k) const noexcept)(void*, void*) {
         switch (k) {
-        case respool::detail::check_kind::validate:  // C pools validate on borrow with their healthcheck
+        case respool::detail::check_kind::validate:  // on borrow: validate, else the healthcheck
+            return p_->hooks.validate ? p_->hooks.validate : p_->hooks.healthcheck;
         case respool::detail::check_kind::healthcheck: return p_->hooks.healthcheck;
         case respool::detail::check_kind::before_acquire: return p_->hooks.before_acquire;
         case respool::detail::check_kind::before_release: return p_->hooks.before_release;
@@ -133,7 +153,9 @@ public:
     void report_failure(respool::circuit_breaker&, const error_code& ec) override {
         if (!state_.report_failure) return;
         int st = status_of(ec);
-        if (ec == errc::broken || ec == errc::poisoned)
+        if (ec.category() == create_category())
+            st = RESPOOL_E_CREATE;  // the strategy hears respool's own codes
+        else if (ec == errc::broken || ec == errc::poisoned)
             st = RESPOOL_E_INVALID;
         else if (st == RESPOOL_E_INTERNAL)
             st = RESPOOL_E_CREATE;  // a factory error of its own

@@ -14,22 +14,42 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
+
+namespace respool::c_abi {
+
+// A resource of a C pool: the caller's pointer, and whether it is lent out now (release validation).
+struct c_resource {
+    void* ptr = nullptr;
+    bool lent = false;  // under respool_pool::mu
+};
+using c_node = detail::typed_node<c_resource>;
+
+}  // namespace respool::c_abi
+
+// The pool options behind the opaque respool_options (c_options.cpp).
+struct respool_options {
+    respool::pool_options o;
+};
 
 struct respool_pool {
     boost::asio::io_context io{1};
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{io.get_executor()};
     std::thread thread;
     std::thread::id thread_id;
-    respool_hooks hooks{};
+    respool_hooks2 hooks{};            // v1 hooks are copied into the v2 layout (validate absent)
+    bool create_status_as_is = false;  // v2: a failing create's own code reaches the acquire it fails
+    std::optional<respool::duration> default_timeout;  // RESPOOL_OPT_ACQUIRE_TIMEOUT_MS
     std::shared_ptr<respool::detail::pool_impl> impl;
 
-    // Which resources are lent (release validation) and which exist (create must return new ones).
+    // Which resources exist (create must return new pointers; release finds the node of a pointer).
+    // Entries are made per creation, never per lend: lending only flips c_resource::lent.
     std::mutex mu;
-    std::unordered_map<void*, respool::detail::resource_node*> lent;
-    std::unordered_set<void*> live;
+    std::unordered_map<void*, respool::c_abi::c_node*> live;
+    std::size_t lent = 0;        // resources lent out now
     std::uint64_t inflight = 0;  // acquires under way (blocking or async)
     bool freed = false;
     bool finishing = false;
@@ -37,10 +57,27 @@ struct respool_pool {
 
 namespace respool::c_abi {
 
-using c_node = detail::typed_node<void*>;
-
-// A C++ error as a C status code.
+// A C++ error as a C status code (a v2 pool's create failure: the create callback's own code).
 int status_of(const error_code& ec) noexcept;
+// The error a create callback's own non-zero code becomes (status_of gives the code back).
+error_code create_status_error(int status) noexcept;
+
+// respool_last_error(): this thread's text of its last failed call (c_last_error.cpp).
+void set_last_error(std::string_view text) noexcept;
+void clear_last_error() noexcept;
+// Milliseconds from C as a pool duration: anything beyond 100 years is 100 years, so neither the
+// conversion (64-bit nanoseconds, about 292 years) nor a deadline now + d can overflow.
+constexpr std::int64_t max_c_ms = std::int64_t{36525} * 24 * 3600 * 1000;  // 100 years of 365.25 days
+static_assert(std::chrono::milliseconds(max_c_ms) < respool::duration::max() / 2);
+inline respool::duration duration_of_ms(std::int64_t ms) noexcept {
+    return std::chrono::milliseconds(ms < max_c_ms ? ms : max_c_ms);
+}
+
+// Sets the text and returns the status, for `return fail(RESPOOL_E_INVALID, "...")`.
+inline int fail(int status, std::string_view text) noexcept {
+    set_last_error(text);
+    return status;
+}
 
 // Marks the calling thread as inside a callback of `pool` while it runs: a blocking respool_acquire
 // there would wait for the pool that is waiting for the callback. Callbacks run on the thread of the

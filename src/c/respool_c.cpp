@@ -5,43 +5,39 @@
 #include "c_pool.hpp"
 
 #include <condition_variable>
+#include <cstddef>
+#include <cstring>
 #include <new>
 #include <stdexcept>
+#include <string>
 
 namespace asio = boost::asio;
 using respool::errc;
 using respool::error_code;
 using respool::c_abi::c_node;
+using respool::c_abi::c_resource;
 using respool::c_abi::callback_scope;
+using respool::c_abi::fail;
 using respool::c_abi::status_of;
 using respool::detail::resource_node;
 
 namespace {
 
-// timeout_ms <= 0 waits forever; a positive value is a deadline. The pool's duration counts
-// nanoseconds in 64 bits (about 292 years), and the deadline is now + timeout: anything longer than
-// 100 years is 100 years, so neither the conversion nor the addition can overflow.
-constexpr int64_t max_timeout_ms = int64_t{36525} * 24 * 3600 * 1000;  // 100 years of 365.25 days
-static_assert(std::chrono::milliseconds(max_timeout_ms) < respool::duration::max() / 2);
-
-std::optional<respool::duration> timeout_of(int64_t ms) noexcept {
-    if (ms <= 0) return std::nullopt;
-    return std::chrono::milliseconds(ms < max_timeout_ms ? ms : max_timeout_ms);
+// timeout_ms <= 0: the pool's default (RESPOOL_OPT_ACQUIRE_TIMEOUT_MS; none, so forever, unless set);
+// a positive value is a deadline (at most 100 years: duration_of_ms).
+std::optional<respool::duration> timeout_of(const respool_pool* p, int64_t ms) noexcept {
+    if (ms <= 0) return p->default_timeout;
+    return respool::c_abi::duration_of_ms(ms);
 }
 
-// Records a node as lent and returns its resource. When it cannot be recorded (no memory), the node
-// goes back to the pool and the result is nullptr: the caller never gets a resource that
-// respool_release would refuse.
+// Marks a node as lent and returns its resource: a flag, no allocation (the node is in `live` since
+// its creation).
 void* lend(respool_pool* p, resource_node* n) noexcept {
-    void* r = static_cast<c_node*>(n)->value;
-    try {
-        std::lock_guard<std::mutex> g(p->mu);
-        p->lent.emplace(r, n);
-        return r;
-    } catch (...) {
-        p->impl->release(n, false);
-        return nullptr;
-    }
+    c_resource& r = static_cast<c_node*>(n)->value;
+    std::lock_guard<std::mutex> g(p->mu);
+    r.lent = true;
+    ++p->lent;
+    return r.ptr;
 }
 
 // The handle's lifetime. respool_free marks it freed; it is deleted when, in addition, nothing is
@@ -51,7 +47,7 @@ void* lend(respool_pool* p, resource_node* n) noexcept {
 // nothing of it afterwards. Deciding in a second critical section would let another thread delete
 // the handle in between.
 bool last_out(respool_pool* p) noexcept {  // under p->mu
-    if (!p->freed || p->finishing || !p->lent.empty() || p->inflight != 0) return false;
+    if (!p->freed || p->finishing || p->lent != 0 || p->inflight != 0) return false;
     p->finishing = true;
     return true;
 }
@@ -105,17 +101,17 @@ private:
 };
 
 int release_impl(respool_pool* p, void* r, bool broken) noexcept {
-    if (!p || !r) return RESPOOL_E_INVALID;
+    if (!p || !r) return fail(RESPOOL_E_INVALID, "respool_release: the pool or the resource is NULL");
     resource_node* n;
-    try {
+    {
         std::lock_guard<std::mutex> g(p->mu);
-        auto it = p->lent.find(r);
-        if (it == p->lent.end()) return RESPOOL_E_INVALID;  // never lent, or released twice
+        auto it = p->live.find(r);
+        if (it == p->live.end() || !it->second->value.lent)  // never lent, or released twice
+            return fail(RESPOOL_E_INVALID, "respool_release: this pool has not lent out this resource");
+        it->second->value.lent = false;
         n = it->second;
-        p->lent.erase(it);
+        --p->lent;
         ++p->inflight;  // no longer lent, but the handle must live until the pool has it back
-    } catch (...) {
-        return RESPOOL_E_INTERNAL;
     }
     int st = RESPOOL_OK;
     try {
@@ -148,9 +144,14 @@ const char* respool_status_string(int status) {
     return "unknown respool status";
 }
 
-int respool_create(const respool_config* config, const respool_hooks* hooks, respool_pool** out_pool) {
-    if (!config || !hooks || !out_pool || !hooks->create) return RESPOOL_E_INVALID;
-    if (config->max == 0 || config->min > config->max) return RESPOOL_E_INVALID;
+}  // extern "C"
+
+namespace {
+
+// Both create calls: a thread_safe pool over the hooks, its pre-warm run here on the caller's thread,
+// then the pool's own thread started.
+int create_pool(respool::pool_options o, const respool_hooks2& hooks, bool create_status_as_is,
+                respool_pool** out_pool) noexcept {
     std::unique_ptr<respool_pool> p;
     // On failure the pool is closed and dropped before the handle: its hooks use the handle.
     auto discard = [&p]() noexcept {
@@ -160,34 +161,70 @@ int respool_create(const respool_config* config, const respool_hooks* hooks, res
         }
     };
     try {
-        p = std::make_unique<respool_pool>();
-        p->hooks = *hooks;
-        respool::pool_options o;
-        o.min = config->min;
-        o.max = config->max;
-        o.healthcheck_interval = std::chrono::milliseconds(config->healthcheck_interval_ms);
-        o.max_waiters = config->max_waiters;
         o.thread_safe = true;
-        // The synchronous pre-warm runs here, on the caller's thread.
+        respool::validate(o);  // names the option: "min (4) must not exceed max (3)"
+        p = std::make_unique<respool_pool>();
+        p->hooks = hooks;
+        p->create_status_as_is = create_status_as_is;
+        p->default_timeout = o.acquire_timeout;
         p->impl =
             respool::detail::make_pool_impl(p->io.get_executor(), o, respool::c_abi::make_hooks(p.get()));
-        if (p->impl->stats().idle < config->min) {
+        if (p->impl->stats().idle < o.min) {
             discard();
-            return RESPOOL_E_CREATE;
+            return fail(RESPOOL_E_CREATE, "the create callback failed during the pre-warm to min");
         }
         p->thread = std::thread([raw = p.get()] { raw->io.run(); });
         p->thread_id = p->thread.get_id();
         *out_pool = p.release();
         return RESPOOL_OK;
-    } catch (const std::invalid_argument&) {
-        // The pool's validation names the option (e.g. max above INT32_MAX); v1 has no way to
-        // hand the message to C, so only the status says what happened.
+    } catch (const std::invalid_argument& e) {
         discard();
-        return RESPOOL_E_INVALID;
+        return fail(RESPOOL_E_INVALID, e.what());
     } catch (...) {
         discard();
-        return RESPOOL_E_INTERNAL;
+        return fail(RESPOOL_E_INTERNAL, "out of memory or resources (thread) while creating the pool");
     }
+}
+
+}  // namespace
+
+extern "C" {
+
+int respool_create(const respool_config* config, const respool_hooks* hooks, respool_pool** out_pool) {
+    respool::c_abi::clear_last_error();
+    if (!config || !hooks || !out_pool) return fail(RESPOOL_E_INVALID, "respool_create: a NULL argument");
+    if (!hooks->create) return fail(RESPOOL_E_INVALID, "respool_hooks.create is required");
+    respool::pool_options o;
+    o.min = config->min;
+    o.max = config->max;
+    o.healthcheck_interval = std::chrono::milliseconds(config->healthcheck_interval_ms);
+    o.max_waiters = config->max_waiters;
+    respool_hooks2 h{};
+    h.struct_size = sizeof h;
+    h.ctx = hooks->ctx;
+    h.create = hooks->create;
+    h.destroy = hooks->destroy;
+    h.healthcheck = hooks->healthcheck;
+    h.before_acquire = hooks->before_acquire;
+    h.before_release = hooks->before_release;
+    return create_pool(o, h, false, out_pool);  // v1: a failing create is RESPOOL_E_CREATE
+}
+
+int respool_create2(const respool_options* options, const respool_hooks2* hooks, respool_pool** out_pool) {
+    respool::c_abi::clear_last_error();
+    if (!hooks || !out_pool)
+        return fail(RESPOOL_E_INVALID, "respool_create2: hooks and out_pool are required");
+    // Only what the caller's struct holds; the rest stays absent (NULL).
+    respool_hooks2 h{};
+    const std::size_t n = hooks->struct_size < sizeof h ? hooks->struct_size : sizeof h;
+    if (n < offsetof(respool_hooks2, create) + sizeof h.create)
+        return fail(RESPOOL_E_INVALID,
+                    "respool_hooks2.struct_size does not reach the create callback: set it to "
+                    "sizeof(respool_hooks2)");
+    std::memcpy(&h, hooks, n);
+    h.struct_size = static_cast<uint32_t>(n);
+    if (!h.create) return fail(RESPOOL_E_INVALID, "respool_hooks2.create is required");
+    return create_pool(options ? options->o : respool::pool_options{}, h, true, out_pool);
 }
 
 int respool_try_acquire(respool_pool* pool, void** out_resource) {
@@ -195,9 +232,7 @@ int respool_try_acquire(respool_pool* pool, void** out_resource) {
     try {
         error_code ec;
         if (resource_node* n = pool->impl->try_acquire(ec)) {
-            void* r = lend(pool, n);
-            if (!r) return RESPOOL_E_INTERNAL;
-            *out_resource = r;
+            *out_resource = lend(pool, n);
             return RESPOOL_OK;
         }
         return status_of(ec);
@@ -216,9 +251,7 @@ int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms)
         op_scope op(pool);  // respool_free may run meanwhile: the handle lives until this returns
         error_code ec;
         if (resource_node* n = pool->impl->acquire_now(ec)) {
-            void* r = lend(pool, n);
-            if (!r) return RESPOOL_E_INTERNAL;
-            *out_resource = r;
+            *out_resource = lend(pool, n);
             return RESPOOL_OK;
         }
         if (ec) return status_of(ec);
@@ -229,23 +262,22 @@ int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms)
             error_code ec;
             resource_node* n = nullptr;
         } w;
-        respool::detail::initiate_acquire<void*>{pool->impl.get(), &respool::detail::facts_of(*pool->impl)}(
-            [&w](error_code e, respool::lease<void*> l) {
+        respool::detail::initiate_acquire<c_resource>{pool->impl.get(),
+                                                      &respool::detail::facts_of(*pool->impl)}(
+            [&w](error_code e, respool::lease<c_resource> l) {
                 std::lock_guard<std::mutex> g(w.m);
                 w.ec = e;
                 w.n = l ? respool::detail::lease_access::detach(l) : nullptr;
                 w.done = true;
                 w.cv.notify_one();  // under the lock: `w` lives on the waiting thread's stack
             },
-            timeout_of(timeout_ms));
+            timeout_of(pool, timeout_ms));
         {
             std::unique_lock<std::mutex> lk(w.m);
             w.cv.wait(lk, [&] { return w.done; });
         }
         if (!w.n) return status_of(w.ec);
-        void* r = lend(pool, w.n);
-        if (!r) return RESPOOL_E_INTERNAL;
-        *out_resource = r;
+        *out_resource = lend(pool, w.n);
         return RESPOOL_OK;
     } catch (...) {
         return RESPOOL_E_INTERNAL;
@@ -260,14 +292,12 @@ int respool_acquire_async(respool_pool* pool, int64_t timeout_ms, respool_acquir
         return RESPOOL_E_INTERNAL;
     }
     try {
-        respool::detail::initiate_acquire<void*>{pool->impl.get(), &respool::detail::facts_of(*pool->impl)}(
-            [pool, cb, user](error_code e, respool::lease<void*> l) {
+        respool::detail::initiate_acquire<c_resource>{pool->impl.get(),
+                                                      &respool::detail::facts_of(*pool->impl)}(
+            [pool, cb, user](error_code e, respool::lease<c_resource> l) {
                 int st = status_of(e);
                 void* r = nullptr;
-                if (l) {
-                    r = lend(pool, respool::detail::lease_access::detach(l));
-                    if (!r) st = RESPOOL_E_INTERNAL;
-                }
+                if (l) r = lend(pool, respool::detail::lease_access::detach(l));
                 try {
                     callback_scope in(pool);
                     cb(user, st, r);
@@ -275,7 +305,7 @@ int respool_acquire_async(respool_pool* pool, int64_t timeout_ms, respool_acquir
                 }
                 end_op(pool);  // may delete the handle
             },
-            timeout_of(timeout_ms));
+            timeout_of(pool, timeout_ms));
         return RESPOOL_OK;
     } catch (...) {  // not started: the callback will not run
         end_op(pool);
@@ -339,6 +369,57 @@ int respool_get_stats(respool_pool* pool, respool_stats* out) {
     }
 }
 
+int respool_get_stats2(respool_pool* pool, respool_stats2* out) {
+    if (!pool || !out) return fail(RESPOOL_E_INVALID, "respool_get_stats2: a NULL argument");
+    if (out->struct_size < sizeof out->struct_size)
+        return fail(RESPOOL_E_INVALID, "respool_stats2.struct_size must be set to sizeof(respool_stats2)");
+    try {
+        const respool::pool_stats s = pool->impl->stats();
+        respool_stats2 all{};
+        all.idle = s.idle;
+        all.active = s.active;
+        all.total = s.total;
+        all.waiting = s.waiting;
+        all.max = s.max;
+        all.reserved = s.reserved;
+        all.creating = s.creating;
+        all.circuit = static_cast<uint32_t>(s.circuit);
+        all.closed = s.closed ? 1u : 0u;
+        all.acquires = s.acquires;
+        all.immediate_takes = s.immediate_takes;
+        all.waits = s.waits;
+        all.timeouts = s.timeouts;
+        all.cancellations = s.cancellations;
+        all.creations = s.creations;
+        all.create_failures = s.create_failures;
+        all.destructions = s.destructions;
+        all.poisoned = s.poisoned;
+        all.unavailable_rejections = s.unavailable_rejections;
+        all.exhausted_rejections = s.exhausted_rejections;
+        all.rejected = s.rejected;
+        all.broken = s.broken;
+        all.unhealthy = s.unhealthy;
+        all.evicted = s.evicted;
+        all.retired = s.retired;
+        all.replaced = s.replaced;
+        all.surplus = s.surplus;
+        all.leaks = s.leaks;
+        all.creation_retries = s.creation_retries;
+        all.circuit_opened = s.circuit_opened;
+        all.circuit_half_opened = s.circuit_half_opened;
+        all.circuit_closed = s.circuit_closed;
+        all.probes = s.probes;
+        // The members the caller's struct holds (an older, shorter one gets its prefix); its size stays.
+        const std::size_t n = out->struct_size < sizeof all ? out->struct_size : sizeof all;
+        const uint32_t size = out->struct_size;
+        std::memcpy(out, &all, n);
+        out->struct_size = size;
+        return RESPOOL_OK;
+    } catch (...) {
+        return RESPOOL_E_INTERNAL;
+    }
+}
+
 int respool_get_circuit_state(respool_pool* pool, respool_circuit_state* out) {
     if (!pool || !out) return RESPOOL_E_INVALID;
     try {
@@ -390,6 +471,14 @@ const respool_api* respool_get_api(void) {
         &respool_set_circuit_state,
         &respool_set_circuit_strategy,
         &respool_status_string,
+        &respool_last_error,
+        &respool_options_new,
+        &respool_options_free,
+        &respool_options_set_u32,
+        &respool_options_set_ms,
+        &respool_options_set_bool,
+        &respool_create2,
+        &respool_get_stats2,
     };
     return &api;
 }
