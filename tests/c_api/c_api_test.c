@@ -13,22 +13,7 @@
 #include <time.h>
 
 static int failures = 0;
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            ++failures;                                                              \
-        }                                                                            \
-    } while (0)
-#define CHECK_STATUS(expr, want)                                                                      \
-    do {                                                                                              \
-        int got_ = (expr);                                                                            \
-        if (got_ != (want)) {                                                                         \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), want %d\n", __FILE__, __LINE__, #expr, got_, \
-                    respool_status_string(got_), (want));                                             \
-            ++failures;                                                                               \
-        }                                                                                             \
-    } while (0)
+#include "check.h"
 
 /* ---- a resource with a life counter ------------------------------------------------------- */
 

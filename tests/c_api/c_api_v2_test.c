@@ -13,22 +13,7 @@
 #include <time.h>
 
 static int failures = 0;
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            ++failures;                                                              \
-        }                                                                            \
-    } while (0)
-#define CHECK_STATUS(expr, want)                                                                         \
-    do {                                                                                                 \
-        int got_ = (expr);                                                                               \
-        if (got_ != (want)) {                                                                            \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), want %d; last error: %s\n", __FILE__, __LINE__, \
-                    #expr, got_, respool_status_string(got_), (want), respool_last_error());             \
-            ++failures;                                                                                  \
-        }                                                                                                \
-    } while (0)
+#include "check.h"
 #define CHECK_ERROR_SAYS(text)                                                                    \
     do {                                                                                          \
         if (!strstr(respool_last_error(), (text))) {                                              \
