@@ -65,6 +65,8 @@ echo "--- exported symbols"
 extra=$(nm -D --defined-only "$prefix/lib/librespool.so" | awk '{print $3}' | grep -v '^respool_' || true)
 [ -z "$extra" ] || fail "librespool.so exports more than the C API: $(echo "$extra" | head -5)"
 echo "librespool.so: $(nm -D --defined-only "$prefix/lib/librespool.so" | wc -l) symbols, all respool_*"
+readelf -d "$prefix/lib/librespool.so" | grep -q NODELETE ||
+  fail "librespool.so lacks -z nodelete: a dlclose would unmap code its timer thread still runs"
 for lib in librespool_cxx.a librespool_cxx_asio_separate.a; do
   strong=$(nm -C --defined-only "$prefix/lib/$lib" 2>/dev/null | grep -E ' [TDBR] boost::asio' || true)
   [ -z "$strong" ] || fail "$lib defines Asio's own functions: $(echo "$strong" | head -3)"
