@@ -1,0 +1,150 @@
+// respool::pg::connection: one PostgreSQL connection driven asynchronously over libpq on an Asio
+// executor (the first step of the PostgreSQL layer: connect, simple-protocol queries, ping, errors).
+//
+//   pg::connection c(io.get_executor());
+//   co_await c.async_connect("host=127.0.0.1 dbname=app user=app password=...", 5s, asio::use_awaitable);
+//   pg::result r = co_await c.async_query("SELECT 1", asio::use_awaitable);
+//
+// Every async operation takes any completion token, completes on the handler's associated executor (the
+// connection's own otherwise), and never inside the initiating call. One operation at a time per
+// connection (a connection is lent to one borrower). Errors are error_codes: respool::pg::error for the
+// connection's own failures, a SQLSTATE (pg::sqlstate_category) for the server's, with the server's
+// diagnostics in last_error(). A connection string never appears unmasked: masked() removes the
+// password from every text this class produces.
+#pragma once
+
+#include <respool/error.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace respool::pg {
+
+// The connection's own failures (the server's errors are SQLSTATE codes, see sqlstate_category).
+enum class error {
+    bad_connection_string = 1,  // libpq could not parse it (the message names the part)
+    connect_failed,             // no server reached, or it refused the connection
+    authentication_failed,      // the server rejected the credentials (SQLSTATE 28P01 / 28000)
+    connect_timeout,            // the connect deadline passed (DNS, TCP, TLS and auth together)
+    connection_broken,          // the socket or the protocol failed: the connection is unusable
+    not_connected,              // an operation on a connection that is not open
+    busy,                       // an operation while another one runs on this connection
+};
+const boost::system::error_category& category() noexcept;
+error_code make_error_code(error e) noexcept;
+
+// A server error: the value is the SQLSTATE in base 36 (five characters, e.g. "42P01"); message() says
+// "SQLSTATE 42P01". Built with sqlstate_error("42P01"); read back with sqlstate_of(ec).
+const boost::system::error_category& sqlstate_category() noexcept;
+error_code sqlstate_error(std::string_view sqlstate) noexcept;
+std::string sqlstate_of(const error_code& ec);
+
+// What the server (or libpq) said about the last failure, connection strings masked.
+struct diagnostics {
+    std::string sqlstate;  // empty for client-side failures
+    std::string severity;  // ERROR, FATAL, PANIC
+    std::string message;
+    std::string detail;
+    std::string hint;
+    int position = 0;  // 1-based character in the statement, 0 = none
+};
+
+// The connection string with the password's value replaced by "***" (keyword/value and URI forms).
+std::string masked(std::string_view conninfo);
+
+// The rows of one statement, as text (the simple query protocol).
+class result {
+public:
+    result() = default;
+    [[nodiscard]] std::size_t rows() const noexcept { return rows_; }
+    [[nodiscard]] std::size_t columns() const noexcept { return names_.size(); }
+    [[nodiscard]] const std::string& column_name(std::size_t c) const { return names_.at(c); }
+    [[nodiscard]] bool is_null(std::size_t row, std::size_t col) const { return !cell(row, col).has_value(); }
+    // The field as text; throws std::out_of_range for a cell outside the result, std::logic_error for NULL.
+    [[nodiscard]] const std::string& text(std::size_t row, std::size_t col) const;
+    [[nodiscard]] std::uint64_t affected_rows() const noexcept { return affected_; }
+    [[nodiscard]] const std::string& command_tag() const noexcept {
+        return tag_;
+    }  // "INSERT 0 3", "SELECT 1"
+
+private:
+    friend struct result_access;
+    [[nodiscard]] const std::optional<std::string>& cell(std::size_t row, std::size_t col) const;
+    std::size_t rows_ = 0;
+    std::vector<std::string> names_;
+    std::vector<std::optional<std::string>> cells_;  // row-major
+    std::uint64_t affected_ = 0;
+    std::string tag_;
+};
+
+class connection {
+public:
+    explicit connection(boost::asio::any_io_executor ex);
+    ~connection();  // closes (PQfinish), after taking the socket back from Asio
+    connection(connection&&) noexcept;
+    connection& operator=(connection&&) noexcept;
+    connection(const connection&) = delete;
+    connection& operator=(const connection&) = delete;
+
+    [[nodiscard]] const boost::asio::any_io_executor& get_executor() const noexcept;
+
+    // Opens the connection. `conninfo`: keyword/value or URI (libpq's forms). A host name is resolved
+    // with Asio (never libpq's blocking lookup) and passed as hostaddr. `timeout` bounds the whole
+    // connect: resolution, TCP, TLS and authentication. Handler: void(error_code).
+    template <class Token>
+    auto async_connect(std::string conninfo, std::chrono::steady_clock::duration timeout, Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [this](auto handler, std::string info, std::chrono::steady_clock::duration t) {
+                start_connect(std::move(info), t, std::move(handler));
+            },
+            token, std::move(conninfo), timeout);
+    }
+
+    // Runs `sql` (one statement or several; the last statement's rows are returned) with the simple
+    // query protocol. A server error completes with its SQLSTATE (diagnostics in last_error()); the
+    // connection stays usable. Handler: void(error_code, result).
+    template <class Token>
+    auto async_query(std::string sql, Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code, result)>(
+            [this](auto handler, std::string s) { start_query(std::move(s), std::move(handler)); }, token,
+            std::move(sql));
+    }
+
+    // A round trip that proves the connection alive (an empty query). Handler: void(error_code).
+    template <class Token>
+    auto async_ping(Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [this](auto handler) { start_ping(std::move(handler)); }, token);
+    }
+
+    [[nodiscard]] bool is_open() const noexcept;
+    [[nodiscard]] const diagnostics& last_error() const noexcept;
+    // The connection string it was opened with, password masked.
+    [[nodiscard]] const std::string& conninfo() const noexcept;
+    // The server's process id for this connection (pg_stat_activity.pid), 0 when not open.
+    [[nodiscard]] int backend_pid() const noexcept;
+    void close() noexcept;
+
+    struct impl;  // libpq's PGconn, the socket registration, the operation under way
+
+private:
+    void start_connect(std::string conninfo, std::chrono::steady_clock::duration timeout,
+                       boost::asio::any_completion_handler<void(error_code)> handler);
+    void start_query(std::string sql, boost::asio::any_completion_handler<void(error_code, result)> handler);
+    void start_ping(boost::asio::any_completion_handler<void(error_code)> handler);
+
+    std::shared_ptr<impl> impl_;  // shared with the operation under way, which may outlive a move
+};
+
+}  // namespace respool::pg
+
+template <>
+struct boost::system::is_error_code_enum<respool::pg::error> : std::true_type {};

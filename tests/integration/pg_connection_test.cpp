@@ -1,0 +1,212 @@
+// respool::pg::connection against a real PostgreSQL server (the pg_cluster ctest fixture:
+// tests/integration/pg_cluster.sh starts it and writes the connection string to the file named by
+// RESPOOL_PG_CONNINFO_FILE). Connect, queries, results, server errors with their SQLSTATE, a wrong
+// password (named, masked), the connect deadline against a loopback listener that never answers, and
+// the completion tokens. Nothing waits on a guessed time: every step waits on its own completion.
+#include <respool/pg/connection.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+namespace pg = respool::pg;
+using respool::error_code;
+
+namespace {
+
+std::string conninfo() {
+    const char* file = std::getenv("RESPOOL_PG_CONNINFO_FILE");
+    if (!file) return {};
+    std::ifstream in(file);
+    std::string s;
+    std::getline(in, s);
+    return s;
+}
+
+// Runs one operation to completion on a fresh io_context and returns its outcome.
+struct rig {
+    asio::io_context io;
+    pg::connection c{io.get_executor()};
+
+    error_code connect(const std::string& info, std::chrono::steady_clock::duration timeout = 10s) {
+        error_code out = pg::error::busy;
+        c.async_connect(info, timeout, [&](error_code ec) { out = ec; });
+        io.run();
+        io.restart();
+        return out;
+    }
+    std::pair<error_code, pg::result> query(const std::string& sql) {
+        std::pair<error_code, pg::result> out{pg::error::busy, {}};
+        c.async_query(sql, [&](error_code ec, pg::result r) { out = {ec, std::move(r)}; });
+        io.run();
+        io.restart();
+        return out;
+    }
+};
+
+class pg_connection : public ::testing::Test {
+protected:
+    void SetUp() override {
+        info = conninfo();
+        if (info.empty())
+            GTEST_SKIP() << "RESPOOL_PG_CONNINFO_FILE not set: run through ctest -L integration";
+    }
+    std::string info;
+};
+
+TEST_F(pg_connection, connects_pings_and_reads_a_row) {
+    rig r;
+    ASSERT_FALSE(r.connect(info)) << r.c.last_error().message;
+    EXPECT_TRUE(r.c.is_open());
+    EXPECT_GT(r.c.backend_pid(), 0);
+    error_code ping = pg::error::busy;
+    r.c.async_ping([&](error_code ec) { ping = ec; });
+    r.io.run();
+    r.io.restart();
+    EXPECT_FALSE(ping) << ping.message();
+    auto [ec, res] = r.query("SELECT 1 AS one, pg_backend_pid() AS pid, NULL::int AS nothing");
+    ASSERT_FALSE(ec) << r.c.last_error().message;
+    ASSERT_EQ(res.rows(), 1u);
+    ASSERT_EQ(res.columns(), 3u);
+    EXPECT_EQ(res.column_name(0), "one");
+    EXPECT_EQ(res.text(0, 0), "1");
+    EXPECT_EQ(std::stoi(res.text(0, 1)), r.c.backend_pid()) << "the pid is this connection's backend";
+    EXPECT_TRUE(res.is_null(0, 2));
+    EXPECT_THROW((void)res.text(0, 2), std::logic_error);
+    EXPECT_THROW((void)res.text(1, 0), std::out_of_range);
+    EXPECT_EQ(res.command_tag(), "SELECT 1");
+}
+
+TEST_F(pg_connection, scripts_report_the_last_statement_and_affected_rows) {
+    rig r;
+    ASSERT_FALSE(r.connect(info)) << r.c.last_error().message;
+    auto [ec, res] = r.query(
+        "CREATE TEMP TABLE t (id int PRIMARY KEY, name text); INSERT INTO t VALUES (1, 'a'), (2, NULL), (3, "
+        "'c')");
+    ASSERT_FALSE(ec) << r.c.last_error().message;
+    EXPECT_EQ(res.affected_rows(), 3u);
+    EXPECT_EQ(res.command_tag(), "INSERT 0 3");
+    std::tie(ec, res) = r.query("UPDATE t SET name = 'z' WHERE id >= 2");
+    ASSERT_FALSE(ec);
+    EXPECT_EQ(res.affected_rows(), 2u);
+    std::tie(ec, res) = r.query("SELECT id, name FROM t ORDER BY id");
+    ASSERT_FALSE(ec);
+    ASSERT_EQ(res.rows(), 3u);
+    EXPECT_EQ(res.text(2, 1), "z");
+}
+
+TEST_F(pg_connection, a_server_error_carries_its_sqlstate_and_the_connection_stays_usable) {
+    rig r;
+    ASSERT_FALSE(r.connect(info)) << r.c.last_error().message;
+    auto [ec, res] = r.query("SELECT * FROM no_such_table");
+    EXPECT_EQ(ec.category(), pg::sqlstate_category());
+    EXPECT_EQ(pg::sqlstate_of(ec), "42P01") << ec.message();
+    EXPECT_EQ(ec, pg::sqlstate_error("42P01"));
+    EXPECT_EQ(ec.message(), "SQLSTATE 42P01");
+    const pg::diagnostics& d = r.c.last_error();
+    EXPECT_EQ(d.sqlstate, "42P01");
+    EXPECT_EQ(d.severity, "ERROR");
+    EXPECT_NE(d.message.find("no_such_table"), std::string::npos) << d.message;
+    EXPECT_EQ(d.position, 15);
+    std::tie(ec, res) = r.query("SELECT 2");
+    EXPECT_FALSE(ec) << "still usable after a statement error";
+    EXPECT_EQ(res.text(0, 0), "2");
+    EXPECT_TRUE(r.c.last_error().message.empty()) << "a success clears the diagnostics";
+}
+
+TEST_F(pg_connection, a_wrong_password_is_an_authentication_error_and_never_shows_the_password) {
+    std::string wrong = info;
+    const auto p = wrong.find("password=");
+    ASSERT_NE(p, std::string::npos);
+    wrong = wrong.substr(0, p) + "password=not-the-secret-42";
+    rig r;
+    const error_code ec = r.connect(wrong);
+    EXPECT_EQ(ec, pg::error::authentication_failed) << ec.message() << ": " << r.c.last_error().message;
+    EXPECT_NE(r.c.last_error().message.find("password authentication failed"), std::string::npos)
+        << r.c.last_error().message;
+    EXPECT_FALSE(r.c.is_open());
+    EXPECT_EQ(r.c.conninfo().find("not-the-secret-42"), std::string::npos) << r.c.conninfo();
+    EXPECT_NE(r.c.conninfo().find("password=***"), std::string::npos) << r.c.conninfo();
+    EXPECT_EQ(r.c.last_error().message.find("not-the-secret-42"), std::string::npos);
+}
+
+// A listener on loopback that accepts TCP but never speaks the protocol: only the deadline ends it.
+TEST_F(pg_connection, the_connect_deadline_covers_a_server_that_never_answers) {
+    rig r;
+    asio::ip::tcp::acceptor mute(r.io, {asio::ip::make_address("127.0.0.1"), 0});  // listens, never accepts
+    const auto port = mute.local_endpoint().port();
+    const auto t0 = std::chrono::steady_clock::now();
+    const error_code ec =
+        r.connect("host=127.0.0.1 port=" + std::to_string(port) + " user=x dbname=x", 200ms);
+    EXPECT_EQ(ec, pg::error::connect_timeout) << ec.message() << ": " << r.c.last_error().message;
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, 200ms) << "not before the deadline";
+    EXPECT_FALSE(r.c.is_open());
+}
+
+TEST_F(pg_connection, operations_on_a_closed_or_busy_connection_fail_at_once) {
+    rig r;
+    auto [ec, res] = r.query("SELECT 1");
+    EXPECT_EQ(ec, pg::error::not_connected);
+    ASSERT_FALSE(r.connect(info));
+    std::pair<error_code, pg::result> first{pg::error::busy, {}}, second{{}, {}};
+    r.c.async_query("SELECT pg_sleep(0.01)", [&](error_code e, pg::result x) { first = {e, std::move(x)}; });
+    r.c.async_query("SELECT 1", [&](error_code e, pg::result x) { second = {e, std::move(x)}; });
+    r.io.run();
+    r.io.restart();
+    EXPECT_FALSE(first.first) << first.first.message();
+    EXPECT_EQ(second.first, pg::error::busy) << "one operation at a time";
+    r.c.close();
+    EXPECT_FALSE(r.c.is_open());
+    std::tie(ec, res) = r.query("SELECT 1");
+    EXPECT_EQ(ec, pg::error::not_connected);
+}
+
+TEST_F(pg_connection, works_with_use_awaitable_and_deferred) {
+    asio::io_context io;
+    bool done = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            pg::connection c(co_await asio::this_coro::executor);
+            co_await c.async_connect(info, 10s, asio::use_awaitable);
+            pg::result r = co_await c.async_query("SELECT 40 + 2", asio::use_awaitable);
+            EXPECT_EQ(r.text(0, 0), "42");
+            auto op = c.async_query("SELECT 'deferred'", asio::deferred);
+            pg::result d = co_await std::move(op)(asio::use_awaitable);
+            EXPECT_EQ(d.text(0, 0), "deferred");
+            try {
+                co_await c.async_query("SELECT 1/0", asio::use_awaitable);
+                ADD_FAILURE() << "division by zero must fail";
+            } catch (const boost::system::system_error& e) {
+                EXPECT_EQ(pg::sqlstate_of(e.code()), "22012");
+            }
+            done = true;
+        },
+        [](std::exception_ptr e) {
+            if (e) std::rethrow_exception(e);
+        });
+    io.run();
+    EXPECT_TRUE(done);
+}
+
+}  // namespace
+
+TEST(pg_masking, passwords_are_masked_in_every_form) {
+    EXPECT_EQ(pg::masked("host=db user=app password=s3cret dbname=x"),
+              "host=db user=app password=*** dbname=x");
+    EXPECT_EQ(pg::masked("password = 's3 c\\'ret' host=db"), "password = *** host=db");
+    EXPECT_EQ(pg::masked("postgresql://app:s3cret@db:5432/x"), "postgresql://app:***@db:5432/x");
+    EXPECT_EQ(pg::masked("postgres://app@db/x?password=s3cret&sslmode=require"),
+              "postgres://app@db/x?password=***&sslmode=require");
+    EXPECT_EQ(pg::masked("host=db user=app"), "host=db user=app");
+}
