@@ -123,16 +123,20 @@ std::string masked(std::string_view info) {
 
 // ---- result ----------------------------------------------------------------------------------
 
-const std::optional<std::string>& result::cell(std::size_t row, std::size_t col) const {
-    if (row >= rows_ || col >= names_.size()) throw std::out_of_range("respool::pg::result: no such cell");
-    return cells_[row * names_.size() + col];
-}
-
-const std::string& result::text(std::size_t row, std::size_t col) const {
-    const auto& c = cell(row, col);
-    if (!c) throw std::logic_error("respool::pg::result: the field is NULL (check is_null first)");
-    return *c;
-}
+// What PQsendQueryParams takes, pointing into the params (which must outlive the call).
+struct params_access {
+    const params& p;
+    std::vector<const char*> values;
+    std::vector<int> lengths;
+    explicit params_access(const params& q) : p(q), values(q.size()), lengths(q.size()) {
+        for (std::size_t i = 0; i < q.size(); ++i) {
+            values[i] = q.nulls_[i] ? nullptr : q.values_[i].data();
+            lengths[i] = static_cast<int>(q.values_[i].size());
+        }
+    }
+    [[nodiscard]] const Oid* types() const noexcept { return p.types_.data(); }
+    [[nodiscard]] const int* formats() const noexcept { return p.formats_.data(); }
+};
 
 struct result_access {
     static result from(const PGresult* r) {
@@ -497,6 +501,23 @@ void connection::start_query(std::string sql, query_handler handler) {
     auto op = std::make_shared<query_op>(impl_, std::move(handler));
     c.busy = true;
     if (!PQsendQuery(c.conn, sql.c_str())) {
+        asio::post(c.ex, [op] { op->broke(); });
+        return;
+    }
+    asio::post(c.ex, [op] { op->flush(); });
+}
+
+void connection::start_query_params(std::string sql, params p, query_handler handler) {
+    auto& c = *impl_;
+    if (c.busy) return complete(c.ex, std::move(handler), error_code(error::busy), result{});
+    if (!c.conn || PQstatus(c.conn) != CONNECTION_OK)
+        return complete(c.ex, std::move(handler), error_code(error::not_connected), result{});
+    auto op = std::make_shared<query_op>(impl_, std::move(handler));
+    c.busy = true;
+    const params_access a(p);
+    // libpq copies everything into its output buffer here: the params may go afterwards.
+    if (!PQsendQueryParams(c.conn, sql.c_str(), static_cast<int>(p.size()), a.types(), a.values.data(),
+                           a.lengths.data(), a.formats(), 0)) {
         asio::post(c.ex, [op] { op->broke(); });
         return;
     }

@@ -15,7 +15,10 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <string>
+#include <vector>
 
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
@@ -169,6 +172,68 @@ TEST_F(pg_connection, operations_on_a_closed_or_busy_connection_fail_at_once) {
     EXPECT_FALSE(r.c.is_open());
     std::tie(ec, res) = r.query("SELECT 1");
     EXPECT_EQ(ec, pg::error::not_connected);
+}
+
+TEST_F(pg_connection, bound_parameters_round_trip_every_supported_type) {
+    rig r;
+    ASSERT_FALSE(r.connect(info)) << r.c.last_error().message;
+    const std::vector<std::byte> blob{std::byte{0}, std::byte{1}, std::byte{0x7f}, std::byte{0xff}};
+    const std::string text = "h\xc3\xa9llo 'quoted' \\ $1";
+    std::pair<error_code, pg::result> out{pg::error::busy, {}};
+    r.c.async_query(
+        "SELECT $1::int2, $2::int4, $3::int8, $4::float4, $5::float8, $6::bool, $7::text, $8::bytea, "
+        "$9::int4, $10::text",
+        pg::params(std::int16_t{-7}, 123456, std::numeric_limits<std::int64_t>::min(), 1.5f, -2.25, true,
+                   text, blob, std::optional<int>{}, "plain"),
+        [&](error_code ec, pg::result x) {
+            out = {ec, std::move(x)};
+        });
+    r.io.run();
+    r.io.restart();
+    ASSERT_FALSE(out.first) << out.first.message() << ": " << r.c.last_error().message;
+    const pg::result& res = out.second;
+    EXPECT_EQ(res.get<std::int16_t>(0, 0), -7);
+    EXPECT_EQ(res.get<std::int32_t>(0, 1), 123456);
+    EXPECT_EQ(res.get<std::int64_t>(0, 2), std::numeric_limits<std::int64_t>::min());
+    EXPECT_EQ(res.get<float>(0, 3), 1.5f);
+    EXPECT_EQ(res.get<double>(0, 4), -2.25);
+    EXPECT_TRUE(res.get<bool>(0, 5));
+    EXPECT_EQ(res.get<std::string>(0, 6), text);
+    EXPECT_EQ(res.get<std::vector<std::byte>>(0, 7), blob);
+    EXPECT_TRUE(res.is_null(0, 8));
+    EXPECT_EQ(res.get<std::optional<std::int32_t>>(0, 8), std::nullopt);
+    EXPECT_EQ(res.get<std::optional<std::int32_t>>(0, 1), 123456);
+    EXPECT_EQ(res.get<std::string>(0, 9), "plain");
+    EXPECT_THROW((void)res.get<std::int32_t>(0, 8), std::logic_error) << "NULL into a plain int";
+    EXPECT_THROW((void)res.get<std::int32_t>(0, 6), std::invalid_argument) << "text is not an integer";
+    EXPECT_THROW((void)res.get<std::int16_t>(0, 1), std::invalid_argument) << "123456 does not fit 16 bits";
+}
+
+TEST_F(pg_connection, a_parameter_is_data_never_sql) {
+    rig r;
+    ASSERT_FALSE(r.connect(info));
+    ASSERT_FALSE(r.query("CREATE TEMP TABLE notes (body text)").first);
+    const std::string hostile = "x'); DROP TABLE notes; --";
+    std::pair<error_code, pg::result> out{pg::error::busy, {}};
+    r.c.async_query("INSERT INTO notes VALUES ($1)", pg::params(hostile), [&](error_code ec, pg::result x) {
+        out = {ec, std::move(x)};
+    });
+    r.io.run();
+    r.io.restart();
+    ASSERT_FALSE(out.first) << r.c.last_error().message;
+    EXPECT_EQ(out.second.affected_rows(), 1u);
+    auto [ec, res] = r.query("SELECT body FROM notes");
+    ASSERT_FALSE(ec) << "the table is still there";
+    EXPECT_EQ(res.get<std::string>(0, 0), hostile);
+    // A missing parameter is the server's error, with its SQLSTATE.
+    r.c.async_query("SELECT $1::int + $2::int", pg::params(1), [&](error_code e, pg::result x) {
+        out = {e, std::move(x)};
+    });
+    r.io.run();
+    r.io.restart();
+    EXPECT_EQ(out.first.category(), pg::sqlstate_category()) << out.first.message();
+    EXPECT_FALSE(pg::sqlstate_of(out.first).empty());
+    EXPECT_FALSE(r.query("SELECT 1").first) << "still usable";
 }
 
 TEST_F(pg_connection, works_with_use_awaitable_and_deferred) {

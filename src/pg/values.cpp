@@ -1,0 +1,156 @@
+// C++ values to and from PostgreSQL: bound parameters (binary for numbers and bool, text for strings,
+// bytea for byte spans) and typed reads of result fields (from the server's text format).
+#include <respool/pg/connection.hpp>
+
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+namespace respool::pg {
+
+// ---- parameters ------------------------------------------------------------------------------
+
+namespace {
+
+// PostgreSQL type OIDs (src/include/catalog/pg_type.dat): stable since forever.
+constexpr unsigned oid_bool = 16, oid_bytea = 17, oid_int8 = 20, oid_int2 = 21, oid_int4 = 23,
+                   oid_float4 = 700, oid_float8 = 701;
+
+// Network byte order, as the binary format wants.
+template <class U>
+std::string big_endian(U v) {
+    std::string s(sizeof(U), '\0');
+    for (std::size_t i = 0; i < sizeof(U); ++i)
+        s[sizeof(U) - 1 - i] = static_cast<char>(static_cast<unsigned char>(v >> (8 * i)));
+    return s;
+}
+
+}  // namespace
+
+params& params::push(unsigned type, std::string value, bool binary, bool null) {
+    types_.push_back(type);
+    values_.push_back(std::move(value));
+    formats_.push_back(binary ? 1 : 0);
+    nulls_.push_back(null);
+    return *this;
+}
+
+params& params::add(std::nullopt_t) {
+    return push(0, {}, false, true);
+}
+params& params::add(bool v) {
+    return push(oid_bool, std::string(1, v ? '\1' : '\0'), true);
+}
+params& params::add(std::int16_t v) {
+    return push(oid_int2, big_endian(static_cast<std::uint16_t>(v)), true);
+}
+params& params::add(std::int32_t v) {
+    return push(oid_int4, big_endian(static_cast<std::uint32_t>(v)), true);
+}
+params& params::add(std::int64_t v) {
+    return push(oid_int8, big_endian(static_cast<std::uint64_t>(v)), true);
+}
+params& params::add(float v) {
+    return push(oid_float4, big_endian(std::bit_cast<std::uint32_t>(v)), true);
+}
+params& params::add(double v) {
+    return push(oid_float8, big_endian(std::bit_cast<std::uint64_t>(v)), true);
+}
+params& params::add(std::string_view v) {
+    return push(0, std::string(v), false);  // text; the server infers the type from the statement
+}
+params& params::add(std::span<const std::byte> v) {
+    return push(oid_bytea, std::string(reinterpret_cast<const char*>(v.data()), v.size()), true);
+}
+
+// ---- results ---------------------------------------------------------------------------------
+
+const std::optional<std::string>& result::cell(std::size_t row, std::size_t col) const {
+    if (row >= rows_ || col >= names_.size()) throw std::out_of_range("respool::pg::result: no such cell");
+    return cells_[row * names_.size() + col];
+}
+
+const std::string& result::text(std::size_t row, std::size_t col) const {
+    const auto& c = cell(row, col);
+    if (!c)
+        throw std::logic_error("respool::pg::result: column \"" + names_[col] +
+                               "\" is NULL (read it as std::optional)");
+    return *c;
+}
+
+namespace {
+
+[[noreturn]] void not_a(const std::string& column, const std::string& text, const char* what) {
+    throw std::invalid_argument("respool::pg::result: column \"" + column + "\" holds \"" +
+                                text.substr(0, 64) + "\", not " + what);
+}
+
+template <class I>
+void parse_integer(const std::string& t, const std::string& column, I& out, const char* what) {
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
+    if (ec != std::errc() || end != t.data() + t.size()) not_a(column, t, what);
+}
+
+template <class F>
+void parse_floating(const std::string& t, const std::string& column, F& out, const char* what) {
+    if (t == "NaN") {
+        out = std::numeric_limits<F>::quiet_NaN();
+        return;
+    }
+    if (t == "Infinity" || t == "-Infinity") {
+        out = t[0] == '-' ? -std::numeric_limits<F>::infinity() : std::numeric_limits<F>::infinity();
+        return;
+    }
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
+    if (ec != std::errc() || end != t.data() + t.size()) not_a(column, t, what);
+}
+
+}  // namespace
+
+void result::parse(std::size_t row, std::size_t col, bool& out) const {
+    const std::string& t = text(row, col);
+    if (t == "t")
+        out = true;
+    else if (t == "f")
+        out = false;
+    else
+        not_a(names_[col], t, "a bool (t or f)");
+}
+void result::parse(std::size_t row, std::size_t col, std::int16_t& out) const {
+    parse_integer(text(row, col), names_[col], out, "a 16-bit integer");
+}
+void result::parse(std::size_t row, std::size_t col, std::int32_t& out) const {
+    parse_integer(text(row, col), names_[col], out, "a 32-bit integer");
+}
+void result::parse(std::size_t row, std::size_t col, std::int64_t& out) const {
+    parse_integer(text(row, col), names_[col], out, "a 64-bit integer");
+}
+void result::parse(std::size_t row, std::size_t col, float& out) const {
+    parse_floating(text(row, col), names_[col], out, "a float");
+}
+void result::parse(std::size_t row, std::size_t col, double& out) const {
+    parse_floating(text(row, col), names_[col], out, "a double");
+}
+void result::parse(std::size_t row, std::size_t col, std::string& out) const {
+    out = text(row, col);
+}
+// bytea in the text format: "\x" and two hex digits per byte (bytea_output = hex, the default since 9.0).
+void result::parse(std::size_t row, std::size_t col, std::vector<std::byte>& out) const {
+    const std::string& t = text(row, col);
+    if (t.size() < 2 || t[0] != '\\' || t[1] != 'x' || t.size() % 2 != 0)
+        not_a(names_[col], t, "bytea in hex");
+    auto nibble = [&](char c) -> unsigned {
+        if (c >= '0' && c <= '9') return static_cast<unsigned>(c - '0');
+        if (c >= 'a' && c <= 'f') return static_cast<unsigned>(c - 'a' + 10);
+        if (c >= 'A' && c <= 'F') return static_cast<unsigned>(c - 'A' + 10);
+        not_a(names_[col], t, "bytea in hex");
+    };
+    out.clear();
+    out.reserve((t.size() - 2) / 2);
+    for (std::size_t i = 2; i < t.size(); i += 2)
+        out.push_back(static_cast<std::byte>(nibble(t[i]) << 4 | nibble(t[i + 1])));
+}
+
+}  // namespace respool::pg
