@@ -493,35 +493,32 @@ void connection::start_connect(std::string conninfo, std::chrono::steady_clock::
     asio::post(c.ex, [op] { op->resolve_next(); });  // never inside the initiating call
 }
 
-void connection::start_query(std::string sql, query_handler handler) {
-    auto& c = *impl_;
+namespace {
+// Starts a query whose first step is `send` (PQsendQuery or PQsendQueryParams, which copy what they
+// send into libpq's buffer): a busy or closed connection fails at once, a refused send breaks it.
+template <class Send>
+void begin_query(const std::shared_ptr<connection::impl>& i, query_handler handler, Send send) {
+    auto& c = *i;
     if (c.busy) return complete(c.ex, std::move(handler), error_code(error::busy), result{});
     if (!c.conn || PQstatus(c.conn) != CONNECTION_OK)
         return complete(c.ex, std::move(handler), error_code(error::not_connected), result{});
-    auto op = std::make_shared<query_op>(impl_, std::move(handler));
+    auto op = std::make_shared<query_op>(i, std::move(handler));
     c.busy = true;
-    if (!PQsendQuery(c.conn, sql.c_str())) {
-        asio::post(c.ex, [op] { op->broke(); });
-        return;
-    }
-    asio::post(c.ex, [op] { op->flush(); });
+    const bool sent = send(c.conn) != 0;
+    asio::post(c.ex, [op, sent] { sent ? op->flush() : op->broke(); });  // never inside the initiating call
+}
+}  // namespace
+
+void connection::start_query(std::string sql, query_handler handler) {
+    begin_query(impl_, std::move(handler), [&](PGconn* conn) { return PQsendQuery(conn, sql.c_str()); });
 }
 
 void connection::start_query_params(std::string sql, params p, query_handler handler) {
-    auto& c = *impl_;
-    if (c.busy) return complete(c.ex, std::move(handler), error_code(error::busy), result{});
-    if (!c.conn || PQstatus(c.conn) != CONNECTION_OK)
-        return complete(c.ex, std::move(handler), error_code(error::not_connected), result{});
-    auto op = std::make_shared<query_op>(impl_, std::move(handler));
-    c.busy = true;
-    const params_access a(p);
-    // libpq copies everything into its output buffer here: the params may go afterwards.
-    if (!PQsendQueryParams(c.conn, sql.c_str(), static_cast<int>(p.size()), a.types(), a.values.data(),
-                           a.lengths.data(), a.formats(), 0)) {
-        asio::post(c.ex, [op] { op->broke(); });
-        return;
-    }
-    asio::post(c.ex, [op] { op->flush(); });
+    begin_query(impl_, std::move(handler), [&](PGconn* conn) {
+        const params_access a(p);
+        return PQsendQueryParams(conn, sql.c_str(), static_cast<int>(p.size()), a.types(), a.values.data(),
+                                 a.lengths.data(), a.formats(), 0);
+    });
 }
 
 void connection::start_ping(connect_handler handler) {
