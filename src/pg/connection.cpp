@@ -14,6 +14,7 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -246,9 +247,9 @@ struct connect_op : std::enable_shared_from_this<connect_op> {
         : c(std::move(i)), handler(std::move(h)) {}
     std::shared_ptr<connection::impl> c;
     connect_handler handler;
-    std::vector<std::string> keys, values;  // libpq's parsed options (+ hostaddr)
-    std::vector<std::string> hosts;         // to resolve, in order
-    std::vector<std::string> addrs;
+    std::vector<std::string> keys, values;        // libpq's parsed options (+ hostaddr)
+    std::vector<std::string> hosts;               // to resolve, in order
+    std::vector<std::vector<std::string>> addrs;  // each host's addresses, in the resolver's order
     std::string port = "5432";
     bool done = false;
 
@@ -274,7 +275,7 @@ struct connect_op : std::enable_shared_from_this<connect_op> {
         const std::string& h = hosts[addrs.size()];
         if (h.empty() || h[0] == '/' ||
             is_ip_literal(h)) {  // a socket folder or an address: nothing to resolve
-            addrs.push_back(h[0] == '/' ? std::string() : h);
+            addrs.push_back({h[0] == '/' ? std::string() : h});
             return resolve_next();
         }
         c->resolver.async_resolve(
@@ -284,17 +285,36 @@ struct connect_op : std::enable_shared_from_this<connect_op> {
                     return self->fail(error::connect_failed, "could not resolve host \"" +
                                                                  self->hosts[self->addrs.size()] +
                                                                  "\": " + ec.message());
-                self->addrs.push_back(results.begin()->endpoint().address().to_string());
+                std::vector<std::string> all;
+                for (const auto& e : results) {
+                    std::string a = e.endpoint().address().to_string();
+                    if (std::find(all.begin(), all.end(), a) == all.end()) all.push_back(std::move(a));
+                }
+                self->addrs.push_back(std::move(all));
                 self->resolve_next();
             });
     }
 
     void start() {
         if (!hosts.empty()) {
-            std::string joined;
-            for (std::size_t i = 0; i < addrs.size(); ++i) joined += (i ? "," : "") + addrs[i];
+            // Every address of every host, in order (localhost may be ::1 and 127.0.0.1): libpq tries
+            // each in turn, with the host name beside each address for TLS and error messages.
+            std::string host_list, addr_list;
+            bool first = true;
+            for (std::size_t i = 0; i < hosts.size(); ++i)
+                for (const std::string& a : addrs[i]) {
+                    if (!first) {
+                        host_list += ',';
+                        addr_list += ',';
+                    }
+                    first = false;
+                    host_list += hosts[i];
+                    addr_list += a;  // empty for a socket folder: libpq uses the host then
+                }
+            for (std::size_t i = 0; i < keys.size(); ++i)
+                if (keys[i] == "host") values[i] = host_list;
             keys.emplace_back("hostaddr");
-            values.push_back(joined);
+            values.push_back(addr_list);
         }
         std::vector<const char*> k, v;
         for (std::size_t i = 0; i < keys.size(); ++i) {

@@ -90,6 +90,18 @@ TEST_F(pg_connection, connects_pings_and_reads_a_row) {
     EXPECT_EQ(res.command_tag(), "SELECT 1");
 }
 
+// A host name is resolved by Asio, every address handed to libpq: "localhost" may list ::1 before
+// 127.0.0.1, where the test server listens alone, and still connects.
+TEST_F(pg_connection, a_host_name_is_resolved_asynchronously_and_every_address_is_tried) {
+    std::string named = info;
+    const auto h = named.find("host=127.0.0.1");
+    ASSERT_NE(h, std::string::npos);
+    named.replace(h, 14, "host=localhost");
+    rig r;
+    ASSERT_FALSE(r.connect(named)) << r.c.last_error().message;
+    EXPECT_TRUE(r.c.is_open());
+}
+
 TEST_F(pg_connection, scripts_report_the_last_statement_and_affected_rows) {
     rig r;
     ASSERT_FALSE(r.connect(info)) << r.c.last_error().message;
