@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 namespace asio = boost::asio;
 
@@ -38,6 +39,7 @@ public:
         case error::connection_broken: return "connection broken";
         case error::not_connected: return "not connected";
         case error::busy: return "another operation is under way on this connection";
+        case error::statement_timeout: return "statement timed out (cancelled on the server)";
         }
         return "unknown respool.pg error";
     }
@@ -163,13 +165,16 @@ struct result_access {
 // ---- the connection's state ------------------------------------------------------------------
 
 struct connection::impl : std::enable_shared_from_this<connection::impl> {
-    explicit impl(asio::any_io_executor e) : ex(std::move(e)), sock(ex), timer(ex), resolver(ex) {}
+    explicit impl(asio::any_io_executor e)
+        : ex(std::move(e)), sock(ex), timer(ex), stmt_timer(ex), resolver(ex) {}
     ~impl() { finish(); }
 
     asio::any_io_executor ex;
     PGconn* conn = nullptr;
     asio::posix::stream_descriptor sock;  // watches libpq's socket; never closes it
     asio::steady_timer timer;             // the connect deadline
+    asio::steady_timer stmt_timer;        // the statement deadline, then the bound on draining a cancel
+    std::chrono::steady_clock::duration statement_timeout{};
     asio::ip::tcp::resolver resolver;
     diagnostics diag;
     std::string info;  // masked
@@ -359,18 +364,60 @@ struct connect_op : std::enable_shared_from_this<connect_op> {
 };
 
 // The query state machine (simple protocol): send, flush, read until PQgetResult gives NULL.
+// How long the server gets to end a statement after a cancel request before the connection is closed.
+constexpr std::chrono::seconds cancel_drain_limit{5};
+
 struct query_op : std::enable_shared_from_this<query_op> {
     query_op(std::shared_ptr<connection::impl> i, query_handler h) : c(std::move(i)), handler(std::move(h)) {}
     std::shared_ptr<connection::impl> c;
     query_handler handler;
     result out;
     error_code first_error;
-    bool broken = false;
+    error_code cancel_reason;  // set once a cancel was requested: the deadline, or Asio cancellation
+    bool done = false;
 
     void finish(error_code ec) {
+        done = true;
         c->busy = false;
+        c->stmt_timer.cancel();
+        auto slot = handler.get_cancellation_slot();
+        if (slot.is_connected()) slot.clear();
+        // The server's answer to our cancel (57014), or a connection closed because it did not drain:
+        // the caller sees why it was cancelled.
+        if (cancel_reason && (ec == sqlstate_error("57014") || ec == error::connection_broken))
+            ec = cancel_reason;
         if (ec) out = result{};
         complete(c->ex, std::move(handler), ec, std::move(out));
+    }
+
+    // Asks the server to cancel the statement (PQcancel blocks: it opens a connection of its own, so it
+    // runs on a thread of its own), then keeps reading: the statement ends with 57014 and the connection
+    // is drained and usable. Should the server not end it within cancel_drain_limit, the connection is
+    // closed and the query completes with the reason.
+    void request_cancel(error_code reason) {
+        if (done || cancel_reason || !c->conn) return;
+        cancel_reason = reason;
+        PGcancel* pc = PQgetCancel(c->conn);
+        if (pc) {
+            try {
+                std::thread([pc] {
+                    char err[256];
+                    (void)PQcancel(pc, err, sizeof err);
+                    PQfreeCancel(pc);
+                }).detach();
+            } catch (...) {  // no thread: the connection cannot be drained; close it
+                PQfreeCancel(pc);
+                pc = nullptr;
+            }
+        }
+        c->stmt_timer.expires_after(pc ? std::chrono::steady_clock::duration(cancel_drain_limit)
+                                       : std::chrono::steady_clock::duration::zero());
+        c->stmt_timer.async_wait(
+            [weak = std::weak_ptr<query_op>(shared_from_this())](boost::system::error_code ec) {
+                auto self = weak.lock();
+                if (ec || !self || self->done) return;
+                self->c->finish();  // the pending wait completes with an error: finish(connection_broken)
+            });
     }
     void broke() {
         c->client_error(PQerrorMessage(c->conn));
@@ -446,6 +493,9 @@ connection& connection::operator=(connection&& o) noexcept {
 
 const asio::any_io_executor& connection::get_executor() const noexcept {
     return impl_->ex;
+}
+void connection::set_statement_timeout(std::chrono::steady_clock::duration timeout) noexcept {
+    impl_->statement_timeout = timeout;
 }
 bool connection::is_open() const noexcept {
     return impl_ && impl_->conn && PQstatus(impl_->conn) == CONNECTION_OK;
@@ -524,6 +574,17 @@ void begin_query(const std::shared_ptr<connection::impl>& i, query_handler handl
         return complete(c.ex, std::move(handler), error_code(error::not_connected), result{});
     auto op = std::make_shared<query_op>(i, std::move(handler));
     c.busy = true;
+    auto slot = op->handler.get_cancellation_slot();
+    if (slot.is_connected())
+        slot.assign([weak = std::weak_ptr<query_op>(op)](asio::cancellation_type) {
+            if (auto o = weak.lock()) o->request_cancel(asio::error::operation_aborted);
+        });
+    if (c.statement_timeout > std::chrono::steady_clock::duration::zero()) {
+        c.stmt_timer.expires_after(c.statement_timeout);
+        c.stmt_timer.async_wait([weak = std::weak_ptr<query_op>(op)](boost::system::error_code ec) {
+            if (auto o = weak.lock(); o && !ec) o->request_cancel(error::statement_timeout);
+        });
+    }
     const bool sent = send(c.conn) != 0;
     asio::post(c.ex, [op, sent] { sent ? op->flush() : op->broke(); });  // never inside the initiating call
 }

@@ -5,10 +5,13 @@
 // the completion tokens. Nothing waits on a guessed time: every step waits on its own completion.
 #include <respool/pg/connection.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <gtest/gtest.h>
@@ -246,6 +249,56 @@ TEST_F(pg_connection, a_parameter_is_data_never_sql) {
     EXPECT_EQ(out.first.category(), pg::sqlstate_category()) << out.first.message();
     EXPECT_FALSE(pg::sqlstate_of(out.first).empty());
     EXPECT_FALSE(r.query("SELECT 1").first) << "still usable";
+}
+
+// Whether the server still runs a statement: asked from a connection of its own.
+int active_sleeps(const std::string& info) {
+    rig watcher;
+    if (watcher.connect(info)) return -1;
+    auto [ec, res] = watcher.query(
+        "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT pg_sleep(30)%'");
+    return ec ? -1 : res.get<int>(0, 0);
+}
+
+TEST_F(pg_connection, a_statement_past_its_deadline_is_cancelled_on_the_server_and_the_connection_drained) {
+    rig r;
+    ASSERT_FALSE(r.connect(info));
+    r.c.set_statement_timeout(200ms);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto [ec, res] = r.query("SELECT pg_sleep(30)");
+    const auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_EQ(ec, pg::error::statement_timeout) << ec.message() << ": " << r.c.last_error().message;
+    EXPECT_GE(took, 200ms);
+    EXPECT_LT(took, 20s) << "the server stopped the statement; the client did not wait it out";
+    EXPECT_TRUE(r.c.is_open()) << "drained, not destroyed";
+    EXPECT_EQ(active_sleeps(info), 0) << "the server no longer runs it";
+    r.c.set_statement_timeout(0s);
+    std::tie(ec, res) = r.query("SELECT 7");
+    ASSERT_FALSE(ec) << ec.message();
+    EXPECT_EQ(res.get<int>(0, 0), 7);
+}
+
+TEST_F(pg_connection, asio_cancellation_cancels_the_statement_on_the_server) {
+    rig r;
+    ASSERT_FALSE(r.connect(info));
+    asio::cancellation_signal cancel;
+    std::pair<error_code, pg::result> out{pg::error::busy, {}};
+    r.c.async_query("SELECT pg_sleep(30)",
+                    asio::bind_cancellation_slot(cancel.slot(), [&](error_code e, pg::result x) {
+                        out = {e, std::move(x)};
+                    }));
+    asio::steady_timer later(r.io, 100ms);
+    later.async_wait([&](error_code) { cancel.emit(asio::cancellation_type::terminal); });
+    const auto t0 = std::chrono::steady_clock::now();
+    r.io.run();
+    r.io.restart();
+    EXPECT_EQ(out.first, asio::error::operation_aborted)
+        << out.first.message() << ": " << r.c.last_error().message;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);
+    EXPECT_TRUE(r.c.is_open());
+    EXPECT_EQ(active_sleeps(info), 0);
+    auto [ec, res] = r.query("SELECT 8");
+    EXPECT_FALSE(ec) << "usable after the cancel";
 }
 
 TEST_F(pg_connection, works_with_use_awaitable_and_deferred) {

@@ -40,6 +40,7 @@ enum class error {
     connection_broken,          // the socket or the protocol failed: the connection is unusable
     not_connected,              // an operation on a connection that is not open
     busy,                       // an operation while another one runs on this connection
+    statement_timeout,          // the statement ran past set_statement_timeout(): cancelled on the server
 };
 const boost::system::error_category& category() noexcept;
 error_code make_error_code(error e) noexcept;
@@ -204,6 +205,13 @@ public:
         return boost::asio::async_initiate<Token, void(error_code)>(
             [this](auto handler) { start_ping(std::move(handler)); }, token);
     }
+
+    // A deadline for every statement from now on (zero: none, the default). Past it the statement is
+    // cancelled on the server and the query completes with error::statement_timeout; an Asio
+    // cancellation of the query (terminal, partial or total) does the same and completes with
+    // asio::error::operation_aborted. Either way the connection is drained and stays usable, or, when
+    // the server has not ended the statement within 5 s of the cancel request, it is closed.
+    void set_statement_timeout(std::chrono::steady_clock::duration timeout) noexcept;
 
     [[nodiscard]] bool is_open() const noexcept;
     [[nodiscard]] const diagnostics& last_error() const noexcept;
