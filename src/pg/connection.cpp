@@ -25,11 +25,19 @@ namespace respool::pg {
 
 // ---- errors ----------------------------------------------------------------------------------
 
+bool sqlstate_means(const std::string& s, condition c) noexcept;  // conditions.cpp
+bool error_means(error e, condition c) noexcept;
+
 namespace {
 
 class pg_category final : public boost::system::error_category {
 public:
     const char* name() const noexcept override { return "respool.pg"; }
+    bool equivalent(int code, const boost::system::error_condition& cond) const noexcept override {
+        if (cond.category() == condition_category())
+            return error_means(static_cast<error>(code), static_cast<condition>(cond.value()));
+        return default_error_condition(code) == cond;
+    }
     std::string message(int v) const override {
         switch (static_cast<error>(v)) {
         case error::bad_connection_string: return "bad connection string";
@@ -48,6 +56,11 @@ public:
 class state_category final : public boost::system::error_category {
 public:
     const char* name() const noexcept override { return "respool.pg.sqlstate"; }
+    bool equivalent(int code, const boost::system::error_condition& cond) const noexcept override {
+        if (cond.category() == condition_category())
+            return sqlstate_means(decode(code), static_cast<condition>(cond.value()));
+        return default_error_condition(code) == cond;
+    }
     std::string message(int v) const override { return "SQLSTATE " + decode(v); }
     static std::string decode(int v) {
         std::string s(5, '0');

@@ -224,6 +224,24 @@ TEST_F(pg_connection, bound_parameters_round_trip_every_supported_type) {
     EXPECT_THROW((void)res.get<std::int16_t>(0, 1), std::invalid_argument) << "123456 does not fit 16 bits";
 }
 
+TEST_F(pg_connection, server_errors_compare_equal_to_their_conditions) {
+    rig r;
+    ASSERT_FALSE(r.connect(info));
+    ASSERT_FALSE(r.query("CREATE TEMP TABLE u (id int PRIMARY KEY)").first);
+    ASSERT_FALSE(r.query("INSERT INTO u VALUES (1)").first);
+    auto [ec, res] = r.query("INSERT INTO u VALUES (1)");
+    EXPECT_EQ(ec, pg::condition::unique_violation) << ec.message();
+    EXPECT_NE(ec, pg::condition::connection_broken);
+    // A read-only transaction may write temporary tables: a real table shows the refusal (25006).
+    ASSERT_FALSE(r.query("CREATE TABLE IF NOT EXISTS condition_probe (id int)").first);
+    std::tie(ec, res) = r.query("BEGIN READ ONLY; INSERT INTO condition_probe VALUES (2)");
+    EXPECT_EQ(ec, pg::condition::read_only) << ec.message();
+    std::tie(ec, res) = r.query("ROLLBACK; DROP TABLE condition_probe");
+    EXPECT_FALSE(ec) << ec.message();
+    std::tie(ec, res) = r.query("SELEC 1");
+    EXPECT_EQ(ec, pg::condition::syntax_error) << ec.message();
+}
+
 TEST_F(pg_connection, a_parameter_is_data_never_sql) {
     rig r;
     ASSERT_FALSE(r.connect(info));
@@ -330,6 +348,25 @@ TEST_F(pg_connection, works_with_use_awaitable_and_deferred) {
 }
 
 }  // namespace
+
+TEST(pg_conditions, each_condition_matches_its_sqlstates_and_the_connections_own_errors) {
+    using pg::condition;
+    EXPECT_EQ(pg::sqlstate_error("23505"), condition::unique_violation);
+    EXPECT_NE(pg::sqlstate_error("23505"), condition::foreign_key_violation);
+    EXPECT_EQ(pg::sqlstate_error("40001"), condition::serialization_failure);
+    EXPECT_EQ(pg::sqlstate_error("40P01"), condition::deadlock);
+    EXPECT_EQ(pg::sqlstate_error("25006"), condition::read_only);
+    EXPECT_EQ(pg::sqlstate_error("57014"), condition::query_cancelled);
+    for (const char* s : {"08000", "08006", "08P01", "57P01", "57P02", "57P03"})
+        EXPECT_EQ(pg::sqlstate_error(s), condition::connection_broken) << s;
+    for (const char* s : {"23505", "40001", "42601", "57014", "57P04"})
+        EXPECT_NE(pg::sqlstate_error(s), condition::connection_broken) << s << ": an SQL error never poisons";
+    EXPECT_EQ(respool::error_code(pg::error::connection_broken), condition::connection_broken);
+    EXPECT_EQ(respool::error_code(pg::error::connect_timeout), condition::connection_broken);
+    EXPECT_EQ(respool::error_code(pg::error::statement_timeout), condition::query_cancelled);
+    EXPECT_NE(respool::error_code(pg::error::busy), condition::connection_broken);
+    EXPECT_EQ(pg::make_error_condition(condition::deadlock).message(), "deadlock detected");
+}
 
 TEST(pg_masking, passwords_are_masked_in_every_form) {
     EXPECT_EQ(pg::masked("host=db user=app password=s3cret dbname=x"),

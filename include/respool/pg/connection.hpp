@@ -51,6 +51,28 @@ const boost::system::error_category& sqlstate_category() noexcept;
 error_code sqlstate_error(std::string_view sqlstate) noexcept;
 std::string sqlstate_of(const error_code& ec);
 
+// What a failure means, for tests like `if (ec == pg::condition::unique_violation)`: each condition
+// matches the SQLSTATEs (and the connection's own errors) that mean it.
+enum class condition {
+    connection_broken =
+        1,             // the connection is unusable: pg::error::connection_broken / connect_failed /
+                       // connect_timeout, SQLSTATE class 08, 57P01-57P03 (server shutting down, crashed,
+                       // not accepting connections); the one kind of failure that poisons a pooled connection
+    unique_violation,  // 23505
+    foreign_key_violation,   // 23503
+    not_null_violation,      // 23502
+    check_violation,         // 23514
+    serialization_failure,   // 40001: retry the transaction
+    deadlock,                // 40P01: retry the transaction
+    read_only,               // 25006: the server is (now) a standby; a failover happened
+    query_cancelled,         // 57014: cancelled or past statement_timeout on the server
+    syntax_error,            // 42601
+    undefined_table,         // 42P01
+    insufficient_privilege,  // 42501
+};
+const boost::system::error_category& condition_category() noexcept;
+boost::system::error_condition make_error_condition(condition c) noexcept;
+
 // What the server (or libpq) said about the last failure, connection strings masked.
 struct diagnostics {
     std::string sqlstate;  // empty for client-side failures
@@ -238,3 +260,5 @@ private:
 
 template <>
 struct boost::system::is_error_code_enum<respool::pg::error> : std::true_type {};
+template <>
+struct boost::system::is_error_condition_enum<respool::pg::condition> : std::true_type {};
