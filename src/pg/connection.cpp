@@ -177,7 +177,7 @@ struct result_access {
 
 // ---- the connection's state ------------------------------------------------------------------
 
-struct connection::impl : std::enable_shared_from_this<connection::impl> {
+struct connection::impl {
     explicit impl(asio::any_io_executor e)
         : ex(std::move(e)), sock(ex), timer(ex), stmt_timer(ex), resolver(ex) {}
     ~impl() { finish(); }
@@ -194,9 +194,13 @@ struct connection::impl : std::enable_shared_from_this<connection::impl> {
     bool busy = false;
     bool timed_out = false;
 
-    // Takes the socket back from Asio and closes the connection (libpq closes the socket).
+    // Takes the socket back from Asio and closes the connection (libpq closes the socket). Every wait
+    // of the operation under way ends now, so nothing keeps the event loop busy for a closed connection.
     void finish() noexcept {
         unwatch();
+        timer.cancel();
+        stmt_timer.cancel();
+        resolver.cancel();
         if (conn) PQfinish(conn);
         conn = nullptr;
     }

@@ -171,6 +171,32 @@ TEST_F(pg_connection, the_connect_deadline_covers_a_server_that_never_answers) {
     EXPECT_FALSE(r.c.is_open());
 }
 
+// Closing a connection under a connect ends every wait at once: the event loop is not kept busy until
+// the connect deadline.
+TEST_F(pg_connection, closing_during_a_connect_completes_it_at_once) {
+    rig r;
+    asio::ip::tcp::acceptor mute(r.io, {asio::ip::make_address("127.0.0.1"), 0});
+    error_code out = pg::error::busy;
+    int completions = 0;
+    r.c.async_connect(
+        "host=127.0.0.1 port=" + std::to_string(mute.local_endpoint().port()) + " user=x dbname=x", 1h,
+        [&](error_code ec) {
+            out = ec;
+            ++completions;
+        });
+    asio::steady_timer later(r.io, 50ms);
+    later.async_wait([&](error_code) {
+        r.c.close();
+        mute.close();
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    r.io.run();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s)
+        << "io.run() returned without waiting for the 1 h deadline";
+    EXPECT_EQ(completions, 1);
+    EXPECT_EQ(out, pg::condition::connection_broken) << out.message();
+}
+
 TEST_F(pg_connection, operations_on_a_closed_or_busy_connection_fail_at_once) {
     rig r;
     auto [ec, res] = r.query("SELECT 1");
