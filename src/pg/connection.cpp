@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <stdexcept>
 #include <thread>
 
@@ -190,7 +191,8 @@ struct connection::impl {
     std::chrono::steady_clock::duration statement_timeout{};
     asio::ip::tcp::resolver resolver;
     diagnostics diag;
-    std::string info;  // masked
+    std::deque<notification> notifications;  // arrived, not yet delivered
+    std::string info;                        // masked
     bool busy = false;
     bool timed_out = false;
 
@@ -219,6 +221,18 @@ struct connection::impl {
         boost::system::error_code ec;
         sock.assign(fd, ec);
         return !ec;
+    }
+    // Moves what libpq has read of NOTIFY messages into the queue (after every read of the socket).
+    void collect_notifications() {
+        if (!conn) return;
+        while (PGnotify* n = PQnotifies(conn)) {
+            notification x;
+            x.channel = n->relname ? n->relname : "";
+            x.payload = n->extra ? n->extra : "";
+            x.sender_pid = n->be_pid;
+            PQfreemem(n);
+            notifications.push_back(std::move(x));
+        }
     }
     void client_error(std::string message) {
         diag = {};
@@ -486,6 +500,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
             PQclear(r);
         }
         if (PQstatus(c->conn) == CONNECTION_BAD) return broke();
+        c->collect_notifications();  // a NOTIFY may have come in with the reply: kept for the next wait
         if (!first_error) c->diag = {};
         finish(first_error);
     }
@@ -617,6 +632,64 @@ void connection::start_query_params(std::string sql, params p, query_handler han
         return PQsendQueryParams(conn, sql.c_str(), static_cast<int>(p.size()), a.types(), a.values.data(),
                                  a.lengths.data(), a.formats(), 0);
     });
+}
+
+namespace {
+using notification_handler = asio::any_completion_handler<void(error_code, notification)>;
+
+// Waits for the socket to be readable, reads, and hands over the first queued notification.
+struct notification_op : std::enable_shared_from_this<notification_op> {
+    notification_op(std::shared_ptr<connection::impl> i, notification_handler h)
+        : c(std::move(i)), handler(std::move(h)) {}
+    std::shared_ptr<connection::impl> c;
+    notification_handler handler;
+    bool cancelled = false;
+
+    void finish(error_code ec) {
+        c->busy = false;
+        auto slot = handler.get_cancellation_slot();
+        if (slot.is_connected()) slot.clear();
+        notification n;
+        if (!ec) {
+            n = std::move(c->notifications.front());
+            c->notifications.pop_front();
+        }
+        complete(c->ex, std::move(handler), ec, std::move(n));
+    }
+    void wait() {
+        if (!c->notifications.empty()) return finish({});
+        c->sock.async_wait(asio::posix::stream_descriptor::wait_read, [self = shared_from_this()](
+                                                                          boost::system::error_code ec) {
+            if (self->cancelled) return self->finish(asio::error::operation_aborted);
+            if (ec || !self->c->conn || !PQconsumeInput(self->c->conn)) {
+                self->c->client_error(self->c->conn ? PQerrorMessage(self->c->conn) : "connection closed");
+                self->c->finish();
+                return self->finish(error::connection_broken);
+            }
+            self->c->collect_notifications();
+            self->wait();
+        });
+    }
+};
+}  // namespace
+
+void connection::start_wait_notification(notification_handler handler) {
+    auto& c = *impl_;
+    if (c.busy) return complete(c.ex, std::move(handler), error_code(error::busy), notification{});
+    if (!c.conn || PQstatus(c.conn) != CONNECTION_OK)
+        return complete(c.ex, std::move(handler), error_code(error::not_connected), notification{});
+    auto op = std::make_shared<notification_op>(impl_, std::move(handler));
+    c.busy = true;
+    auto slot = op->handler.get_cancellation_slot();
+    if (slot.is_connected())
+        slot.assign([weak = std::weak_ptr<notification_op>(op)](asio::cancellation_type) {
+            auto o = weak.lock();
+            if (!o || o->cancelled) return;
+            o->cancelled = true;  // nothing runs on the server: stop waiting, keep the connection
+            boost::system::error_code ignored;
+            o->c->sock.cancel(ignored);
+        });
+    asio::post(c.ex, [op] { op->wait(); });  // never inside the initiating call
 }
 
 void connection::start_ping(connect_handler handler) {

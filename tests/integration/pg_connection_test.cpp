@@ -345,6 +345,64 @@ TEST_F(pg_connection, asio_cancellation_cancels_the_statement_on_the_server) {
     EXPECT_FALSE(ec) << "usable after the cancel";
 }
 
+TEST_F(pg_connection, listen_receives_notifications_in_order_and_none_is_lost_between_waits) {
+    rig listener, sender;
+    ASSERT_FALSE(listener.connect(info));
+    ASSERT_FALSE(sender.connect(info));
+    ASSERT_FALSE(listener.query("LISTEN jobs").first);
+    // Two before anyone waits (one arrives during the listener's next query), one while it waits.
+    ASSERT_FALSE(sender.query("NOTIFY jobs, 'first'").first);
+    ASSERT_FALSE(sender.query("NOTIFY other, 'not for us'").first);
+    ASSERT_FALSE(sender.query("NOTIFY jobs, 'second'").first);
+    ASSERT_FALSE(listener.query("SELECT 1").first);  // reads the notifications with its reply
+    std::vector<pg::notification> got;
+    std::vector<error_code> outcomes;
+    for (int i = 0; i < 2; ++i) {
+        listener.c.async_wait_notification([&](error_code ec, pg::notification n) {
+            outcomes.push_back(ec);
+            if (!ec) got.push_back(std::move(n));
+        });
+        listener.io.run();
+        listener.io.restart();
+    }
+    EXPECT_EQ(outcomes, (std::vector<error_code>{{}, {}}));
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].channel, "jobs");
+    EXPECT_EQ(got[0].payload, "first");
+    EXPECT_EQ(got[1].payload, "second");
+    EXPECT_EQ(got[0].sender_pid, sender.c.backend_pid());
+    // The third is sent while the listener waits: the wait completes when it arrives.
+    error_code third = pg::error::busy;
+    listener.c.async_wait_notification([&](error_code ec, pg::notification n) {
+        third = ec;
+        got.push_back(std::move(n));
+    });
+    asio::steady_timer later(listener.io, 20ms);
+    later.async_wait([&](error_code) { ASSERT_FALSE(sender.query("NOTIFY jobs, 'third'").first); });
+    listener.io.run();
+    listener.io.restart();
+    EXPECT_FALSE(third) << third.message();
+    ASSERT_EQ(got.size(), 3u);
+    EXPECT_EQ(got[2].payload, "third");
+}
+
+TEST_F(pg_connection, a_cancelled_notification_wait_leaves_the_connection_usable) {
+    rig r;
+    ASSERT_FALSE(r.connect(info));
+    ASSERT_FALSE(r.query("LISTEN quiet").first);
+    asio::cancellation_signal cancel;
+    error_code out = pg::error::busy;
+    r.c.async_wait_notification(
+        asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, pg::notification) { out = ec; }));
+    asio::steady_timer later(r.io, 20ms);
+    later.async_wait([&](error_code) { cancel.emit(asio::cancellation_type::terminal); });
+    r.io.run();
+    r.io.restart();
+    EXPECT_EQ(out, asio::error::operation_aborted) << out.message();
+    EXPECT_TRUE(r.c.is_open());
+    EXPECT_FALSE(r.query("SELECT 1").first);
+}
+
 TEST_F(pg_connection, works_with_use_awaitable_and_deferred) {
     asio::io_context io;
     bool done = false;

@@ -176,6 +176,13 @@ private:
     std::string tag_;
 };
 
+// A NOTIFY delivered to a connection that LISTENs on its channel.
+struct notification {
+    std::string channel;
+    std::string payload;
+    int sender_pid = 0;  // the notifying backend
+};
+
 class connection {
 public:
     explicit connection(boost::asio::any_io_executor ex);
@@ -221,6 +228,17 @@ public:
             token, std::move(sql), std::move(p));
     }
 
+    // The next notification for a channel this connection LISTENs on (LISTEN is a statement: run it
+    // with async_query). Notifications that arrived during other operations are kept, in order, and
+    // delivered first; none is lost between waits. An Asio cancellation ends the wait with
+    // asio::error::operation_aborted and leaves the connection usable. Handler:
+    // void(error_code, notification).
+    template <class Token>
+    auto async_wait_notification(Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code, notification)>(
+            [this](auto handler) { start_wait_notification(std::move(handler)); }, token);
+    }
+
     // A round trip that proves the connection alive (an empty query). Handler: void(error_code).
     template <class Token>
     auto async_ping(Token&& token) {
@@ -252,6 +270,7 @@ private:
     void start_query_params(std::string sql, params p,
                             boost::asio::any_completion_handler<void(error_code, result)> handler);
     void start_ping(boost::asio::any_completion_handler<void(error_code)> handler);
+    void start_wait_notification(boost::asio::any_completion_handler<void(error_code, notification)> handler);
 
     std::shared_ptr<impl> impl_;  // shared with the operation under way, which may outlive a move
 };
