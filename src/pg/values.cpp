@@ -16,7 +16,10 @@ namespace {
 
 // PostgreSQL type OIDs (src/include/catalog/pg_type.dat): stable since forever.
 constexpr unsigned oid_bool = 16, oid_bytea = 17, oid_int8 = 20, oid_int2 = 21, oid_int4 = 23,
-                   oid_float4 = 700, oid_float8 = 701;
+                   oid_float4 = 700, oid_float8 = 701, oid_timestamptz = 1184;
+
+// PostgreSQL counts time from 2000-01-01 00:00:00 UTC.
+constexpr std::chrono::sys_days postgres_epoch = std::chrono::year(2000) / 1 / 1;
 
 // Network byte order, as the binary format wants.
 template <class U>
@@ -63,6 +66,11 @@ params& params::add(std::string_view v) {
 }
 params& params::add(std::span<const std::byte> v) {
     return push(oid_bytea, std::string(reinterpret_cast<const char*>(v.data()), v.size()), true);
+}
+
+params& params::add(std::chrono::sys_time<std::chrono::microseconds> t) {
+    const auto since = (t - std::chrono::sys_time<std::chrono::microseconds>(postgres_epoch)).count();
+    return push(oid_timestamptz, big_endian(static_cast<std::uint64_t>(since)), true);
 }
 
 // ---- results ---------------------------------------------------------------------------------
@@ -151,6 +159,74 @@ void result::parse(std::size_t row, std::size_t col, std::vector<std::byte>& out
     out.reserve((t.size() - 2) / 2);
     for (std::size_t i = 2; i < t.size(); i += 2)
         out.push_back(static_cast<std::byte>(nibble(t[i]) << 4 | nibble(t[i + 1])));
+}
+
+// timestamptz, timestamp and date in the ISO DateStyle (the server's default): "YYYY-MM-DD", then
+// optionally " HH:MM:SS", a fraction of up to 6 digits and an offset "+HH", "+HH:MM" or "+HH:MM:SS"
+// (a timestamp without one is read as UTC). BC dates and +-infinity have no time_point: rejected.
+void result::parse(std::size_t row, std::size_t col, std::chrono::system_clock::time_point& out) const {
+    const std::string& t = text(row, col);
+    const char* what = "an ISO timestamp (YYYY-MM-DD[ HH:MM:SS[.ffffff][+HH[:MM]]])";
+    std::size_t i = 0;
+    auto number = [&](std::size_t digits) {
+        int v = 0;
+        for (std::size_t k = 0; k < digits; ++k, ++i) {
+            if (i >= t.size() || t[i] < '0' || t[i] > '9') not_a(names_[col], t, what);
+            v = v * 10 + (t[i] - '0');
+        }
+        return v;
+    };
+    auto expect = [&](char c) {
+        if (i >= t.size() || t[i] != c) not_a(names_[col], t, what);
+        ++i;
+    };
+    const int y = number(4);
+    expect('-');
+    const int mo = number(2);
+    expect('-');
+    const int d = number(2);
+    const std::chrono::year_month_day ymd{std::chrono::year(y), std::chrono::month(static_cast<unsigned>(mo)),
+                                          std::chrono::day(static_cast<unsigned>(d))};
+    if (!ymd.ok()) not_a(names_[col], t, what);
+    std::chrono::system_clock::time_point tp = std::chrono::sys_days(ymd);
+    if (i < t.size()) {
+        expect(' ');
+        const int h = number(2);
+        expect(':');
+        const int mi = number(2);
+        expect(':');
+        const int sec = number(2);
+        tp += std::chrono::hours(h) + std::chrono::minutes(mi) + std::chrono::seconds(sec);
+        if (i < t.size() && t[i] == '.') {
+            ++i;
+            std::int64_t frac = 0;
+            std::size_t digits = 0;
+            while (i < t.size() && t[i] >= '0' && t[i] <= '9' && digits < 9) {
+                frac = frac * 10 + (t[i++] - '0');
+                ++digits;
+            }
+            if (digits == 0) not_a(names_[col], t, what);
+            for (; digits < 9; ++digits) frac *= 10;
+            tp += std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                std::chrono::nanoseconds(frac));
+        }
+        if (i < t.size()) {  // the offset east of UTC
+            if (t[i] != '+' && t[i] != '-') not_a(names_[col], t, what);
+            const int sign = t[i++] == '-' ? -1 : 1;
+            std::chrono::seconds offset = std::chrono::hours(number(2));
+            if (i < t.size()) {
+                expect(':');
+                offset += std::chrono::minutes(number(2));
+            }
+            if (i < t.size()) {
+                expect(':');
+                offset += std::chrono::seconds(number(2));
+            }
+            tp -= sign * offset;
+        }
+    }
+    if (i != t.size()) not_a(names_[col], t, what);
+    out = tp;
 }
 
 }  // namespace respool::pg

@@ -1,5 +1,6 @@
 // respool::pg::connection: one PostgreSQL connection driven asynchronously over libpq on an Asio
-// executor (the first step of the PostgreSQL layer: connect, simple-protocol queries, ping, errors).
+// executor: connect, queries (scripts, bound parameters through a statement cache), ping, LISTEN/NOTIFY,
+// cancellation, the session reset a pool runs on release, errors.
 //
 //   pg::connection c(io.get_executor());
 //   co_await c.async_connect("host=127.0.0.1 dbname=app user=app password=...", 5s, asio::use_awaitable);
@@ -13,7 +14,8 @@
 // password from every text this class produces.
 #pragma once
 
-#include <respool/error.hpp>
+#include <respool/pg/errors.hpp>
+#include <respool/pg/values.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -31,157 +33,23 @@
 
 namespace respool::pg {
 
-// The connection's own failures (the server's errors are SQLSTATE codes, see sqlstate_category).
-enum class error {
-    bad_connection_string = 1,  // libpq could not parse it (the message names the part)
-    connect_failed,             // no server reached, or it refused the connection
-    authentication_failed,      // the server rejected the credentials (SQLSTATE 28P01 / 28000)
-    connect_timeout,            // the connect deadline passed (DNS, TCP, TLS and auth together)
-    connection_broken,          // the socket or the protocol failed: the connection is unusable
-    not_connected,              // an operation on a connection that is not open
-    busy,                       // an operation while another one runs on this connection
-    statement_timeout,          // the statement ran past set_statement_timeout(): cancelled on the server
-};
-const boost::system::error_category& category() noexcept;
-error_code make_error_code(error e) noexcept;
+// How statements with bound parameters are sent. `cache` (the default): each connection prepares a
+// statement once, under a name of its own, and keeps it in a least-recently-used cache (keyed by the
+// SQL text and the parameter types); `unnamed`: libpq's unnamed statement every time (one round trip
+// too, but parsed and planned each time) -- for PgBouncer in transaction mode, where a named statement
+// may not exist on the server connection the next transaction gets.
+enum class statement_mode { cache, unnamed };
 
-// A server error: the value is the SQLSTATE in base 36 (five characters, e.g. "42P01"); message() says
-// "SQLSTATE 42P01". Built with sqlstate_error("42P01"); read back with sqlstate_of(ec).
-const boost::system::error_category& sqlstate_category() noexcept;
-error_code sqlstate_error(std::string_view sqlstate) noexcept;
-std::string sqlstate_of(const error_code& ec);
+// What a connection returned to a pool gets before the next borrower (docs/06-postgresql.md).
+// An open or failed transaction is always rolled back and a statement still running is always
+// cancelled; then `tracked` (the default) resets the session only when the borrower changed it (SET,
+// LISTEN, temporary objects, PREPARE, advisory locks, set_config: seen in command tags, the SQL sent
+// and the server's ParameterStatus reports, or mark_dirty()); `always` resets it every time; `none`
+// never (the borrower's session settings reach the next borrower).
+enum class reset_policy { tracked, always, none };
 
-// What a failure means, for tests like `if (ec == pg::condition::unique_violation)`: each condition
-// matches the SQLSTATEs (and the connection's own errors) that mean it.
-enum class condition {
-    connection_broken =
-        1,             // the connection is unusable: pg::error::connection_broken / connect_failed /
-                       // connect_timeout, SQLSTATE class 08, 57P01-57P03 (server shutting down, crashed,
-                       // not accepting connections); the one kind of failure that poisons a pooled connection
-    unique_violation,  // 23505
-    foreign_key_violation,   // 23503
-    not_null_violation,      // 23502
-    check_violation,         // 23514
-    serialization_failure,   // 40001: retry the transaction
-    deadlock,                // 40P01: retry the transaction
-    read_only,               // 25006: the server is (now) a standby; a failover happened
-    query_cancelled,         // 57014: cancelled or past statement_timeout on the server
-    syntax_error,            // 42601
-    undefined_table,         // 42P01
-    insufficient_privilege,  // 42501
-};
-const boost::system::error_category& condition_category() noexcept;
-boost::system::error_condition make_error_condition(condition c) noexcept;
-
-// What the server (or libpq) said about the last failure, connection strings masked.
-struct diagnostics {
-    std::string sqlstate;  // empty for client-side failures
-    std::string severity;  // ERROR, FATAL, PANIC
-    std::string message;
-    std::string detail;
-    std::string hint;
-    int position = 0;  // 1-based character in the statement, 0 = none
-};
-
-// The connection string with the password's value replaced by "***" (keyword/value and URI forms).
-std::string masked(std::string_view conninfo);
-
-// The bound parameters $1, $2, ... of a statement, sent apart from its text (nothing to quote, nothing to
-// inject). Integers, floating point and bool go in binary with their type; strings as text of a type the
-// server infers from the statement; byte spans as bytea; std::nullopt (or an empty std::optional) as NULL.
-//   c.async_query("SELECT name FROM users WHERE id = $1 AND active = $2", pg::params(42, true), token);
-class params {
-public:
-    params() = default;
-    template <class... T>
-    explicit params(const T&... v) {
-        (add(v), ...);
-    }
-    params& add(std::nullopt_t);
-    params& add(bool v);
-    params& add(std::int16_t v);
-    params& add(std::int32_t v);
-    params& add(std::int64_t v);
-    params& add(float v);
-    params& add(double v);
-    params& add(std::string_view v);
-    params& add(const char* v) { return add(std::string_view(v)); }
-    params& add(const std::string& v) { return add(std::string_view(v)); }
-    params& add(std::span<const std::byte> v);  // bytea
-    params& add(const std::vector<std::byte>& v) { return add(std::span<const std::byte>(v)); }
-    template <class T>
-    params& add(const std::optional<T>& v) {
-        return v ? add(*v) : add(std::nullopt);
-    }
-    [[nodiscard]] std::size_t size() const noexcept { return types_.size(); }
-
-private:
-    friend struct params_access;
-    params& push(unsigned type, std::string value, bool binary, bool null = false);
-    std::vector<unsigned> types_;  // OIDs; 0 = let the server infer
-    std::vector<std::string> values_;
-    std::vector<int> formats_;  // 1 = binary
-    std::vector<bool> nulls_;
-};
-
-// The rows of one statement: the fields as the server wrote them in text, read as text or as C++ values.
-class result {
-public:
-    result() = default;
-    [[nodiscard]] std::size_t rows() const noexcept { return rows_; }
-    [[nodiscard]] std::size_t columns() const noexcept { return names_.size(); }
-    [[nodiscard]] const std::string& column_name(std::size_t c) const { return names_.at(c); }
-    [[nodiscard]] bool is_null(std::size_t row, std::size_t col) const { return !cell(row, col).has_value(); }
-    // The field as text; throws std::out_of_range for a cell outside the result, std::logic_error for NULL.
-    [[nodiscard]] const std::string& text(std::size_t row, std::size_t col) const;
-    // The field as a C++ value: bool, std::int16_t/int32_t/int64_t, float, double, std::string,
-    // std::vector<std::byte> (bytea), or std::optional of one of them (nullopt for NULL). Throws
-    // std::logic_error for NULL into a non-optional, std::invalid_argument (naming the column and the
-    // text) when the text is not such a value.
-    template <class T>
-    [[nodiscard]] T get(std::size_t row, std::size_t col) const {
-        if constexpr (is_optional<T>::value) {
-            if (is_null(row, col)) return std::nullopt;
-            return get<typename T::value_type>(row, col);
-        } else {
-            T out{};
-            parse(row, col, out);
-            return out;
-        }
-    }
-    [[nodiscard]] std::uint64_t affected_rows() const noexcept { return affected_; }
-    [[nodiscard]] const std::string& command_tag() const noexcept {
-        return tag_;
-    }  // "INSERT 0 3", "SELECT 1"
-
-private:
-    friend struct result_access;
-    template <class T>
-    struct is_optional : std::false_type {};
-    template <class T>
-    struct is_optional<std::optional<T>> : std::true_type {};
-    void parse(std::size_t row, std::size_t col, bool& out) const;
-    void parse(std::size_t row, std::size_t col, std::int16_t& out) const;
-    void parse(std::size_t row, std::size_t col, std::int32_t& out) const;
-    void parse(std::size_t row, std::size_t col, std::int64_t& out) const;
-    void parse(std::size_t row, std::size_t col, float& out) const;
-    void parse(std::size_t row, std::size_t col, double& out) const;
-    void parse(std::size_t row, std::size_t col, std::string& out) const;
-    void parse(std::size_t row, std::size_t col, std::vector<std::byte>& out) const;
-    [[nodiscard]] const std::optional<std::string>& cell(std::size_t row, std::size_t col) const;
-    std::size_t rows_ = 0;
-    std::vector<std::string> names_;
-    std::vector<std::optional<std::string>> cells_;  // row-major
-    std::uint64_t affected_ = 0;
-    std::string tag_;
-};
-
-// A NOTIFY delivered to a connection that LISTENs on its channel.
-struct notification {
-    std::string channel;
-    std::string payload;
-    int sender_pid = 0;  // the notifying backend
-};
+// PQtransactionStatus: where the session stands between statements.
+enum class transaction_status { idle, active, in_transaction, in_error, unknown };
 
 class connection {
 public:
@@ -216,9 +84,12 @@ public:
             std::move(sql));
     }
 
-    // Runs one statement with bound parameters (the extended protocol; no statement cache yet). A
-    // parameter the statement does not use, or a missing one, is the server's error. Handler:
-    // void(error_code, result).
+    // Runs one statement with bound parameters (the extended protocol), prepared once per connection
+    // and cached (statement_mode). A cached statement the server no longer accepts (0A000 "cached
+    // plan must not change result type" after its table changed, 26000 after a DEALLOCATE by hand) is
+    // prepared again and run once more when no transaction was open; in a transaction the error is
+    // returned (the transaction is aborted). A parameter the statement does not use, or a missing
+    // one, is the server's error. Handler: void(error_code, result).
     template <class Token>
     auto async_query(std::string sql, params p, Token&& token) {
         return boost::asio::async_initiate<Token, void(error_code, result)>(
@@ -238,6 +109,36 @@ public:
         return boost::asio::async_initiate<Token, void(error_code, notification)>(
             [this](auto handler) { start_wait_notification(std::move(handler)); }, token);
     }
+
+    // Makes the session fit for the next borrower under `policy` (see reset_policy): cancels and drains
+    // the operation under way (or closes the connection when the server does not end it within 5 s),
+    // rolls back an open transaction and, when due, runs the session reset (CLOSE ALL, SET SESSION
+    // AUTHORIZATION DEFAULT, RESET ALL, UNLISTEN *, pg_advisory_unlock_all(), DISCARD TEMP, DISCARD
+    // SEQUENCES; DEALLOCATE ALL after a PREPARE by hand), all in one round trip, none when clean.
+    // Asio cancellation closes the connection. Handler: void(error_code); an error means the
+    // connection could not be reset and must not be reused.
+    template <class Token>
+    auto async_reset(reset_policy policy, Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [this](auto handler, reset_policy p) { start_reset(p, std::move(handler)); }, token, policy);
+    }
+    // Cheap and synchronous: would async_reset(policy) have anything to do?
+    [[nodiscard]] bool needs_reset(reset_policy policy) const noexcept;
+    // For session effects tracking cannot see: the next reset under `tracked` runs in full.
+    void mark_dirty() noexcept;
+
+    // No round trip: reads what the socket already holds and says whether the connection is still
+    // usable. Catches a terminated backend, a server shut down or restarted (they say FATAL and close
+    // the socket); not a silent network partition (that needs async_ping).
+    [[nodiscard]] bool alive_nowait() noexcept;
+    [[nodiscard]] transaction_status transaction_state() const noexcept;
+    // A statement failed with read_only (25006) while the server reports itself read-only
+    // (default_transaction_read_only or in_hot_standby on): the server was demoted, a failover.
+    [[nodiscard]] bool failover_detected() const noexcept;
+
+    // Statements with bound parameters from now on (the cache is kept; capacity 0 turns it off).
+    void set_statement_mode(statement_mode mode, std::size_t cache_capacity = 512) noexcept;
+    [[nodiscard]] std::size_t cached_statements() const noexcept;
 
     // A round trip that proves the connection alive (an empty query). Handler: void(error_code).
     template <class Token>
@@ -271,13 +172,9 @@ private:
                             boost::asio::any_completion_handler<void(error_code, result)> handler);
     void start_ping(boost::asio::any_completion_handler<void(error_code)> handler);
     void start_wait_notification(boost::asio::any_completion_handler<void(error_code, notification)> handler);
+    void start_reset(reset_policy policy, boost::asio::any_completion_handler<void(error_code)> handler);
 
     std::shared_ptr<impl> impl_;  // shared with the operation under way, which may outlive a move
 };
 
 }  // namespace respool::pg
-
-template <>
-struct boost::system::is_error_code_enum<respool::pg::error> : std::true_type {};
-template <>
-struct boost::system::is_error_condition_enum<respool::pg::condition> : std::true_type {};

@@ -1,0 +1,73 @@
+// respool::pg errors: the connection's own failures (pg::error), the server's SQLSTATEs (a category of
+// their own), the conditions that say what a failure means (pg::condition, e.g. connection_broken, the
+// one kind that poisons a pooled connection), the server's diagnostics, and connection-string masking.
+#pragma once
+
+#include <respool/error.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace respool::pg {
+
+// The connection's own failures (the server's errors are SQLSTATE codes, see sqlstate_category).
+enum class error {
+    bad_connection_string = 1,  // libpq could not parse it (the message names the part)
+    connect_failed,             // no server reached, or it refused the connection
+    authentication_failed,      // the server rejected the credentials (SQLSTATE 28P01 / 28000)
+    connect_timeout,            // the connect deadline passed (DNS, TCP, TLS and auth together)
+    connection_broken,          // the socket or the protocol failed: the connection is unusable
+    not_connected,              // an operation on a connection that is not open
+    busy,                       // an operation while another one runs on this connection
+    statement_timeout,          // the statement ran past set_statement_timeout(): cancelled on the server
+};
+const boost::system::error_category& category() noexcept;
+error_code make_error_code(error e) noexcept;
+
+// A server error: the value is the SQLSTATE in base 36 (five characters, e.g. "42P01"); message() says
+// "SQLSTATE 42P01". Built with sqlstate_error("42P01"); read back with sqlstate_of(ec).
+const boost::system::error_category& sqlstate_category() noexcept;
+error_code sqlstate_error(std::string_view sqlstate) noexcept;
+std::string sqlstate_of(const error_code& ec);
+
+// What a failure means, for tests like `if (ec == pg::condition::unique_violation)`: each condition
+// matches the SQLSTATEs (and the connection's own errors) that mean it.
+enum class condition {
+    connection_broken =
+        1,             // the connection is unusable: pg::error::connection_broken / connect_failed /
+                       // connect_timeout, SQLSTATE class 08, 57P01-57P03 (server shutting down, crashed,
+                       // not accepting connections); the one kind of failure that poisons a pooled connection
+    unique_violation,  // 23505
+    foreign_key_violation,   // 23503
+    not_null_violation,      // 23502
+    check_violation,         // 23514
+    serialization_failure,   // 40001: retry the transaction
+    deadlock,                // 40P01: retry the transaction
+    read_only,               // 25006: the server is (now) a standby; a failover happened
+    query_cancelled,         // 57014: cancelled or past statement_timeout on the server
+    syntax_error,            // 42601
+    undefined_table,         // 42P01
+    insufficient_privilege,  // 42501
+};
+const boost::system::error_category& condition_category() noexcept;
+boost::system::error_condition make_error_condition(condition c) noexcept;
+
+// What the server (or libpq) said about the last failure, connection strings masked.
+struct diagnostics {
+    std::string sqlstate;  // empty for client-side failures
+    std::string severity;  // ERROR, FATAL, PANIC
+    std::string message;
+    std::string detail;
+    std::string hint;
+    int position = 0;  // 1-based character in the statement, 0 = none
+};
+
+// The connection string with the password's value replaced by "***" (keyword/value and URI forms).
+std::string masked(std::string_view conninfo);
+
+}  // namespace respool::pg
+
+template <>
+struct boost::system::is_error_code_enum<respool::pg::error> : std::true_type {};
+template <>
+struct boost::system::is_error_condition_enum<respool::pg::condition> : std::true_type {};

@@ -1,0 +1,123 @@
+// respool::pg values: bound parameters (pg::params), the rows of a statement (pg::result) and NOTIFY
+// deliveries (pg::notification).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace respool::pg {
+
+// The bound parameters $1, $2, ... of a statement, sent apart from its text (nothing to quote, nothing to
+// inject). Integers, floating point and bool go in binary with their type; strings as text of a type the
+// server infers from the statement; byte spans as bytea; system_clock time points as timestamptz
+// (microseconds); std::nullopt (or an empty std::optional) as NULL.
+//   c.async_query("SELECT name FROM users WHERE id = $1 AND active = $2", pg::params(42, true), token);
+class params {
+public:
+    params() = default;
+    template <class... T>
+    explicit params(const T&... v) {
+        (add(v), ...);
+    }
+    params& add(std::nullopt_t);
+    params& add(bool v);
+    params& add(std::int16_t v);
+    params& add(std::int32_t v);
+    params& add(std::int64_t v);
+    params& add(float v);
+    params& add(double v);
+    params& add(std::string_view v);
+    params& add(const char* v) { return add(std::string_view(v)); }
+    params& add(const std::string& v) { return add(std::string_view(v)); }
+    params& add(std::span<const std::byte> v);  // bytea
+    params& add(const std::vector<std::byte>& v) { return add(std::span<const std::byte>(v)); }
+    params& add(std::chrono::sys_time<std::chrono::microseconds> t);  // timestamptz
+    template <class D>
+    params& add(std::chrono::sys_time<D> t) {
+        return add(std::chrono::floor<std::chrono::microseconds>(t));
+    }
+    template <class T>
+    params& add(const std::optional<T>& v) {
+        return v ? add(*v) : add(std::nullopt);
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return types_.size(); }
+
+private:
+    friend struct params_access;
+    params& push(unsigned type, std::string value, bool binary, bool null = false);
+    std::vector<unsigned> types_;  // OIDs; 0 = let the server infer
+    std::vector<std::string> values_;
+    std::vector<int> formats_;  // 1 = binary
+    std::vector<bool> nulls_;
+};
+
+// The rows of one statement: the fields as the server wrote them in text, read as text or as C++ values.
+class result {
+public:
+    result() = default;
+    [[nodiscard]] std::size_t rows() const noexcept { return rows_; }
+    [[nodiscard]] std::size_t columns() const noexcept { return names_.size(); }
+    [[nodiscard]] const std::string& column_name(std::size_t c) const { return names_.at(c); }
+    [[nodiscard]] bool is_null(std::size_t row, std::size_t col) const { return !cell(row, col).has_value(); }
+    // The field as text; throws std::out_of_range for a cell outside the result, std::logic_error for NULL.
+    [[nodiscard]] const std::string& text(std::size_t row, std::size_t col) const;
+    // The field as a C++ value: bool, std::int16_t/int32_t/int64_t, float, double, std::string,
+    // std::vector<std::byte> (bytea), std::chrono::system_clock::time_point (timestamptz, timestamp
+    // read as UTC, date at midnight UTC; the server's ISO DateStyle, its default), or std::optional of
+    // one of them (nullopt for NULL). Throws
+    // std::logic_error for NULL into a non-optional, std::invalid_argument (naming the column and the
+    // text) when the text is not such a value.
+    template <class T>
+    [[nodiscard]] T get(std::size_t row, std::size_t col) const {
+        if constexpr (is_optional<T>::value) {
+            if (is_null(row, col)) return std::nullopt;
+            return get<typename T::value_type>(row, col);
+        } else {
+            T out{};
+            parse(row, col, out);
+            return out;
+        }
+    }
+    [[nodiscard]] std::uint64_t affected_rows() const noexcept { return affected_; }
+    [[nodiscard]] const std::string& command_tag() const noexcept {
+        return tag_;
+    }  // "INSERT 0 3", "SELECT 1"
+
+private:
+    friend struct result_access;
+    template <class T>
+    struct is_optional : std::false_type {};
+    template <class T>
+    struct is_optional<std::optional<T>> : std::true_type {};
+    void parse(std::size_t row, std::size_t col, bool& out) const;
+    void parse(std::size_t row, std::size_t col, std::int16_t& out) const;
+    void parse(std::size_t row, std::size_t col, std::int32_t& out) const;
+    void parse(std::size_t row, std::size_t col, std::int64_t& out) const;
+    void parse(std::size_t row, std::size_t col, float& out) const;
+    void parse(std::size_t row, std::size_t col, double& out) const;
+    void parse(std::size_t row, std::size_t col, std::string& out) const;
+    void parse(std::size_t row, std::size_t col, std::vector<std::byte>& out) const;
+    void parse(std::size_t row, std::size_t col, std::chrono::system_clock::time_point& out) const;
+    [[nodiscard]] const std::optional<std::string>& cell(std::size_t row, std::size_t col) const;
+    std::size_t rows_ = 0;
+    std::vector<std::string> names_;
+    std::vector<std::optional<std::string>> cells_;  // row-major
+    std::uint64_t affected_ = 0;
+    std::string tag_;
+};
+
+// A NOTIFY delivered to a connection that LISTENs on its channel.
+struct notification {
+    std::string channel;
+    std::string payload;
+    int sender_pid = 0;  // the notifying backend
+};
+
+}  // namespace respool::pg

@@ -1,0 +1,114 @@
+// The state behind a respool::pg::connection, shared by the files that drive it (connect.cpp,
+// query.cpp, session.cpp, connection.cpp). Private to the PostgreSQL layer.
+#pragma once
+
+#include "statement_cache.hpp"
+
+#include <respool/pg/connection.hpp>
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <libpq-fe.h>
+
+#include <array>
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace respool::pg {
+
+// What a borrower changed in the session that the next borrower must not see (docs/06-postgresql.md,
+// "Reset on return"). Read from the command tags of every result, the SQL text of what was sent (for
+// functions with session effects whose tag says only SELECT) and the server's ParameterStatus reports.
+struct session_state {
+    bool dirty = false;          // something to reset: SET, LISTEN, temp objects, advisory locks, ...
+    bool user_prepared = false;  // PREPARE by hand: DEALLOCATE ALL (and our cache goes with it)
+    bool failover = false;       // a write met read_only (25006) on a server that is now read-only
+    // ParameterStatus values at connect (or after the last reset), for the reported settings a
+    // borrower can change without a SET tag (set_config in a function, say).
+    static constexpr std::array<const char*, 6> watched = {"application_name", "client_encoding",
+                                                           "DateStyle",        "IntervalStyle",
+                                                           "TimeZone",         "standard_conforming_strings"};
+    std::array<std::string, watched.size()> reported;
+};
+
+struct connection::impl {
+    explicit impl(boost::asio::any_io_executor e)
+        : ex(std::move(e)), sock(ex), timer(ex), stmt_timer(ex), resolver(ex) {}
+    ~impl() { finish(); }
+
+    boost::asio::any_io_executor ex;
+    PGconn* conn = nullptr;
+    boost::asio::posix::stream_descriptor sock;  // watches libpq's socket; never closes it
+    boost::asio::steady_timer timer;             // the connect deadline
+    boost::asio::steady_timer stmt_timer;  // the statement deadline, then the bound on draining a cancel
+    std::chrono::steady_clock::duration statement_timeout{};
+    boost::asio::ip::tcp::resolver resolver;
+    diagnostics diag;
+    std::deque<notification> notifications;  // arrived, not yet delivered
+    std::string info;                        // masked
+    bool busy = false;
+    bool timed_out = false;
+    // The server said FATAL or PANIC outside a query (a terminated backend, a shutdown): libpq passes
+    // such a message to the notice receiver while the connection still looks open until the socket
+    // closes. Seen, the connection is dead whatever PQstatus says.
+    bool server_fatal = false;
+
+    // The operation under way: how to make it end early (a query: server-side cancel and drain), and
+    // who waits for its end (a reset on release, which must not touch the connection before).
+    std::function<void()> abort_current;
+    std::function<void()> on_idle;
+
+    statement_mode mode = statement_mode::cache;
+    detail::statement_cache cache;
+    std::vector<std::string> to_deallocate;  // evicted or stale statements, sent with the next query
+    std::string key;                         // reused buffer for cache keys (no allocation per query)
+    session_state session;
+
+    // Takes the socket back from Asio and closes the connection (libpq closes the socket). Every wait
+    // of the operation under way ends now, so nothing keeps the event loop busy for a closed connection.
+    void finish() noexcept;
+    void unwatch() noexcept;
+    // Watches libpq's current socket (after any PQconnectPoll step it may be a new one).
+    bool watch() noexcept;
+    // The operation under way has ended: the connection takes the next one.
+    void op_ended();
+    // Moves what libpq has read of NOTIFY messages into the queue (after every read of the socket).
+    void collect_notifications();
+    void client_error(std::string message);
+    // Routes libpq's notices (and the FATAL a server sends before it closes an idle connection) here.
+    void listen_for_fatal() noexcept;
+    void server_error(const PGresult* r);
+    // Session tracking (session.cpp).
+    void snapshot_session();                // after connect and after a reset: the clean state
+    void track_sent(std::string_view sql);  // functions with session effects in the text
+    void track_result(const PGresult* r);   // command tags
+    void track_error(const std::string& sqlstate);
+    [[nodiscard]] bool session_changed() const noexcept;  // the borrower changed the session (tracked)
+};
+
+namespace detail {
+
+using connect_handler = boost::asio::any_completion_handler<void(error_code)>;
+using query_handler = boost::asio::any_completion_handler<void(error_code, result)>;
+
+// Completes a handler on its associated executor (the connection's by default), never inline: posted
+// through the connection's executor, then dispatched to the handler's own.
+template <class Handler, class... Args>
+void complete(const boost::asio::any_io_executor& ex, Handler h, Args... args) {
+    boost::asio::post(ex, boost::asio::append(std::move(h), std::move(args)...));
+}
+
+// Starts a query on `c` (query.cpp): the simple protocol when `p` is null, else bound parameters
+// through the statement cache (or the unnamed statement, statement_mode::unnamed).
+void start_query(const std::shared_ptr<connection::impl>& c, std::string sql, std::optional<params> p,
+                 query_handler handler);
+
+}  // namespace detail
+
+}  // namespace respool::pg

@@ -1,0 +1,338 @@
+// respool::pg::connection's queries: the simple protocol for scripts, bound parameters through the
+// per-connection statement cache (or libpq's unnamed statement), and the reading of every answer, each
+// wait an Asio wait on libpq's socket. A statement not yet cached is prepared in the same round trip
+// that runs it (libpq's pipeline mode: Parse, Bind/Execute, Sync), and statements evicted from the
+// cache are deallocated in that round trip too (DEALLOCATE after a second Sync, so a failure of the
+// user's statement cannot abort them and theirs cannot touch the user's result).
+#include "connection_impl.hpp"
+
+#include <cstring>
+#include <thread>
+
+namespace asio = boost::asio;
+
+namespace respool::pg {
+
+using detail::complete;
+using detail::query_handler;
+
+// What PQsendQueryParams takes, pointing into the params (which must outlive the call).
+struct params_access {
+    const params& p;
+    std::vector<const char*> values;
+    std::vector<int> lengths;
+    explicit params_access(const params& q) : p(q), values(q.size()), lengths(q.size()) {
+        for (std::size_t i = 0; i < q.size(); ++i) {
+            values[i] = q.nulls_[i] ? nullptr : q.values_[i].data();
+            lengths[i] = static_cast<int>(q.values_[i].size());
+        }
+    }
+    [[nodiscard]] const Oid* types() const noexcept { return p.types_.data(); }
+    [[nodiscard]] const int* formats() const noexcept { return p.formats_.data(); }
+};
+
+struct result_access {
+    static result from(const PGresult* r) {
+        result out;
+        const int n = PQntuples(r), m = PQnfields(r);
+        out.rows_ = static_cast<std::size_t>(n);
+        for (int c = 0; c < m; ++c) out.names_.emplace_back(PQfname(r, c));
+        out.cells_.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(m));
+        for (int i = 0; i < n; ++i)
+            for (int c = 0; c < m; ++c)
+                if (PQgetisnull(r, i, c))
+                    out.cells_.emplace_back(std::nullopt);
+                else
+                    out.cells_.emplace_back(
+                        std::string(PQgetvalue(r, i, c), static_cast<std::size_t>(PQgetlength(r, i, c))));
+        const char* affected = PQcmdTuples(const_cast<PGresult*>(r));
+        out.affected_ = affected && *affected ? std::strtoull(affected, nullptr, 10) : 0;
+        out.tag_ = PQcmdStatus(const_cast<PGresult*>(r));
+        return out;
+    }
+};
+
+namespace {
+
+// How long the server gets to end a statement after a cancel request before the connection is closed.
+constexpr std::chrono::seconds cancel_drain_limit{5};
+
+bool is_sqlstate(const error_code& ec, const char* s) {
+    return ec == sqlstate_error(s);
+}
+
+struct query_op : std::enable_shared_from_this<query_op> {
+    query_op(std::shared_ptr<connection::impl> i, query_handler h, std::string s, std::optional<params> q)
+        : c(std::move(i)), handler(std::move(h)), sql(std::move(s)), p(std::move(q)) {}
+    std::shared_ptr<connection::impl> c;
+    query_handler handler;
+    std::string sql;
+    std::optional<params> p;  // none: the simple protocol
+    result out;
+    error_code first_error;
+    error_code cancel_reason;  // set once a cancel was requested: the deadline, or Asio cancellation
+    bool done = false;
+
+    // What the server answers, in order: the part of the round trip each result belongs to.
+    enum class part : std::uint8_t { rows, prepare, deallocate, sync };
+    std::vector<part> parts;
+    std::size_t at = 0;
+    std::size_t first_deallocate = 0;
+    std::vector<std::string> deallocating;  // the names this round trip deallocates
+    std::string preparing;                  // the name this round trip prepares, if any
+    bool prepare_failed = false;
+    bool pipeline = false;
+    bool idle_before = false;  // no transaction was open when it was sent (a retry is safe)
+    bool retried = false;
+    int nulls_at_sync = 0;
+
+    void finish(error_code ec) {
+        done = true;
+        c->stmt_timer.cancel();
+        auto slot = handler.get_cancellation_slot();
+        if (slot.is_connected()) slot.clear();
+        // The server's answer to our cancel (57014), or a connection closed because it did not drain:
+        // the caller sees why it was cancelled.
+        if (cancel_reason && (is_sqlstate(ec, "57014") || ec == error::connection_broken)) ec = cancel_reason;
+        if (ec) out = result{};
+        c->op_ended();
+        complete(c->ex, std::move(handler), ec, std::move(out));
+    }
+
+    // Asks the server to cancel the statement (PQcancel blocks: it opens a connection of its own, so it
+    // runs on a thread of its own), then keeps reading: the statement ends with 57014 and the connection
+    // is drained and usable. Should the server not end it within cancel_drain_limit, the connection is
+    // closed and the query completes with the reason.
+    void request_cancel(error_code reason) {
+        if (done || cancel_reason || !c->conn) return;
+        cancel_reason = reason;
+        PGcancel* pc = PQgetCancel(c->conn);
+        if (pc) {
+            try {
+                std::thread([pc] {
+                    char err[256];
+                    (void)PQcancel(pc, err, sizeof err);
+                    PQfreeCancel(pc);
+                }).detach();
+            } catch (...) {  // no thread: the connection cannot be drained; close it
+                PQfreeCancel(pc);
+                pc = nullptr;
+            }
+        }
+        c->stmt_timer.expires_after(pc ? std::chrono::steady_clock::duration(cancel_drain_limit)
+                                       : std::chrono::steady_clock::duration::zero());
+        c->stmt_timer.async_wait(
+            [weak = std::weak_ptr<query_op>(shared_from_this())](boost::system::error_code ec) {
+                auto self = weak.lock();
+                if (ec || !self || self->done) return;
+                self->c->finish();  // the pending wait completes with an error: finish(connection_broken)
+            });
+    }
+    void broke() {
+        c->client_error(c->conn ? PQerrorMessage(c->conn) : "connection closed");
+        c->finish();  // unusable: a broken connection is never handed on
+        finish(error::connection_broken);
+    }
+
+    // Queues the statement (and what the cache needs done) in libpq's buffer; false: libpq refused.
+    bool send() {
+        PGconn* pc = c->conn;
+        idle_before = PQtransactionStatus(pc) == PQTRANS_IDLE;
+        parts.clear();
+        at = 0;
+        out = {};
+        first_error = {};
+        preparing.clear();
+        prepare_failed = false;
+        if (!p) {
+            parts.push_back(part::rows);
+            return PQsendQuery(pc, sql.c_str()) != 0;
+        }
+        const params_access a(*p);
+        const int n = static_cast<int>(p->size());
+        if (c->mode == statement_mode::unnamed || c->cache.capacity() == 0) {
+            parts.push_back(part::rows);
+            return PQsendQueryParams(pc, sql.c_str(), n, a.types(), a.values.data(), a.lengths.data(),
+                                     a.formats(), 0) != 0;
+        }
+        c->key.assign(sql);  // the SQL text and the parameter types: one prepared statement each
+        c->key.push_back('\0');
+        c->key.append(reinterpret_cast<const char*>(a.types()), p->size() * sizeof(Oid));
+        const std::string* cached = c->cache.find(c->key);
+        if (cached && c->to_deallocate.empty()) {  // the common case: one Bind/Execute/Sync
+            parts.push_back(part::rows);
+            return PQsendQueryPrepared(pc, cached->c_str(), n, a.values.data(), a.lengths.data(), a.formats(),
+                                       0) != 0;
+        }
+        if (!PQenterPipelineMode(pc)) return false;
+        pipeline = true;
+        std::string name;
+        if (cached) {
+            name = *cached;
+        } else {
+            if (std::string evicted = c->cache.make_room(); !evicted.empty())
+                c->to_deallocate.push_back(std::move(evicted));
+            preparing = name = c->cache.next_name();
+            if (!PQsendPrepare(pc, name.c_str(), sql.c_str(), n, a.types())) return false;
+            parts.push_back(part::prepare);
+        }
+        if (!PQsendQueryPrepared(pc, name.c_str(), n, a.values.data(), a.lengths.data(), a.formats(), 0))
+            return false;
+        parts.push_back(part::rows);
+        if (!PQpipelineSync(pc)) return false;
+        parts.push_back(part::sync);
+        if (!c->to_deallocate.empty()) {
+            deallocating = std::move(c->to_deallocate);
+            c->to_deallocate.clear();
+            first_deallocate = parts.size();
+            for (const std::string& old : deallocating) {
+                const std::string stmt = "DEALLOCATE " + old;
+                if (!PQsendQueryParams(pc, stmt.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0))
+                    return false;
+                parts.push_back(part::deallocate);
+            }
+            if (!PQpipelineSync(pc)) return false;
+            parts.push_back(part::sync);
+        }
+        return true;
+    }
+
+    void flush() {
+        const int f = PQflush(c->conn);
+        if (f < 0) return broke();
+        if (f == 0) return read();
+        // The server may be sending while we send: wait for either, then consume and flush again.
+        c->sock.async_wait(asio::posix::stream_descriptor::wait_write,
+                           [self = shared_from_this()](boost::system::error_code ec) {
+                               if (ec || !self->c->conn) return self->broke();
+                               if (!PQconsumeInput(self->c->conn)) return self->broke();
+                               self->flush();
+                           });
+    }
+
+    void take(part now, PGresult* r) {
+        switch (PQresultStatus(r)) {
+        case PGRES_TUPLES_OK:
+        case PGRES_COMMAND_OK:
+        case PGRES_EMPTY_QUERY:
+            if (now == part::rows) {
+                c->track_result(r);
+                if (!first_error) out = result_access::from(r);
+            }
+            break;
+        case PGRES_FATAL_ERROR:
+        case PGRES_NONFATAL_ERROR:
+            if (now == part::deallocate) {  // still on the server (an aborted transaction): next time
+                const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+                if (!state || std::strcmp(state, "26000") != 0)
+                    c->to_deallocate.push_back(deallocating[at - first_deallocate]);
+                break;
+            }
+            if (now == part::prepare) prepare_failed = true;
+            if (!first_error) {
+                c->server_error(r);
+                first_error = c->diag.sqlstate.empty() ? error_code(error::connection_broken)
+                                                       : sqlstate_error(c->diag.sqlstate);
+                c->track_error(c->diag.sqlstate);
+            }
+            break;
+        case PGRES_PIPELINE_ABORTED:
+            if (now == part::prepare) prepare_failed = true;
+            if (now == part::deallocate) c->to_deallocate.push_back(deallocating[at - first_deallocate]);
+            break;
+        default: break;  // COPY is not produced by these statements
+        }
+    }
+
+    void read() {
+        while (at < parts.size()) {
+            if (PQisBusy(c->conn)) {  // libpq may already hold the reply: check before waiting
+                c->sock.async_wait(asio::posix::stream_descriptor::wait_read,
+                                   [self = shared_from_this()](boost::system::error_code ec) {
+                                       if (ec || !self->c->conn) return self->broke();
+                                       if (!PQconsumeInput(self->c->conn)) return self->broke();
+                                       self->read();
+                                   });
+                return;
+            }
+            PGresult* r = PQgetResult(c->conn);
+            const part now = parts[at];
+            if (now == part::sync) {  // one PIPELINE_SYNC result, with no NULL after it
+                if (!r) {             // libpq waits for the Sync (PQisBusy) or lost the thread: never spin
+                    if (PQstatus(c->conn) == CONNECTION_BAD || ++nulls_at_sync > 2) return broke();
+                    continue;
+                }
+                nulls_at_sync = 0;
+                if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) ++at;
+                PQclear(r);
+                continue;
+            }
+            if (!r) {  // the end of this part's results
+                ++at;
+                continue;
+            }
+            take(now, r);
+            PQclear(r);
+        }
+        if (pipeline) {
+            pipeline = false;
+            if (!PQexitPipelineMode(c->conn)) return broke();
+        }
+        if (PQstatus(c->conn) == CONNECTION_BAD) return broke();
+        c->collect_notifications();  // a NOTIFY may have come in with the reply: kept for the next wait
+        deallocating.clear();
+        if (!preparing.empty() && !prepare_failed) c->cache.insert(c->key, std::move(preparing));
+        if (p && c->mode == statement_mode::cache && !cancel_reason &&
+            (is_sqlstate(first_error, "0A000") || is_sqlstate(first_error, "26000"))) {
+            // The server's copy is stale (a table's columns changed under it) or gone (DEALLOCATE by
+            // hand): forget it, and prepare it again once when no transaction was open (in one, the
+            // error has aborted it: the caller decides).
+            if (std::string stale = c->cache.erase(c->key);
+                !stale.empty() && is_sqlstate(first_error, "0A000"))
+                c->to_deallocate.push_back(std::move(stale));
+            if (idle_before && !retried) {
+                retried = true;
+                if (!send()) return broke();
+                return flush();
+            }
+        }
+        if (!first_error) c->diag = {};
+        finish(first_error);
+    }
+};
+
+}  // namespace
+
+namespace detail {
+
+// A busy or closed connection fails at once; the first step runs after the initiating call returns.
+void start_query(const std::shared_ptr<connection::impl>& i, std::string sql, std::optional<params> p,
+                 query_handler handler) {
+    auto& c = *i;
+    if (c.busy) return complete(c.ex, std::move(handler), error_code(error::busy), result{});
+    if (!c.conn || PQstatus(c.conn) != CONNECTION_OK || c.server_fatal)
+        return complete(c.ex, std::move(handler), error_code(error::not_connected), result{});
+    auto op = std::make_shared<query_op>(i, std::move(handler), std::move(sql), std::move(p));
+    c.busy = true;
+    c.abort_current = [weak = std::weak_ptr<query_op>(op)] {
+        if (auto o = weak.lock()) o->request_cancel(asio::error::operation_aborted);
+    };
+    auto slot = op->handler.get_cancellation_slot();
+    if (slot.is_connected())
+        slot.assign([weak = std::weak_ptr<query_op>(op)](asio::cancellation_type) {
+            if (auto o = weak.lock()) o->request_cancel(asio::error::operation_aborted);
+        });
+    if (c.statement_timeout > std::chrono::steady_clock::duration::zero()) {
+        c.stmt_timer.expires_after(c.statement_timeout);
+        c.stmt_timer.async_wait([weak = std::weak_ptr<query_op>(op)](boost::system::error_code ec) {
+            if (auto o = weak.lock(); o && !ec) o->request_cancel(error::statement_timeout);
+        });
+    }
+    c.track_sent(op->sql);
+    const bool sent = op->send();
+    asio::post(c.ex, [op, sent] { sent ? op->flush() : op->broke(); });  // never inside the initiating call
+}
+
+}  // namespace detail
+
+}  // namespace respool::pg

@@ -1,0 +1,224 @@
+// What a borrower leaves in a PostgreSQL session, and the reset that keeps it from the next borrower
+// (docs/06-postgresql.md, "Reset on return"). Tracking costs a few string compares per result: the
+// command tag of every result, a scan of the SQL sent for functions with session effects whose tag
+// says only SELECT (advisory locks, set_config), and at release a compare of the reported settings
+// with their values at connect. A clean connection costs no round trip.
+#include "connection_impl.hpp"
+
+#include <boost/asio/cancellation_type.hpp>
+
+#include <poll.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+namespace asio = boost::asio;
+
+namespace respool::pg {
+
+using detail::complete;
+using detail::connect_handler;
+
+namespace {
+
+// The tag is `word`, or starts with `word` and a space ("CREATE TABLE", "SET" but not "SETOF").
+bool tag_is(const char* tag, const char* word) {
+    const std::size_t n = std::strlen(word);
+    return std::strncmp(tag, word, n) == 0 && (tag[n] == '\0' || tag[n] == ' ');
+}
+
+bool contains_nocase(std::string_view text, std::string_view word) {
+    return std::search(text.begin(), text.end(), word.begin(), word.end(), [](char a, char b) {
+               return std::tolower(static_cast<unsigned char>(a)) == b;
+           }) != text.end();
+}
+
+// The reset of a dirty session, in one round trip: everything DISCARD ALL does except dropping the
+// prepared statements (which would empty the statement cache; hand-made ones go with DEALLOCATE ALL
+// when a PREPARE was seen). DISCARD ALL itself cannot run in the implicit transaction of a script.
+constexpr const char* session_reset =
+    "CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *; "
+    "SELECT pg_advisory_unlock_all(); DISCARD TEMP; DISCARD SEQUENCES";
+
+void receive_notice(void* arg, const PGresult* r) {
+    const char* severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+    if (severity && (std::strcmp(severity, "FATAL") == 0 || std::strcmp(severity, "PANIC") == 0)) {
+        auto* c = static_cast<connection::impl*>(arg);
+        c->server_fatal = true;
+        c->server_error(r);
+    }
+}
+
+}  // namespace
+
+void connection::impl::listen_for_fatal() noexcept {
+    if (conn) PQsetNoticeReceiver(conn, receive_notice, this);
+}
+
+void connection::impl::snapshot_session() {
+    for (std::size_t i = 0; i < session_state::watched.size(); ++i) {
+        const char* v = conn ? PQparameterStatus(conn, session_state::watched[i]) : nullptr;
+        session.reported[i] = v ? v : "";
+    }
+}
+
+void connection::impl::track_sent(std::string_view sql) {
+    if (!session.dirty && (contains_nocase(sql, "advisory") || contains_nocase(sql, "set_config")))
+        session.dirty = true;
+}
+
+void connection::impl::track_result(const PGresult* r) {
+    const char* tag = PQcmdStatus(const_cast<PGresult*>(r));
+    if (!tag || !*tag) return;
+    if (tag_is(tag, "SELECT") || tag_is(tag, "INSERT") || tag_is(tag, "UPDATE") || tag_is(tag, "DELETE"))
+        return;  // the common case first
+    if (tag_is(tag, "DISCARD ALL") || tag_is(tag, "DEALLOCATE ALL")) {
+        cache.clear();  // the server dropped every prepared statement, ours too
+        to_deallocate.clear();
+        session.dirty = true;
+    } else if (tag_is(tag, "PREPARE")) {
+        session.dirty = session.user_prepared = true;
+    } else if (tag_is(tag, "SET") || tag_is(tag, "RESET") || tag_is(tag, "LISTEN") ||
+               tag_is(tag, "UNLISTEN") || tag_is(tag, "DECLARE CURSOR") || tag_is(tag, "CREATE") ||
+               tag_is(tag, "LOAD") || tag_is(tag, "DISCARD")) {
+        session.dirty = true;  // CREATE: a temporary object, maybe (a harmless over-approximation)
+    }
+}
+
+void connection::impl::track_error(const std::string& sqlstate) {
+    if (sqlstate != "25006" || !conn) return;
+    auto on = [this](const char* name) {
+        const char* v = PQparameterStatus(conn, name);
+        return v && std::strcmp(v, "on") == 0;
+    };
+    // A read-only transaction of the borrower's own also says 25006; a demoted server reports itself.
+    if (on("default_transaction_read_only") || on("in_hot_standby")) session.failover = true;
+}
+
+bool connection::needs_reset(reset_policy policy) const noexcept {
+    const auto& c = *impl_;
+    if (c.busy || !c.conn || PQstatus(c.conn) != CONNECTION_OK || c.server_fatal) return true;
+    if (PQtransactionStatus(c.conn) != PQTRANS_IDLE) return true;
+    if (policy == reset_policy::always) return true;
+    return policy == reset_policy::tracked && c.session_changed();
+}
+
+bool connection::impl::session_changed() const noexcept {
+    if (session.dirty || session.user_prepared) return true;
+    for (std::size_t i = 0; i < session_state::watched.size(); ++i) {
+        const char* v = conn ? PQparameterStatus(conn, session_state::watched[i]) : nullptr;
+        if (session.reported[i] != (v ? v : "")) return true;
+    }
+    return false;
+}
+
+void connection::mark_dirty() noexcept {
+    impl_->session.dirty = true;
+}
+
+bool connection::failover_detected() const noexcept {
+    return impl_->session.failover;
+}
+
+transaction_status connection::transaction_state() const noexcept {
+    if (!impl_->conn) return transaction_status::unknown;
+    switch (PQtransactionStatus(impl_->conn)) {
+    case PQTRANS_IDLE: return transaction_status::idle;
+    case PQTRANS_ACTIVE: return transaction_status::active;
+    case PQTRANS_INTRANS: return transaction_status::in_transaction;
+    case PQTRANS_INERROR: return transaction_status::in_error;
+    default: return transaction_status::unknown;
+    }
+}
+
+bool connection::alive_nowait() noexcept {
+    auto& c = *impl_;
+    if (!c.conn || PQstatus(c.conn) != CONNECTION_OK || c.server_fatal) return false;
+    if (c.busy) return false;  // not idle: not a connection to hand out
+    pollfd p{PQsocket(c.conn), POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return true;  // nothing arrived: as alive as the last round trip said
+    // Something arrived on an idle connection: a NOTIFY, a ParameterStatus, or the server's FATAL
+    // and the end of the stream (receive_notice sees the FATAL).
+    if (!PQconsumeInput(c.conn) || PQstatus(c.conn) != CONNECTION_OK || c.server_fatal) {
+        if (!c.server_fatal) c.client_error(PQerrorMessage(c.conn));
+        c.finish();
+        return false;
+    }
+    c.collect_notifications();
+    return true;
+}
+
+namespace {
+
+struct reset_op : std::enable_shared_from_this<reset_op> {
+    reset_op(std::shared_ptr<connection::impl> i, connect_handler h, reset_policy p)
+        : c(std::move(i)), handler(std::move(h)), policy(p) {}
+    std::shared_ptr<connection::impl> c;
+    connect_handler handler;
+    reset_policy policy;
+    bool full = false;
+    bool done = false;
+
+    void finish(error_code ec) {
+        if (done) return;
+        done = true;
+        auto slot = handler.get_cancellation_slot();
+        if (slot.is_connected()) slot.clear();
+        if (ec) c->finish();  // a connection that could not be reset is not reused
+        complete(c->ex, std::move(handler), ec);
+    }
+
+    void start() {
+        if (c->busy) {  // a statement still running (or a wait): end it first, then reset
+            c->on_idle = [self = shared_from_this()] { self->after_idle(); };
+            if (c->abort_current) c->abort_current();
+            return;
+        }
+        after_idle();
+    }
+
+    void after_idle() {
+        if (done) return;
+        if (!c->conn || PQstatus(c->conn) != CONNECTION_OK || c->server_fatal)
+            return finish(error::connection_broken);
+        std::string script;
+        switch (PQtransactionStatus(c->conn)) {
+        case PQTRANS_IDLE: break;
+        case PQTRANS_INTRANS:
+        case PQTRANS_INERROR: script = "ROLLBACK"; break;
+        default: return finish(error::connection_broken);
+        }
+        full = policy == reset_policy::always || (policy == reset_policy::tracked && c->session_changed());
+        if (full) {
+            if (!script.empty()) script += "; ";
+            script += session_reset;
+            if (c->session.user_prepared) script += "; DEALLOCATE ALL";
+        }
+        if (script.empty()) return finish({});
+        detail::start_query(
+            c, std::move(script), std::nullopt, [self = shared_from_this()](error_code ec, result) {
+                if (!ec && self->full) {
+                    self->c->session = {};
+                    self->c->notifications.clear();  // UNLISTEN *: none is for the next borrower
+                    self->c->snapshot_session();
+                }
+                self->finish(ec);
+            });
+    }
+};
+
+}  // namespace
+
+void connection::start_reset(reset_policy policy, connect_handler handler) {
+    auto op = std::make_shared<reset_op>(impl_, std::move(handler), policy);
+    auto slot = op->handler.get_cancellation_slot();
+    if (slot.is_connected())
+        slot.assign([weak = std::weak_ptr<reset_op>(op)](asio::cancellation_type) {
+            // Out of time: the session's state is unknown, so the connection is closed.
+            if (auto o = weak.lock(); o && !o->done) o->finish(asio::error::operation_aborted);
+        });
+    asio::post(impl_->ex, [op] { op->start(); });  // never inside the initiating call
+}
+
+}  // namespace respool::pg
