@@ -42,6 +42,7 @@ struct connect_op : std::enable_shared_from_this<connect_op> {
         c->client_error(std::move(message));
         c->finish();
         c->op_ended();
+        release_slot();
         complete(c->ex, std::move(handler), ec);
     }
     void succeed() {
@@ -50,7 +51,12 @@ struct connect_op : std::enable_shared_from_this<connect_op> {
         c->diag = {};
         c->snapshot_session();
         c->op_ended();
+        release_slot();
         complete(c->ex, std::move(handler), error_code{});
+    }
+    void release_slot() {
+        auto slot = handler.get_cancellation_slot();
+        if (slot.is_connected()) slot.clear();
     }
 
     void resolve_next() {
@@ -186,6 +192,11 @@ void connection::start_connect(std::string conninfo, std::chrono::steady_clock::
     }
     c.busy = true;
     c.timed_out = false;
+    auto slot = op->handler.get_cancellation_slot();
+    if (slot.is_connected())  // a pool's create_timeout or close(): end the connect now
+        slot.assign([weak = std::weak_ptr<connect_op>(op)](asio::cancellation_type) {
+            if (auto o = weak.lock(); o && !o->done) o->fail(asio::error::operation_aborted, "connect cancelled");
+        });
     c.timer.expires_after(timeout);
     c.timer.async_wait([weak = std::weak_ptr<connect_op>(op)](boost::system::error_code ec) {
         auto self = weak.lock();

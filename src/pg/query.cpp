@@ -310,7 +310,11 @@ void start_query(const std::shared_ptr<connection::impl>& i, std::string sql, st
                  query_handler handler) {
     auto& c = *i;
     if (c.busy) return complete(c.ex, std::move(handler), error_code(error::busy), result{});
-    if (!c.conn || PQstatus(c.conn) != CONNECTION_OK || c.server_fatal)
+    if (c.server_fatal) {  // the server ended the session while it was idle (see alive_nowait)
+        c.finish();
+        return complete(c.ex, std::move(handler), error_code(error::connection_broken), result{});
+    }
+    if (!c.conn || PQstatus(c.conn) != CONNECTION_OK)
         return complete(c.ex, std::move(handler), error_code(error::not_connected), result{});
     auto op = std::make_shared<query_op>(i, std::move(handler), std::move(sql), std::move(p));
     c.busy = true;

@@ -140,12 +140,15 @@ bool connection::alive_nowait() noexcept {
     if (::poll(&p, 1, 0) <= 0) return true;  // nothing arrived: as alive as the last round trip said
     // Something arrived on an idle connection: a NOTIFY, a ParameterStatus, or the server's FATAL
     // and the end of the stream (receive_notice sees the FATAL).
-    if (!PQconsumeInput(c.conn) || PQstatus(c.conn) != CONNECTION_OK || c.server_fatal) {
+    // PQconsumeInput only reads; PQnotifies (in collect_notifications) parses, which is when libpq
+    // hands an unsolicited FATAL to receive_notice.
+    const bool read = PQconsumeInput(c.conn) != 0;
+    if (read) c.collect_notifications();
+    if (!read || PQstatus(c.conn) != CONNECTION_OK || c.server_fatal) {
         if (!c.server_fatal) c.client_error(PQerrorMessage(c.conn));
         c.finish();
         return false;
     }
-    c.collect_notifications();
     return true;
 }
 

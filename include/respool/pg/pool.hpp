@@ -1,0 +1,255 @@
+// respool::pg::pool: PostgreSQL connections lent to coroutines (SPEC.md §3): respool::pool<pg::connection>
+// with the hooks that connect, check, reset and retire them, and the operations a service writes.
+//
+//   pg::pool db(io.get_executor(), {.conninfo = "host=127.0.0.1 dbname=app user=app password=..."});
+//   pg::result r = co_await db.async_query("SELECT name FROM users WHERE id = $1", pg::params(42),
+//                                          asio::use_awaitable);             // borrow, run, return
+//   co_await db.transaction([&](pg::connection& c) -> asio::awaitable<void> {
+//       co_await c.async_query("UPDATE ...", pg::params(...), asio::use_awaitable);
+//   }, {.isolation = pg::isolation::serializable, .max_attempts = 3}, asio::use_awaitable);
+//
+// A connection is poisoned (destroyed, never lent again) only for connection-level failures
+// (pg::condition::connection_broken); an SQL error or the caller's own exception returns it, reset.
+// See docs/06-postgresql.md for every rule.
+#pragma once
+
+#include <respool/pg/connection.hpp>
+#include <respool/pool.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+namespace respool::pg {
+
+// The pool's settings. Defaults are SPEC.md §2's for a database pool.
+struct pool_config {
+    std::string conninfo;  // libpq keyword/value or URI; checked at construction (masked in every message)
+    std::size_t max = 16;
+    std::size_t min_idle = 2;    // kept warm, re-created in the background after losses
+    duration borrow_timeout = std::chrono::seconds(5);  // default acquire deadline: past it, errc::exhausted
+    std::size_t max_waiters = 0;   // 0 = unbounded; beyond it an acquire fails at once (exhausted)
+    duration idle_ttl = std::chrono::seconds(300);     // idle longer: closed (never below min_idle)
+    duration acquire_ttl = std::chrono::seconds(30);   // a lease held longer is reported (leak_suspected)
+    duration max_lifetime{};       // off; retire connections older than this (with jitter)
+    bool health_check_on_borrow = true;
+    duration validate_after = std::chrono::seconds(1);  // idle longer: validation_query before it is lent
+    std::string validation_query = "SELECT 1";
+    duration healthcheck_interval = std::chrono::seconds(30);  // idle connections checked in the background; 0 = off
+    duration connect_timeout = std::chrono::seconds(10);      // DNS, TCP, TLS and authentication together
+    duration check_timeout = std::chrono::seconds(5);         // a validation or health check
+    duration reset_timeout = std::chrono::seconds(5);         // the reset on release (ROLLBACK, session reset, drain)
+    duration statement_timeout{};         // per statement, every connection; 0 = none
+    statement_mode statements = statement_mode::cache;
+    std::size_t statement_cache_capacity = 512;
+    reset_policy reset = reset_policy::tracked;
+    // After a failed connect, the next waits initial * 2^(n-1), up to max (+-20 % jitter): a wrong
+    // password or a server that is down is not hammered.
+    duration connect_retry_initial = std::chrono::milliseconds(100);
+    duration connect_retry_max = std::chrono::seconds(10);
+    // The failure-threshold circuit (SPEC.md §1.7); nullopt turns it off.
+    std::optional<breaker_options> circuit = breaker_options{};
+    bool thread_safe = false;  // acquire and release from any thread (a strand as executor, then)
+};
+
+enum class isolation { server_default, read_committed, repeatable_read, serializable };
+
+struct transaction_options {
+    isolation level = isolation::server_default;
+    bool read_only = false;
+    // Attempts in all: above 1, a transaction that fails with serialization_failure (40001) or
+    // deadlock (40P01), in its statements or at COMMIT, is rolled back and run again (the function
+    // too: keep it free of effects outside the database).
+    std::uint32_t max_attempts = 1;
+};
+
+namespace detail {
+struct pool_state;
+// Helpers of the templates below (pool.cpp).
+boost::asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s);
+boost::asio::awaitable<void> begin(connection& c, const transaction_options& o);
+boost::asio::awaitable<void> commit(connection& c);
+// After `error` in a transaction: rolls back when the connection is still in one; true when the
+// transaction may run again.
+boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr error, bool attempts_left);
+// Gives the lease back: poisoned after a connection-level failure, else released (and reset).
+void settle(lease<connection>& l, const std::exception_ptr& error) noexcept;
+
+template <class R>
+struct awaited;
+template <class R, class E>
+struct awaited<boost::asio::awaitable<R, E>> {
+    using type = R;
+};
+}  // namespace detail
+
+class pool {
+public:
+    using executor_type = boost::asio::any_io_executor;
+
+    // Checks the settings (std::invalid_argument naming the setting; a bad conninfo with libpq's
+    // reason, masked) and starts the pre-warm of min_idle connections.
+    pool(executor_type ex, pool_config cfg);
+    ~pool();  // closes; leases still out stay valid, their release destroys the connection
+    pool(pool&&) noexcept;
+    pool& operator=(pool&&) noexcept;
+
+    [[nodiscard]] executor_type get_executor() const noexcept;
+    [[nodiscard]] const pool_config& config() const noexcept;
+
+    // A lease on a connection, within borrow_timeout (or `timeout`).
+    //  Handler:      void(error_code, lease<connection>).
+    //  Executor:     the handler's associated executor (the pool's by default); never inline.
+    //  Cancellation: terminal, partial, total (errc::cancelled).
+    //  Errors:       errc::exhausted (no connection free in time; `diag`, when given, says how the
+    //                pool stood), unavailable (circuit open), closed, cancelled, or the connect's own
+    //                error when a connection made for this acquire failed (authentication_failed,
+    //                connect_failed, connect_timeout; `diag` has libpq's message, masked).
+    template <class Token = boost::asio::deferred_t>
+    requires(!std::is_convertible_v<Token, duration>) auto async_acquire(Token&& token = {}) {
+        return async_acquire(config().borrow_timeout, nullptr, std::forward<Token>(token));
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_acquire(duration timeout, Token&& token = {}) {
+        return async_acquire(timeout, nullptr, std::forward<Token>(token));
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_acquire(duration timeout, respool::diagnostics* diag, Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, lease<connection>)>(
+            [this](auto handler, duration t, respool::diagnostics* d) { start_acquire(t, d, std::move(handler)); },
+            token, timeout, diag);
+    }
+
+    // Borrows a connection, runs `sql` on it and returns it: the connection's async_query (a script
+    // with the simple protocol, or one statement with bound parameters through the statement cache).
+    // A connection-level failure poisons the connection; the pool's errors are async_acquire's.
+    //  Handler: void(error_code, result). Executor, cancellation (of the wait and of the statement,
+    //  which is cancelled on the server): as async_acquire and connection::async_query.
+    template <class Token = boost::asio::deferred_t>
+    auto async_query(std::string sql, Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, result)>(
+            [this](auto handler, std::string s) { start_query(std::move(s), std::nullopt, std::move(handler)); },
+            token, std::move(sql));
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_query(std::string sql, params p, Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, result)>(
+            [this](auto handler, std::string s, params q) {
+                start_query(std::move(s), std::move(q), std::move(handler));
+            },
+            token, std::move(sql), std::move(p));
+    }
+
+    // Borrows a connection, runs `fn(connection&)` (a coroutine: asio::awaitable<R>) on the pool's
+    // executor and returns the connection. Failures are exceptions (asio::co_spawn's convention):
+    // the acquire's as boost::system::system_error (exhausted's what() says how the pool stood), and
+    // whatever fn throws. The connection is poisoned only when fn fails with connection_broken.
+    //  Handler: void(std::exception_ptr, R) (void(std::exception_ptr) for R = void).
+    template <class F, class Token = boost::asio::deferred_t>
+    auto with_connection(F fn, Token&& token = {}) {
+        using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
+        return boost::asio::co_spawn(get_executor(), run_with_connection<R>(state_, std::move(fn)),
+                                     std::forward<Token>(token));
+    }
+
+    // BEGIN (isolation level, read-only), fn(connection&), COMMIT, on one borrowed connection; ROLLBACK
+    // when fn throws (and the exception goes on). A COMMIT the server turned into a rollback (a
+    // statement failed and fn caught it) fails with SQLSTATE 25P02. Retries: transaction_options.
+    //  Handler: as with_connection.
+    template <class F, class Token = boost::asio::deferred_t>
+    auto transaction(F fn, transaction_options o = {}, Token&& token = {}) {
+        using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
+        return boost::asio::co_spawn(get_executor(), run_transaction<R>(state_, o, std::move(fn)),
+                                     std::forward<Token>(token));
+    }
+
+    [[nodiscard]] pool_stats stats() const noexcept;
+    [[nodiscard]] circuit_state state() const;
+    // Soft eviction: every connection that exists now is closed when next idle or returned.
+    void retire_all() noexcept;
+    void close() noexcept;
+    template <class Token = boost::asio::deferred_t>
+    auto async_close(duration grace, Token&& token = {}) {
+        return base().async_close(grace, std::forward<Token>(token));
+    }
+    // Completes when the pre-warm of min_idle connections is done (or the first connect failed).
+    template <class Token = boost::asio::deferred_t>
+    auto async_wait_ready(Token&& token = {}) {
+        return base().async_wait_ready(std::forward<Token>(token));
+    }
+    // The generic pool underneath: observers, log sink, circuit control, set_max.
+    respool::pool<connection>& base() noexcept;
+
+private:
+    void start_acquire(duration timeout, respool::diagnostics* diag,
+                       boost::asio::any_completion_handler<void(error_code, lease<connection>)> handler);
+    void start_query(std::string sql, std::optional<params> p,
+                     boost::asio::any_completion_handler<void(error_code, result)> handler);
+
+    template <class R, class F>
+    static boost::asio::awaitable<R> run_with_connection(std::shared_ptr<detail::pool_state> s, F fn) {
+        lease<connection> l = co_await detail::acquire(std::move(s));
+        std::exception_ptr error;
+        if constexpr (std::is_void_v<R>) {
+            try {
+                co_await fn(*l);
+            } catch (...) {
+                error = std::current_exception();
+            }
+            detail::settle(l, error);
+            if (error) std::rethrow_exception(error);
+        } else {
+            std::optional<R> out;
+            try {
+                out.emplace(co_await fn(*l));
+            } catch (...) {
+                error = std::current_exception();
+            }
+            detail::settle(l, error);
+            if (error) std::rethrow_exception(error);
+            co_return std::move(*out);
+        }
+    }
+
+    template <class R, class F>
+    static boost::asio::awaitable<R> run_transaction(std::shared_ptr<detail::pool_state> s,
+                                                     transaction_options o, F fn) {
+        lease<connection> l = co_await detail::acquire(std::move(s));
+        using slot = std::conditional_t<std::is_void_v<R>, bool, std::optional<R>>;
+        for (std::uint32_t attempt = 1;; ++attempt) {
+            std::exception_ptr error;
+            slot out{};
+            try {
+                co_await detail::begin(*l, o);
+                if constexpr (std::is_void_v<R>)
+                    co_await fn(*l);
+                else
+                    out.emplace(co_await fn(*l));
+                co_await detail::commit(*l);
+            } catch (...) {
+                error = std::current_exception();
+            }
+            if (!error) {
+                detail::settle(l, error);
+                if constexpr (std::is_void_v<R>)
+                    co_return;
+                else
+                    co_return std::move(*out);
+            }
+            if (co_await detail::recover(*l, error, attempt < o.max_attempts)) continue;
+            detail::settle(l, error);
+            std::rethrow_exception(error);
+        }
+    }
+
+    std::shared_ptr<detail::pool_state> state_;
+};
+
+}  // namespace respool::pg

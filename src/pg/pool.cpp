@@ -1,0 +1,292 @@
+// respool::pg::pool: the hooks that make respool::pool<pg::connection> a PostgreSQL pool, and the
+// operations on it. Which hook does what (docs/06-postgresql.md):
+//   factory         connect (deadline over DNS, TCP, TLS, auth), statement mode and timeout set
+//   before_acquire  alive_nowait(): a dead idle connection is caught without a round trip
+//   validate        idle past validate_after: alive_nowait() and validation_query, bounded by check_timeout
+//   healthcheck     the same, for idle connections in the background
+//   needs_reset     synchronous: anything to reset (transaction, statement running, session changed)?
+//   before_release  async_reset (ROLLBACK, session reset, drain), bounded by reset_timeout; after a
+//                   failover (read_only on a server that is now read-only) the connection is closed and
+//                   every other one retired
+#include <respool/pg/pool.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include <libpq-fe.h>
+
+#include <stdexcept>
+
+namespace asio = boost::asio;
+
+namespace respool::pg {
+
+namespace detail {
+
+struct pool_state {
+    pool_config cfg;
+    std::optional<respool::pool<connection>> p;
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::pool_state;
+
+[[noreturn]] void bad_config(const std::string& what) {
+    throw std::invalid_argument("respool::pg::pool: " + what);
+}
+
+void check(const pool_config& c) {
+    char* err = nullptr;
+    PQconninfoOption* o = PQconninfoParse(c.conninfo.c_str(), &err);
+    if (!o) {
+        std::string reason = err ? err : "out of memory";
+        if (err) PQfreemem(err);
+        while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) reason.pop_back();
+        bad_config("conninfo \"" + masked(c.conninfo) + "\": " + masked(reason));
+    }
+    PQconninfoFree(o);
+    if (c.max == 0) bad_config("max must be at least 1");
+    if (c.min_idle > c.max)
+        bad_config("min_idle (" + std::to_string(c.min_idle) + ") must not exceed max (" + std::to_string(c.max) +
+                   ")");
+    if (c.connect_timeout <= duration::zero()) bad_config("connect_timeout must be positive");
+    if (c.borrow_timeout < duration::zero()) bad_config("borrow_timeout must not be negative");
+    if (c.statement_timeout < duration::zero()) bad_config("statement_timeout must not be negative");
+}
+
+respool::pool_options options_of(const pool_config& c) {
+    respool::pool_options o;
+    o.min = c.min_idle;
+    o.max = c.max;
+    o.acquire_timeout = c.borrow_timeout;
+    o.max_waiters = c.max_waiters;
+    o.thread_safe = c.thread_safe;
+    o.idle_ttl = c.idle_ttl;
+    o.acquire_ttl = c.acquire_ttl;
+    o.max_lifetime = c.max_lifetime;
+    o.health_check_on_borrow = c.health_check_on_borrow;
+    o.validate_after = c.validate_after;
+    o.healthcheck_interval = c.healthcheck_interval;
+    o.create_timeout = c.connect_timeout + std::chrono::seconds(5);  // the connect's own deadline comes first
+    o.check_timeout = c.check_timeout;
+    o.reset_timeout = c.reset_timeout;
+    o.create_retry_initial = c.connect_retry_initial;
+    o.create_retry_max = c.connect_retry_max;
+    return o;
+}
+
+hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner, asio::any_io_executor ex) {
+    hooks<connection> h;
+    h.factory = [info = c.conninfo, timeout = c.connect_timeout, mode = c.statements,
+                 capacity = c.statement_cache_capacity,
+                 statement_timeout = c.statement_timeout]() -> asio::awaitable<connection> {
+        connection conn(co_await asio::this_coro::executor);
+        auto [ec] = co_await conn.async_connect(info, timeout, asio::as_tuple(asio::use_awaitable));
+        if (ec) throw boost::system::system_error(ec, conn.last_error().message);
+        conn.set_statement_mode(mode, capacity);
+        conn.set_statement_timeout(statement_timeout);
+        co_return conn;
+    };
+    auto ping = [query = c.validation_query](connection& conn) -> asio::awaitable<bool> {
+        if (!conn.alive_nowait()) co_return false;
+        auto [ec, r] = co_await conn.async_query(query, asio::as_tuple(asio::use_awaitable));
+        co_return !ec;
+    };
+    h.validate = ping;
+    h.healthcheck = ping;
+    h.before_acquire = [](connection& conn) { return conn.alive_nowait(); };
+    h.needs_reset = [policy = c.reset, statement_timeout = c.statement_timeout](connection& conn) {
+        conn.set_statement_timeout(statement_timeout);  // a borrower's own deadline ends with its lease
+        return conn.failover_detected() || conn.needs_reset(policy);
+    };
+    h.before_release = [policy = c.reset, owner, ex](connection& conn) -> asio::awaitable<bool> {
+        if (conn.failover_detected()) {
+            // The server was demoted: what was connected before now may point at it too.
+            asio::post(ex, [owner] {
+                if (auto s = owner.lock(); s && s->p) s->p->retire_all();
+            });
+            co_return false;
+        }
+        auto [ec] = co_await conn.async_reset(policy, asio::as_tuple(asio::use_awaitable));
+        co_return !ec;
+    };
+    return h;
+}
+
+// What an exhausted acquire says about the pool (no credentials: counts only).
+std::string describe(const pool_stats& s) {
+    return "no connection free within the borrow timeout: " + std::to_string(s.active) + " in use of max " +
+           std::to_string(s.max) + ", " + std::to_string(s.idle) + " idle, " + std::to_string(s.waiting) +
+           " waiting, " + std::to_string(s.creating) + " connecting, circuit " +
+           (s.circuit == circuit_state::closed ? "closed" : s.circuit == circuit_state::open ? "open" : "half-open");
+}
+
+error_code code_of(const std::exception_ptr& e) {
+    if (!e) return {};
+    try {
+        std::rethrow_exception(e);
+    } catch (const boost::system::system_error& se) {
+        return se.code();
+    } catch (...) {
+        return {};
+    }
+}
+
+using query_handler = asio::any_completion_handler<void(error_code, result)>;
+
+// pool::async_query: acquire, query, give back, complete.
+struct pool_query {
+    pool_query(std::shared_ptr<pool_state> st, query_handler h, std::string q, std::optional<params> pr)
+        : s(std::move(st)), handler(std::move(h)), sql(std::move(q)), p(std::move(pr)) {}
+    std::shared_ptr<pool_state> s;
+    query_handler handler;
+    std::string sql;
+    std::optional<params> p;
+    lease<connection> l;
+
+    static void deliver(const std::shared_ptr<pool_query>& op, error_code ec, result r) {
+        auto h = std::move(op->handler);
+        asio::dispatch(asio::append(std::move(h), ec, std::move(r)));  // on the handler's executor
+    }
+};
+
+}  // namespace
+
+namespace detail {
+
+asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s) {
+    respool::diagnostics diag;
+    auto [ec, l] = co_await s->p->async_acquire(s->cfg.borrow_timeout, diag, asio::as_tuple(asio::use_awaitable));
+    if (ec == respool::errc::timeout) throw boost::system::system_error(respool::errc::exhausted, describe(s->p->stats()));
+    if (ec) throw boost::system::system_error(ec, diag.message);
+    co_return std::move(l);
+}
+
+asio::awaitable<void> begin(connection& c, const transaction_options& o) {
+    std::string sql = "BEGIN";
+    switch (o.level) {
+    case isolation::server_default: break;
+    case isolation::read_committed: sql += " ISOLATION LEVEL READ COMMITTED"; break;
+    case isolation::repeatable_read: sql += " ISOLATION LEVEL REPEATABLE READ"; break;
+    case isolation::serializable: sql += " ISOLATION LEVEL SERIALIZABLE"; break;
+    }
+    if (o.read_only) sql += " READ ONLY";
+    auto [ec, r] = co_await c.async_query(std::move(sql), asio::as_tuple(asio::use_awaitable));
+    if (ec) throw boost::system::system_error(ec, c.last_error().message);
+}
+
+asio::awaitable<void> commit(connection& c) {
+    auto [ec, r] = co_await c.async_query("COMMIT", asio::as_tuple(asio::use_awaitable));
+    if (ec) throw boost::system::system_error(ec, c.last_error().message);
+    // The server ends a failed transaction's COMMIT as a rollback, without an error.
+    if (r.command_tag() == "ROLLBACK")
+        throw boost::system::system_error(sqlstate_error("25P02"),
+                                          "COMMIT rolled back the transaction: a statement in it failed");
+}
+
+asio::awaitable<bool> recover(connection& c, std::exception_ptr error, bool attempts_left) {
+    const error_code ec = code_of(error);
+    if (ec == condition::connection_broken || !c.is_open()) co_return false;
+    const auto st = c.transaction_state();
+    if (st == transaction_status::in_transaction || st == transaction_status::in_error) {
+        auto [rollback, r] = co_await c.async_query("ROLLBACK", asio::as_tuple(asio::use_awaitable));
+        if (rollback) co_return false;  // the release resets the connection or closes it
+    }
+    co_return attempts_left && (ec == condition::serialization_failure || ec == condition::deadlock);
+}
+
+void settle(lease<connection>& l, const std::exception_ptr& error) noexcept {
+    if (error && code_of(error) == condition::connection_broken)
+        l.poison();
+    else
+        l.release();
+}
+
+}  // namespace detail
+
+pool::pool(executor_type ex, pool_config cfg) : state_(std::make_shared<pool_state>()) {
+    check(cfg);
+    state_->cfg = std::move(cfg);
+    state_->p.emplace(ex, options_of(state_->cfg), hooks_of(state_->cfg, state_, ex));
+    if (state_->cfg.circuit)
+        state_->p->set_circuit_strategy(std::make_shared<failure_threshold_strategy>(*state_->cfg.circuit));
+}
+pool::~pool() {
+    close();
+}
+pool::pool(pool&&) noexcept = default;
+pool& pool::operator=(pool&& o) noexcept {
+    if (this != &o) {
+        close();
+        state_ = std::move(o.state_);
+    }
+    return *this;
+}
+
+pool::executor_type pool::get_executor() const noexcept {
+    return state_->p->get_executor();
+}
+const pool_config& pool::config() const noexcept {
+    return state_->cfg;
+}
+pool_stats pool::stats() const noexcept {
+    return state_->p->stats();
+}
+circuit_state pool::state() const {
+    return state_->p->state();
+}
+void pool::retire_all() noexcept {
+    state_->p->retire_all();
+}
+void pool::close() noexcept {
+    if (state_ && state_->p) state_->p->close();
+}
+respool::pool<connection>& pool::base() noexcept {
+    return *state_->p;
+}
+
+void pool::start_acquire(duration timeout, respool::diagnostics* diag,
+                         asio::any_completion_handler<void(error_code, lease<connection>)> handler) {
+    auto slot = handler.get_cancellation_slot();
+    auto done = [s = state_, diag, h = std::move(handler)](error_code ec, lease<connection> l) mutable {
+        if (ec == respool::errc::timeout) {
+            ec = respool::errc::exhausted;
+            if (diag) diag->message = describe(s->p->stats());
+        }
+        asio::dispatch(asio::append(std::move(h), ec, std::move(l)));
+    };
+    if (diag)
+        state_->p->async_acquire(timeout, *diag, asio::bind_cancellation_slot(slot, std::move(done)));
+    else
+        state_->p->async_acquire(timeout, asio::bind_cancellation_slot(slot, std::move(done)));
+}
+
+void pool::start_query(std::string sql, std::optional<params> p, query_handler handler) {
+    auto op = std::make_shared<pool_query>(state_, std::move(handler), std::move(sql), std::move(p));
+    auto slot = op->handler.get_cancellation_slot();
+    state_->p->async_acquire(
+        state_->cfg.borrow_timeout, asio::bind_cancellation_slot(slot, [op](error_code ec, lease<connection> l) {
+            if (ec) return pool_query::deliver(op, ec == respool::errc::timeout ? respool::errc::exhausted : ec, {});
+            op->l = std::move(l);
+            auto done = [op](error_code qec, result r) {
+                if (qec == condition::connection_broken)
+                    op->l.poison();
+                else
+                    op->l.release();  // reset on the way back when the statement changed the session
+                pool_query::deliver(op, qec, std::move(r));
+            };
+            auto qslot = op->handler.get_cancellation_slot();
+            if (op->p)
+                op->l->async_query(std::move(op->sql), std::move(*op->p),
+                                   asio::bind_cancellation_slot(qslot, std::move(done)));
+            else
+                op->l->async_query(std::move(op->sql), asio::bind_cancellation_slot(qslot, std::move(done)));
+        }));
+}
+
+}  // namespace respool::pg

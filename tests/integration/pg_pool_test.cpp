@@ -1,0 +1,432 @@
+// respool::pg::pool against a real PostgreSQL server (the pg_cluster fixture): SPEC §2 defaults, queries
+// on the pool, with_connection and transaction (commit, rollback, retry of serialization failures),
+// poisoning only on connection-level failures, and the reset on return (nothing of a borrower's
+// session reaches the next one; a clean release costs no round trip: the server's last statement of
+// that backend is still the borrower's). Each pool tags its connections with an application_name,
+// so an admin connection can count them in pg_stat_activity. No step waits on a guessed time.
+#include "pg_test_support.hpp"
+
+#include <respool/pg/pool.hpp>
+
+#include <stdexcept>
+#include <vector>
+
+using namespace pg_test;
+using respool::error_code;
+
+namespace {
+
+class pg_pool : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (conninfo().empty()) GTEST_SKIP() << "RESPOOL_PG_CONNINFO_FILE not set: run through ctest -L integration";
+    }
+};
+
+pg::pool_config config(const std::string& app, std::size_t max = 4, std::size_t min_idle = 1) {
+    pg::pool_config c;
+    c.conninfo = tagged(app);
+    c.max = max;
+    c.min_idle = min_idle;
+    return c;
+}
+
+asio::awaitable<int> pid_of(pg::connection& c) {
+    auto r = co_await c.async_query("SELECT pg_backend_pid()", asio::use_awaitable);
+    co_return r.get<std::int32_t>(0, 0);
+}
+
+}  // namespace
+
+TEST_F(pg_pool, defaults_are_the_spec_s_and_min_idle_connections_are_made_at_once) {
+    const pg::pool_config d;
+    EXPECT_EQ(d.max, 16u);
+    EXPECT_EQ(d.min_idle, 2u);
+    EXPECT_EQ(d.borrow_timeout, std::chrono::seconds(5));
+    EXPECT_EQ(d.idle_ttl, std::chrono::seconds(300));
+    EXPECT_EQ(d.acquire_ttl, std::chrono::seconds(30));
+    EXPECT_EQ(d.validate_after, std::chrono::seconds(1));
+    EXPECT_TRUE(d.health_check_on_borrow);
+    EXPECT_TRUE(d.circuit.has_value()) << "the failure-threshold circuit is on";
+    EXPECT_EQ(d.statement_cache_capacity, 512u);
+    EXPECT_EQ(d.reset, pg::reset_policy::tracked);
+    run([]() -> asio::awaitable<void> {
+        pg::pool_config c;
+        c.conninfo = tagged("t_defaults");
+        pg::pool db(co_await asio::this_coro::executor, c);
+        auto [ready] = co_await db.async_wait_ready(asio::as_tuple(asio::use_awaitable));
+        EXPECT_FALSE(ready) << ready.message();
+        EXPECT_EQ(db.stats().idle, 2u);
+        admin a = co_await admin::open();
+        EXPECT_EQ(co_await a.backends("t_defaults"), 2);
+        EXPECT_EQ(db.state(), respool::circuit_state::closed);
+    });
+}
+
+TEST_F(pg_pool, a_query_on_the_pool_borrows_runs_and_returns) {
+    run([]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, config("t_query"));
+        pg::result r = co_await db.async_query("SELECT $1::int + 1 AS n, $2::text AS s", pg::params(41, "x"),
+                                               asio::use_awaitable);
+        EXPECT_EQ(r.get<std::int32_t>(0, 0), 42);
+        EXPECT_EQ(r.get<std::string>(0, 1), "x");
+        r = co_await db.async_query("SELECT 1; SELECT 2 AS two", asio::use_awaitable);
+        EXPECT_EQ(r.get<std::int32_t>(0, 0), 2);
+        const auto s = db.stats();
+        EXPECT_EQ(s.acquires, 2u);
+        EXPECT_EQ(s.active, 0u) << "returned";
+        EXPECT_EQ(s.poisoned, 0u);
+    });
+}
+
+TEST_F(pg_pool, an_sql_error_or_the_callers_exception_never_poisons_the_connection) {
+    run([]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, config("t_sqlerr", 1, 1));
+        co_await db.async_query("CREATE TABLE IF NOT EXISTS pool_unique (id int PRIMARY KEY)", asio::use_awaitable);
+        co_await db.async_query("DELETE FROM pool_unique", asio::use_awaitable);
+        const int before = co_await db.with_connection(pid_of, asio::use_awaitable);
+        auto [ec, r] = co_await db.async_query("INSERT INTO pool_unique VALUES (1), (1)",
+                                               asio::as_tuple(asio::use_awaitable));
+        EXPECT_EQ(ec, pg::condition::unique_violation) << ec.message();
+        auto [e2, r2] = co_await db.async_query("SELEC 1", asio::as_tuple(asio::use_awaitable));
+        EXPECT_EQ(e2, pg::condition::syntax_error);
+        bool threw = false;
+        try {
+            co_await db.with_connection(
+                [](pg::connection&) -> asio::awaitable<void> { throw std::runtime_error("handler bug"); },
+                asio::use_awaitable);
+        } catch (const std::runtime_error&) {
+            threw = true;
+        }
+        EXPECT_TRUE(threw);
+        EXPECT_EQ(co_await db.with_connection(pid_of, asio::use_awaitable), before) << "the same connection";
+        EXPECT_EQ(db.stats().poisoned, 0u);
+        EXPECT_EQ(db.stats().destructions, 0u);
+    });
+}
+
+TEST_F(pg_pool, a_connection_level_failure_poisons_the_connection_and_the_pool_replaces_it) {
+    run([]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, config("t_poison", 1, 1));
+        const int first = co_await db.with_connection(pid_of, asio::use_awaitable);
+        // The backend ends itself: FATAL 57P01 (admin_shutdown), a connection-level failure.
+        bool broken = false;
+        try {
+            co_await db.with_connection(
+                [](pg::connection& c) -> asio::awaitable<void> {
+                    co_await c.async_query("SELECT pg_terminate_backend(pg_backend_pid())", asio::use_awaitable);
+                },
+                asio::use_awaitable);
+        } catch (const boost::system::system_error& e) {
+            broken = e.code() == pg::condition::connection_broken;
+        }
+        EXPECT_TRUE(broken);
+        EXPECT_EQ(db.stats().poisoned, 1u);
+        const int second = co_await db.with_connection(pid_of, asio::use_awaitable);
+        EXPECT_NE(second, first) << "a new connection";
+    });
+}
+
+TEST_F(pg_pool, a_transaction_commits_or_rolls_back_and_the_exception_goes_on) {
+    run([]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, config("t_tx", 2, 1));
+        co_await db.async_query("CREATE TABLE IF NOT EXISTS pool_tx (id int PRIMARY KEY); DELETE FROM pool_tx",
+                                asio::use_awaitable);
+        co_await db.transaction(
+            [](pg::connection& c) -> asio::awaitable<void> {
+                co_await c.async_query("INSERT INTO pool_tx VALUES ($1)", pg::params(1), asio::use_awaitable);
+            },
+            {}, asio::use_awaitable);
+        bool threw = false;
+        try {
+            co_await db.transaction(
+                [](pg::connection& c) -> asio::awaitable<void> {
+                    co_await c.async_query("INSERT INTO pool_tx VALUES ($1)", pg::params(2), asio::use_awaitable);
+                    throw std::runtime_error("changed my mind");
+                },
+                {}, asio::use_awaitable);
+        } catch (const std::runtime_error&) {
+            threw = true;
+        }
+        EXPECT_TRUE(threw);
+        const int n = co_await db.transaction(
+            [](pg::connection& c) -> asio::awaitable<int> {
+                auto r = co_await c.async_query("SELECT count(*)::int FROM pool_tx", asio::use_awaitable);
+                co_return r.get<std::int32_t>(0, 0);
+            },
+            {.level = pg::isolation::repeatable_read, .read_only = true}, asio::use_awaitable);
+        EXPECT_EQ(n, 1) << "the first committed, the second rolled back";
+        // A read-only transaction refuses writes (read_only, the borrower's own: no failover).
+        auto [e] = co_await db.transaction(
+            [](pg::connection& c) -> asio::awaitable<void> {
+                co_await c.async_query("INSERT INTO pool_tx VALUES (3)", asio::use_awaitable);
+            },
+            {.read_only = true}, asio::as_tuple(asio::use_awaitable));
+        EXPECT_TRUE(e);
+        EXPECT_EQ(db.stats().poisoned, 0u);
+        EXPECT_EQ(db.stats().replaced, 0u) << "a read-only transaction of one's own is not a failover";
+    });
+}
+
+TEST_F(pg_pool, a_commit_the_server_turned_into_a_rollback_is_an_error) {
+    run([]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, config("t_commit_rb", 1, 1));
+        bool reported = false;
+        try {
+            co_await db.transaction(
+                [](pg::connection& c) -> asio::awaitable<void> {
+                    auto [ec, r] = co_await c.async_query("SELECT 1/0", asio::as_tuple(asio::use_awaitable));
+                    EXPECT_TRUE(ec);  // swallowed by the function: the transaction is aborted all the same
+                },
+                {}, asio::use_awaitable);
+        } catch (const boost::system::system_error& e) {
+            reported = pg::sqlstate_of(e.code()) == "25P02";
+        }
+        EXPECT_TRUE(reported);
+    });
+}
+
+// A real serialization failure: in REPEATABLE READ the transaction reads a row, another session
+// updates it and commits, then the transaction's own update fails with 40001. The second attempt
+// (a new snapshot) succeeds.
+TEST_F(pg_pool, a_serialization_failure_is_retried_within_the_bound) {
+    run([]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, config("t_retry", 2, 1));
+        admin other = co_await admin::open();
+        co_await other.query(
+            "CREATE TABLE IF NOT EXISTS pool_retry (id int PRIMARY KEY, v int); DELETE FROM pool_retry; INSERT INTO "
+            "pool_retry VALUES (1, 0)");
+        int attempts = 0;
+        auto body = [&](pg::connection& c) -> asio::awaitable<void> {
+            ++attempts;
+            co_await c.async_query("SELECT v FROM pool_retry WHERE id = 1", asio::use_awaitable);
+            if (attempts == 1) co_await other.query("UPDATE pool_retry SET v = v + 100 WHERE id = 1");
+            co_await c.async_query("UPDATE pool_retry SET v = v + 1 WHERE id = 1", asio::use_awaitable);
+        };
+        co_await db.transaction(body, {.level = pg::isolation::repeatable_read, .max_attempts = 3},
+                                asio::use_awaitable);
+        EXPECT_EQ(attempts, 2);
+        EXPECT_EQ(co_await other.count("SELECT v FROM pool_retry WHERE id = 1"), 101);
+        // Without attempts left the failure reaches the caller, as serialization_failure.
+        attempts = 0;
+        bool failed = false;
+        try {
+            co_await db.transaction(body, {.level = pg::isolation::repeatable_read}, asio::use_awaitable);
+        } catch (const boost::system::system_error& e) {
+            failed = e.code() == pg::condition::serialization_failure;
+        }
+        EXPECT_TRUE(failed);
+        EXPECT_EQ(attempts, 1);
+        EXPECT_EQ(db.stats().poisoned, 0u);
+    });
+}
+
+TEST_F(pg_pool, a_dirty_session_never_reaches_the_next_borrower) {
+    run([]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, config("t_dirty", 1, 1));
+        const int pid = co_await db.with_connection(
+            [](pg::connection& c) -> asio::awaitable<int> {
+                co_await c.async_query(
+                    "SET search_path = nowhere, public; CREATE TEMP TABLE scratch (x int); "
+                    "SELECT pg_advisory_lock(4242); LISTEN somewhere; PREPARE mine AS SELECT 1; "
+                    "SELECT set_config('work_mem', '77MB', false)",
+                    asio::use_awaitable);
+                co_await c.async_query("BEGIN; INSERT INTO scratch VALUES (1)", asio::use_awaitable);  // left open
+                co_return co_await pid_of(c);
+            },
+            asio::use_awaitable);
+        co_await db.with_connection(
+            [pid](pg::connection& c) -> asio::awaitable<void> {
+                EXPECT_EQ(co_await pid_of(c), pid) << "the same connection, reset rather than replaced";
+                EXPECT_EQ(c.transaction_state(), pg::transaction_status::idle);
+                auto r = co_await c.async_query(
+                    "SELECT current_setting('search_path'), to_regclass('pg_temp.scratch') IS NULL, "
+                    "(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()), "
+                    "(SELECT count(*) FROM pg_listening_channels()), "
+                    "(SELECT count(*) FROM pg_prepared_statements WHERE from_sql), current_setting('work_mem')",
+                    asio::use_awaitable);
+                EXPECT_EQ(r.text(0, 0), "\"$user\", public");
+                EXPECT_TRUE(r.get<bool>(0, 1)) << "the temporary table is gone";
+                EXPECT_EQ(r.get<std::int64_t>(0, 2), 0) << "the advisory lock is released";
+                EXPECT_EQ(r.get<std::int64_t>(0, 3), 0) << "no LISTEN left";
+                EXPECT_EQ(r.get<std::int64_t>(0, 4), 0) << "the hand-made statement is gone";
+                EXPECT_EQ(r.text(0, 5), "4MB") << "set_config undone";
+            },
+            asio::use_awaitable);
+        EXPECT_EQ(db.stats().broken, 0u);
+        EXPECT_EQ(db.stats().destructions, 0u);
+    });
+}
+
+// The server's pg_stat_activity.query keeps the last statement a backend ran: after a clean release
+// it is still the borrower's (no ROLLBACK, no reset was sent); after a dirty one it is the reset.
+TEST_F(pg_pool, a_clean_release_costs_no_round_trip) {
+    run([]() -> asio::awaitable<void> {
+        auto c = config("t_clean", 1, 1);
+        c.validate_after = std::chrono::hours(1);  // no validation query in the way
+        pg::pool db(co_await asio::this_coro::executor, c);
+        admin a = co_await admin::open();
+        const int pid = co_await db.with_connection(
+            [](pg::connection& conn) -> asio::awaitable<int> {
+                const int p = co_await pid_of(conn);
+                co_await conn.async_query("SELECT 'marker-clean'", asio::use_awaitable);
+                co_return p;
+            },
+            asio::use_awaitable);
+        auto last = [&]() -> asio::awaitable<std::string> {
+            auto r = co_await a.query("SELECT query FROM pg_stat_activity WHERE pid = " + std::to_string(pid));
+            co_return r.text(0, 0);
+        };
+        EXPECT_EQ(co_await last(), "SELECT 'marker-clean'");
+        co_await db.async_query("SET statement_timeout = '1min'", asio::use_awaitable);
+        // The reset runs on the way back, after the query completed: wait for the server to see it.
+        co_await a.wait_until([&](admin&) -> asio::awaitable<bool> {
+            co_return (co_await last()).find("RESET ALL") != std::string::npos;
+        });
+        co_await db.async_query("SELECT 'marker-again'", asio::use_awaitable);
+        EXPECT_EQ(co_await last(), "SELECT 'marker-again'") << "clean again after the reset";
+    });
+}
+
+// A statement still running at release is cancelled on the server and drained; the connection is
+// lent again, not replaced.
+TEST_F(pg_pool, a_connection_released_mid_statement_is_cancelled_and_drained) {
+    run([]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, config("t_midq", 1, 1));
+        admin a = co_await admin::open();
+        error_code abandoned = pg::error::busy;
+        int pid = 0;
+        {
+            auto l = co_await db.async_acquire(asio::use_awaitable);
+            pid = co_await pid_of(*l);
+            l->async_query("SELECT pg_sleep(30)", [&](error_code ec, pg::result) { abandoned = ec; });
+        }  // released with the statement running
+        auto l = co_await db.async_acquire(asio::use_awaitable);
+        EXPECT_EQ(co_await pid_of(*l), pid) << "drained, not replaced";
+        EXPECT_EQ(abandoned, asio::error::operation_aborted);
+        EXPECT_EQ(co_await a.count("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' "
+                                   "AND state = 'active'"),
+                  0);
+    });
+}
+
+// A backend terminated while idle in the pool is found dead before hand-out by reading what the
+// socket holds (no validation query: validate_after is an hour) and replaced; the borrower never
+// sees it.
+TEST_F(pg_pool, a_terminated_idle_connection_is_replaced_without_a_round_trip) {
+    run([]() -> asio::awaitable<void> {
+        auto c = config("t_term_idle", 2, 1);
+        c.validate_after = std::chrono::hours(1);
+        pg::pool db(co_await asio::this_coro::executor, c);
+        admin a = co_await admin::open();
+        const int pid = co_await db.with_connection(pid_of, asio::use_awaitable);
+        co_await a.query("SELECT pg_terminate_backend(" + std::to_string(pid) + ")");
+        co_await a.wait_until([pid](admin& x) -> asio::awaitable<bool> {
+            co_return co_await x.count("SELECT count(*) FROM pg_stat_activity WHERE pid = " + std::to_string(pid)) == 0;
+        });
+        const int next = co_await db.with_connection(pid_of, asio::use_awaitable);
+        EXPECT_NE(next, pid);
+        EXPECT_EQ(db.stats().rejected, 1u) << "before_acquire (alive_nowait) said no";
+    });
+}
+
+TEST_F(pg_pool, the_statement_cache_prepares_once_and_deallocates_what_it_evicts) {
+    run([]() -> asio::awaitable<void> {
+        auto c = config("t_cache", 1, 1);
+        c.statement_cache_capacity = 2;
+        pg::pool db(co_await asio::this_coro::executor, c);
+        co_await db.with_connection(
+            [](pg::connection& conn) -> asio::awaitable<void> {
+                for (int round = 0; round < 2; ++round)
+                    for (int k = 1; k <= 3; ++k) {
+                        auto r = co_await conn.async_query("SELECT $1::int * " + std::to_string(k), pg::params(2),
+                                                           asio::use_awaitable);
+                        EXPECT_EQ(r.get<std::int32_t>(0, 0), 2 * k);
+                    }
+                EXPECT_EQ(conn.cached_statements(), 2u);
+                auto r = co_await conn.async_query("SELECT count(*) FROM pg_prepared_statements WHERE NOT from_sql",
+                                                   asio::use_awaitable);
+                EXPECT_EQ(r.get<std::int64_t>(0, 0), 2) << "evicted statements are deallocated on the server";
+            },
+            asio::use_awaitable);
+    });
+}
+
+// A cached statement whose table changed shape fails with 0A000 on the server; outside a
+// transaction it is prepared again and run once more, transparently; inside one the error stands.
+TEST_F(pg_pool, a_stale_cached_statement_is_prepared_again_outside_a_transaction) {
+    run([]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, config("t_stale", 1, 1));
+        co_await db.with_connection(
+            [](pg::connection& c) -> asio::awaitable<void> {
+                co_await c.async_query("DROP TABLE IF EXISTS pool_stale; CREATE TABLE pool_stale (id int, a text); "
+                                       "INSERT INTO pool_stale VALUES (1, 'x')",
+                                       asio::use_awaitable);
+                const std::string q = "SELECT * FROM pool_stale WHERE id = $1";
+                auto r = co_await c.async_query(q, pg::params(1), asio::use_awaitable);
+                EXPECT_EQ(r.columns(), 2u);
+                co_await c.async_query("ALTER TABLE pool_stale ADD COLUMN b int", asio::use_awaitable);
+                r = co_await c.async_query(q, pg::params(1), asio::use_awaitable);
+                EXPECT_EQ(r.columns(), 3u) << "prepared again, transparently";
+                co_await c.async_query("ALTER TABLE pool_stale ADD COLUMN d int", asio::use_awaitable);
+                co_await c.async_query("BEGIN", asio::use_awaitable);
+                auto [ec, r2] = co_await c.async_query(q, pg::params(1), asio::as_tuple(asio::use_awaitable));
+                EXPECT_EQ(pg::sqlstate_of(ec), "0A000") << "in a transaction the error stands";
+                co_await c.async_query("ROLLBACK", asio::use_awaitable);
+                r = co_await c.async_query(q, pg::params(1), asio::use_awaitable);
+                EXPECT_EQ(r.columns(), 4u);
+            },
+            asio::use_awaitable);
+    });
+}
+
+TEST_F(pg_pool, unnamed_statements_leave_nothing_prepared_for_pgbouncer) {
+    run([]() -> asio::awaitable<void> {
+        auto c = config("t_unnamed", 1, 1);
+        c.statements = pg::statement_mode::unnamed;
+        pg::pool db(co_await asio::this_coro::executor, c);
+        auto r = co_await db.async_query("SELECT $1::int", pg::params(5), asio::use_awaitable);
+        EXPECT_EQ(r.get<std::int32_t>(0, 0), 5);
+        r = co_await db.async_query("SELECT count(*) FROM pg_prepared_statements", pg::params(), asio::use_awaitable);
+        EXPECT_EQ(r.get<std::int64_t>(0, 0), 0);
+    });
+}
+
+TEST_F(pg_pool, an_exhausted_acquire_says_how_the_pool_stood) {
+    run([]() -> asio::awaitable<void> {
+        auto c = config("t_exhausted", 1, 1);
+        c.borrow_timeout = std::chrono::milliseconds(50);
+        pg::pool db(co_await asio::this_coro::executor, c);
+        auto held = co_await db.async_acquire(asio::use_awaitable);
+        respool::diagnostics diag;
+        auto [ec, l] = co_await db.async_acquire(c.borrow_timeout, &diag, asio::as_tuple(asio::use_awaitable));
+        EXPECT_EQ(ec, respool::errc::exhausted);
+        EXPECT_NE(diag.message.find("1 in use of max 1"), std::string::npos) << diag.message;
+        bool thrown = false;
+        try {
+            co_await db.with_connection(pid_of, asio::use_awaitable);
+        } catch (const boost::system::system_error& e) {
+            thrown = e.code() == respool::errc::exhausted && std::string(e.what()).find("max 1") != std::string::npos;
+        }
+        EXPECT_TRUE(thrown);
+    });
+}
+
+TEST_F(pg_pool, bad_settings_are_named_and_the_password_is_masked) {
+    asio::io_context io;
+    pg::pool_config c;
+    c.conninfo = "host=127.0.0.1 password=hunter2 bogus_option=1";
+    try {
+        pg::pool db(io.get_executor(), c);
+        ADD_FAILURE() << "accepted";
+    } catch (const std::invalid_argument& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("conninfo"), std::string::npos) << m;
+        EXPECT_NE(m.find("bogus_option"), std::string::npos) << m;
+        EXPECT_EQ(m.find("hunter2"), std::string::npos) << m;
+    }
+    c = {};
+    c.conninfo = conninfo();
+    c.min_idle = 20;
+    EXPECT_THROW(pg::pool(io.get_executor(), c), std::invalid_argument);
+}
