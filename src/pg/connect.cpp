@@ -195,7 +195,8 @@ void connection::start_connect(std::string conninfo, std::chrono::steady_clock::
     auto slot = op->handler.get_cancellation_slot();
     if (slot.is_connected())  // a pool's create_timeout or close(): end the connect now
         slot.assign([weak = std::weak_ptr<connect_op>(op)](asio::cancellation_type) {
-            if (auto o = weak.lock(); o && !o->done) o->fail(asio::error::operation_aborted, "connect cancelled");
+            if (auto o = weak.lock(); o && !o->done)
+                o->fail(asio::error::operation_aborted, "connect cancelled");
         });
     c.timer.expires_after(timeout);
     c.timer.async_wait([weak = std::weak_ptr<connect_op>(op)](boost::system::error_code ec) {

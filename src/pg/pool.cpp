@@ -52,8 +52,8 @@ void check(const pool_config& c) {
     PQconninfoFree(o);
     if (c.max == 0) bad_config("max must be at least 1");
     if (c.min_idle > c.max)
-        bad_config("min_idle (" + std::to_string(c.min_idle) + ") must not exceed max (" + std::to_string(c.max) +
-                   ")");
+        bad_config("min_idle (" + std::to_string(c.min_idle) + ") must not exceed max (" +
+                   std::to_string(c.max) + ")");
     if (c.connect_timeout <= duration::zero()) bad_config("connect_timeout must be positive");
     if (c.borrow_timeout < duration::zero()) bad_config("borrow_timeout must not be negative");
     if (c.statement_timeout < duration::zero()) bad_config("statement_timeout must not be negative");
@@ -123,7 +123,9 @@ std::string describe(const pool_stats& s) {
     return "no connection free within the borrow timeout: " + std::to_string(s.active) + " in use of max " +
            std::to_string(s.max) + ", " + std::to_string(s.idle) + " idle, " + std::to_string(s.waiting) +
            " waiting, " + std::to_string(s.creating) + " connecting, circuit " +
-           (s.circuit == circuit_state::closed ? "closed" : s.circuit == circuit_state::open ? "open" : "half-open");
+           (s.circuit == circuit_state::closed ? "closed"
+            : s.circuit == circuit_state::open ? "open"
+                                               : "half-open");
 }
 
 error_code code_of(const std::exception_ptr& e) {
@@ -161,8 +163,10 @@ namespace detail {
 
 asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s) {
     respool::diagnostics diag;
-    auto [ec, l] = co_await s->p->async_acquire(s->cfg.borrow_timeout, diag, asio::as_tuple(asio::use_awaitable));
-    if (ec == respool::errc::timeout) throw boost::system::system_error(respool::errc::exhausted, describe(s->p->stats()));
+    auto [ec, l] =
+        co_await s->p->async_acquire(s->cfg.borrow_timeout, diag, asio::as_tuple(asio::use_awaitable));
+    if (ec == respool::errc::timeout)
+        throw boost::system::system_error(respool::errc::exhausted, describe(s->p->stats()));
     if (ec) throw boost::system::system_error(ec, diag.message);
     co_return std::move(l);
 }
@@ -270,8 +274,11 @@ void pool::start_query(std::string sql, std::optional<params> p, query_handler h
     auto op = std::make_shared<pool_query>(state_, std::move(handler), std::move(sql), std::move(p));
     auto slot = op->handler.get_cancellation_slot();
     state_->p->async_acquire(
-        state_->cfg.borrow_timeout, asio::bind_cancellation_slot(slot, [op](error_code ec, lease<connection> l) {
-            if (ec) return pool_query::deliver(op, ec == respool::errc::timeout ? respool::errc::exhausted : ec, {});
+        state_->cfg.borrow_timeout,
+        asio::bind_cancellation_slot(slot, [op](error_code ec, lease<connection> l) {
+            if (ec)
+                return pool_query::deliver(op, ec == respool::errc::timeout ? respool::errc::exhausted : ec,
+                                           {});
             op->l = std::move(l);
             auto done = [op](error_code qec, result r) {
                 if (qec == condition::connection_broken)

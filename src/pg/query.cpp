@@ -6,7 +6,12 @@
 // user's statement cannot abort them and theirs cannot touch the user's result).
 #include "connection_impl.hpp"
 
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/prefer.hpp>
+
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 namespace asio = boost::asio;
@@ -56,14 +61,49 @@ namespace {
 
 // How long the server gets to end a statement after a cancel request before the connection is closed.
 constexpr std::chrono::seconds cancel_drain_limit{5};
+// How long after a cancel request returned, the statement still running, the next one is sent.
+constexpr std::chrono::milliseconds cancel_resend{100};
 
 bool is_sqlstate(const error_code& ec, const char* s) {
     return ec == sqlstate_error(s);
 }
 
+// Where the threads that send cancel requests report back. The query closes it when it ends (or is
+// destroyed unrun with its io_context): a request returning later posts nothing.
+struct cancel_mailbox {
+    std::mutex m;
+    bool open = true;
+    int in_flight = 0;
+    asio::any_io_executor work;  // tracked while requests are out: the event loop waits for them
+    std::function<void()> on_return;
+
+    void started(const asio::any_io_executor& e) {
+        std::lock_guard lock(m);
+        if (in_flight++ == 0 && open) work = asio::prefer(e, asio::execution::outstanding_work.tracked);
+    }
+    void returned() {
+        std::lock_guard lock(m);
+        if (open && on_return) asio::post(work, on_return);
+        if (--in_flight == 0) work = {};
+    }
+    bool busy() {
+        std::lock_guard lock(m);
+        return in_flight > 0;
+    }
+    // Also lets the event loop go: a request that never returns (a server that swallows it) holds
+    // nothing once the query has ended without it.
+    void close() {
+        std::lock_guard lock(m);
+        open = false;
+        on_return = nullptr;
+        work = {};
+    }
+};
+
 struct query_op : std::enable_shared_from_this<query_op> {
     query_op(std::shared_ptr<connection::impl> i, query_handler h, std::string s, std::optional<params> q)
         : c(std::move(i)), handler(std::move(h)), sql(std::move(s)), p(std::move(q)) {}
+    ~query_op() { box->close(); }
     std::shared_ptr<connection::impl> c;
     query_handler handler;
     std::string sql;
@@ -72,6 +112,8 @@ struct query_op : std::enable_shared_from_this<query_op> {
     error_code first_error;
     error_code cancel_reason;  // set once a cancel was requested: the deadline, or Asio cancellation
     bool done = false;
+    bool statement_ended = false;  // after a cancel: the reply is read, cancel requests still out
+    std::shared_ptr<cancel_mailbox> box = std::make_shared<cancel_mailbox>();
 
     // What the server answers, in order: the part of the round trip each result belongs to.
     enum class part : std::uint8_t { rows, prepare, deallocate, sync };
@@ -88,7 +130,9 @@ struct query_op : std::enable_shared_from_this<query_op> {
 
     void finish(error_code ec) {
         done = true;
+        box->close();
         c->stmt_timer.cancel();
+        if (cancel_reason) c->timer.cancel();
         auto slot = handler.get_cancellation_slot();
         if (slot.is_connected()) slot.clear();
         // The server's answer to our cancel (57014), or a connection closed because it did not drain:
@@ -99,33 +143,61 @@ struct query_op : std::enable_shared_from_this<query_op> {
         complete(c->ex, std::move(handler), ec, std::move(out));
     }
 
-    // Asks the server to cancel the statement (PQcancel blocks: it opens a connection of its own, so it
-    // runs on a thread of its own), then keeps reading: the statement ends with 57014 and the connection
-    // is drained and usable. Should the server not end it within cancel_drain_limit, the connection is
-    // closed and the query completes with the reason.
+    // Asks the server to cancel the statement, then keeps reading: the statement ends with 57014 and
+    // the connection is drained and usable. A cancel request that reaches the backend before it has
+    // begun the statement is ignored by the server, so while the statement runs the request is sent
+    // again (cancel_resend after each returns). The query completes only when every request has
+    // returned: one still on its way could otherwise cancel the next borrower's statement. Should the
+    // server not end the statement within cancel_drain_limit, the connection is closed and the query
+    // completes with the reason.
     void request_cancel(error_code reason) {
         if (done || cancel_reason || !c->conn) return;
         cancel_reason = reason;
-        PGcancel* pc = PQgetCancel(c->conn);
-        if (pc) {
-            try {
-                std::thread([pc] {
-                    char err[256];
-                    (void)PQcancel(pc, err, sizeof err);
-                    PQfreeCancel(pc);
-                }).detach();
-            } catch (...) {  // no thread: the connection cannot be drained; close it
-                PQfreeCancel(pc);
-                pc = nullptr;
-            }
-        }
-        c->stmt_timer.expires_after(pc ? std::chrono::steady_clock::duration(cancel_drain_limit)
-                                       : std::chrono::steady_clock::duration::zero());
+        box->on_return = [weak = std::weak_ptr<query_op>(shared_from_this())] {
+            if (auto self = weak.lock()) self->cancel_returned();
+        };
+        const bool sent = send_cancel();
+        c->stmt_timer.expires_after(sent ? std::chrono::steady_clock::duration(cancel_drain_limit)
+                                         : std::chrono::steady_clock::duration::zero());
         c->stmt_timer.async_wait(
             [weak = std::weak_ptr<query_op>(shared_from_this())](boost::system::error_code ec) {
                 auto self = weak.lock();
                 if (ec || !self || self->done) return;
+                self->c->client_error("the server did not end the cancelled statement");
                 self->c->finish();  // the pending wait completes with an error: finish(connection_broken)
+            });
+    }
+    // PQcancel blocks (it opens a connection of its own): it runs on a thread of its own.
+    bool send_cancel() {
+        PGcancel* pc = c->conn ? PQgetCancel(c->conn) : nullptr;
+        if (!pc) return false;
+        box->started(c->ex);
+        try {
+            std::thread([pc, box = box] {
+                char err[256];
+                (void)PQcancel(pc, err, sizeof err);
+                PQfreeCancel(pc);
+                box->returned();
+            }).detach();
+        } catch (...) {  // no thread: the connection cannot be drained; it will be closed
+            PQfreeCancel(pc);
+            box->returned();
+            return false;
+        }
+        return true;
+    }
+    void cancel_returned() {
+        if (done) return;
+        if (statement_ended) {
+            if (!box->busy()) conclude();
+            return;
+        }
+        c->timer.expires_after(cancel_resend);
+        c->timer.async_wait(
+            [weak = std::weak_ptr<query_op>(shared_from_this())](boost::system::error_code ec) {
+                auto self = weak.lock();
+                if (!ec && self && !self->done && !self->statement_ended && !self->box->busy())
+                    self->send_cancel();
             });
     }
     void broke() {
@@ -280,6 +352,25 @@ struct query_op : std::enable_shared_from_this<query_op> {
         }
         if (PQstatus(c->conn) == CONNECTION_BAD) return broke();
         c->collect_notifications();  // a NOTIFY may have come in with the reply: kept for the next wait
+        if (cancel_reason && box->busy()) {  // cancel_returned concludes
+            statement_ended = true;
+            // Nothing else holds the query now: this wait does, until the requests return (then
+            // finish cancels it) or the drain limit passes.
+            c->timer.expires_at(c->stmt_timer.expiry());
+            c->timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+                if (ec || self->done) return;
+                self->c->client_error("the cancel request did not return");
+                self->c->finish();
+                self->finish(error::connection_broken);
+            });
+            return;
+        }
+        conclude();
+    }
+
+    // The reply is complete (and every cancel request has returned): the cache learns what happened,
+    // a stale statement is prepared again once, and the caller gets the outcome.
+    void conclude() {
         deallocating.clear();
         if (!preparing.empty() && !prepare_failed) c->cache.insert(c->key, std::move(preparing));
         if (p && c->mode == statement_mode::cache && !cancel_reason &&

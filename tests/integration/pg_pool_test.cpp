@@ -19,7 +19,8 @@ namespace {
 class pg_pool : public ::testing::Test {
 protected:
     void SetUp() override {
-        if (conninfo().empty()) GTEST_SKIP() << "RESPOOL_PG_CONNINFO_FILE not set: run through ctest -L integration";
+        if (conninfo().empty())
+            GTEST_SKIP() << "RESPOOL_PG_CONNINFO_FILE not set: run through ctest -L integration";
     }
 };
 
@@ -82,7 +83,8 @@ TEST_F(pg_pool, a_query_on_the_pool_borrows_runs_and_returns) {
 TEST_F(pg_pool, an_sql_error_or_the_callers_exception_never_poisons_the_connection) {
     run([]() -> asio::awaitable<void> {
         pg::pool db(co_await asio::this_coro::executor, config("t_sqlerr", 1, 1));
-        co_await db.async_query("CREATE TABLE IF NOT EXISTS pool_unique (id int PRIMARY KEY)", asio::use_awaitable);
+        co_await db.async_query("CREATE TABLE IF NOT EXISTS pool_unique (id int PRIMARY KEY)",
+                                asio::use_awaitable);
         co_await db.async_query("DELETE FROM pool_unique", asio::use_awaitable);
         const int before = co_await db.with_connection(pid_of, asio::use_awaitable);
         auto [ec, r] = co_await db.async_query("INSERT INTO pool_unique VALUES (1), (1)",
@@ -114,7 +116,8 @@ TEST_F(pg_pool, a_connection_level_failure_poisons_the_connection_and_the_pool_r
         try {
             co_await db.with_connection(
                 [](pg::connection& c) -> asio::awaitable<void> {
-                    co_await c.async_query("SELECT pg_terminate_backend(pg_backend_pid())", asio::use_awaitable);
+                    co_await c.async_query("SELECT pg_terminate_backend(pg_backend_pid())",
+                                           asio::use_awaitable);
                 },
                 asio::use_awaitable);
         } catch (const boost::system::system_error& e) {
@@ -130,8 +133,9 @@ TEST_F(pg_pool, a_connection_level_failure_poisons_the_connection_and_the_pool_r
 TEST_F(pg_pool, a_transaction_commits_or_rolls_back_and_the_exception_goes_on) {
     run([]() -> asio::awaitable<void> {
         pg::pool db(co_await asio::this_coro::executor, config("t_tx", 2, 1));
-        co_await db.async_query("CREATE TABLE IF NOT EXISTS pool_tx (id int PRIMARY KEY); DELETE FROM pool_tx",
-                                asio::use_awaitable);
+        co_await db.async_query(
+            "CREATE TABLE IF NOT EXISTS pool_tx (id int PRIMARY KEY); DELETE FROM pool_tx",
+            asio::use_awaitable);
         co_await db.transaction(
             [](pg::connection& c) -> asio::awaitable<void> {
                 co_await c.async_query("INSERT INTO pool_tx VALUES ($1)", pg::params(1), asio::use_awaitable);
@@ -141,7 +145,8 @@ TEST_F(pg_pool, a_transaction_commits_or_rolls_back_and_the_exception_goes_on) {
         try {
             co_await db.transaction(
                 [](pg::connection& c) -> asio::awaitable<void> {
-                    co_await c.async_query("INSERT INTO pool_tx VALUES ($1)", pg::params(2), asio::use_awaitable);
+                    co_await c.async_query("INSERT INTO pool_tx VALUES ($1)", pg::params(2),
+                                           asio::use_awaitable);
                     throw std::runtime_error("changed my mind");
                 },
                 {}, asio::use_awaitable);
@@ -194,7 +199,8 @@ TEST_F(pg_pool, a_serialization_failure_is_retried_within_the_bound) {
         pg::pool db(co_await asio::this_coro::executor, config("t_retry", 2, 1));
         admin other = co_await admin::open();
         co_await other.query(
-            "CREATE TABLE IF NOT EXISTS pool_retry (id int PRIMARY KEY, v int); DELETE FROM pool_retry; INSERT INTO "
+            "CREATE TABLE IF NOT EXISTS pool_retry (id int PRIMARY KEY, v int); DELETE FROM pool_retry; "
+            "INSERT INTO "
             "pool_retry VALUES (1, 0)");
         int attempts = 0;
         auto body = [&](pg::connection& c) -> asio::awaitable<void> {
@@ -231,7 +237,8 @@ TEST_F(pg_pool, a_dirty_session_never_reaches_the_next_borrower) {
                     "SELECT pg_advisory_lock(4242); LISTEN somewhere; PREPARE mine AS SELECT 1; "
                     "SELECT set_config('work_mem', '77MB', false)",
                     asio::use_awaitable);
-                co_await c.async_query("BEGIN; INSERT INTO scratch VALUES (1)", asio::use_awaitable);  // left open
+                co_await c.async_query("BEGIN; INSERT INTO scratch VALUES (1)",
+                                       asio::use_awaitable);  // left open
                 co_return co_await pid_of(c);
             },
             asio::use_awaitable);
@@ -243,7 +250,8 @@ TEST_F(pg_pool, a_dirty_session_never_reaches_the_next_borrower) {
                     "SELECT current_setting('search_path'), to_regclass('pg_temp.scratch') IS NULL, "
                     "(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()), "
                     "(SELECT count(*) FROM pg_listening_channels()), "
-                    "(SELECT count(*) FROM pg_prepared_statements WHERE from_sql), current_setting('work_mem')",
+                    "(SELECT count(*) FROM pg_prepared_statements WHERE from_sql), "
+                    "current_setting('work_mem')",
                     asio::use_awaitable);
                 EXPECT_EQ(r.text(0, 0), "\"$user\", public");
                 EXPECT_TRUE(r.get<bool>(0, 1)) << "the temporary table is gone";
@@ -274,7 +282,8 @@ TEST_F(pg_pool, a_clean_release_costs_no_round_trip) {
             },
             asio::use_awaitable);
         auto last = [&]() -> asio::awaitable<std::string> {
-            auto r = co_await a.query("SELECT query FROM pg_stat_activity WHERE pid = " + std::to_string(pid));
+            auto r =
+                co_await a.query("SELECT query FROM pg_stat_activity WHERE pid = " + std::to_string(pid));
             co_return r.text(0, 0);
         };
         EXPECT_EQ(co_await last(), "SELECT 'marker-clean'");
@@ -304,9 +313,10 @@ TEST_F(pg_pool, a_connection_released_mid_statement_is_cancelled_and_drained) {
         auto l = co_await db.async_acquire(asio::use_awaitable);
         EXPECT_EQ(co_await pid_of(*l), pid) << "drained, not replaced";
         EXPECT_EQ(abandoned, asio::error::operation_aborted);
-        EXPECT_EQ(co_await a.count("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' "
-                                   "AND state = 'active'"),
-                  0);
+        EXPECT_EQ(
+            co_await a.count("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' "
+                             "AND state = 'active'"),
+            0);
     });
 }
 
@@ -322,7 +332,8 @@ TEST_F(pg_pool, a_terminated_idle_connection_is_replaced_without_a_round_trip) {
         const int pid = co_await db.with_connection(pid_of, asio::use_awaitable);
         co_await a.query("SELECT pg_terminate_backend(" + std::to_string(pid) + ")");
         co_await a.wait_until([pid](admin& x) -> asio::awaitable<bool> {
-            co_return co_await x.count("SELECT count(*) FROM pg_stat_activity WHERE pid = " + std::to_string(pid)) == 0;
+            co_return co_await x.count("SELECT count(*) FROM pg_stat_activity WHERE pid = " +
+                                       std::to_string(pid)) == 0;
         });
         const int next = co_await db.with_connection(pid_of, asio::use_awaitable);
         EXPECT_NE(next, pid);
@@ -339,13 +350,13 @@ TEST_F(pg_pool, the_statement_cache_prepares_once_and_deallocates_what_it_evicts
             [](pg::connection& conn) -> asio::awaitable<void> {
                 for (int round = 0; round < 2; ++round)
                     for (int k = 1; k <= 3; ++k) {
-                        auto r = co_await conn.async_query("SELECT $1::int * " + std::to_string(k), pg::params(2),
-                                                           asio::use_awaitable);
+                        auto r = co_await conn.async_query("SELECT $1::int * " + std::to_string(k),
+                                                           pg::params(2), asio::use_awaitable);
                         EXPECT_EQ(r.get<std::int32_t>(0, 0), 2 * k);
                     }
                 EXPECT_EQ(conn.cached_statements(), 2u);
-                auto r = co_await conn.async_query("SELECT count(*) FROM pg_prepared_statements WHERE NOT from_sql",
-                                                   asio::use_awaitable);
+                auto r = co_await conn.async_query(
+                    "SELECT count(*) FROM pg_prepared_statements WHERE NOT from_sql", asio::use_awaitable);
                 EXPECT_EQ(r.get<std::int64_t>(0, 0), 2) << "evicted statements are deallocated on the server";
             },
             asio::use_awaitable);
@@ -359,9 +370,10 @@ TEST_F(pg_pool, a_stale_cached_statement_is_prepared_again_outside_a_transaction
         pg::pool db(co_await asio::this_coro::executor, config("t_stale", 1, 1));
         co_await db.with_connection(
             [](pg::connection& c) -> asio::awaitable<void> {
-                co_await c.async_query("DROP TABLE IF EXISTS pool_stale; CREATE TABLE pool_stale (id int, a text); "
-                                       "INSERT INTO pool_stale VALUES (1, 'x')",
-                                       asio::use_awaitable);
+                co_await c.async_query(
+                    "DROP TABLE IF EXISTS pool_stale; CREATE TABLE pool_stale (id int, a text); "
+                    "INSERT INTO pool_stale VALUES (1, 'x')",
+                    asio::use_awaitable);
                 const std::string q = "SELECT * FROM pool_stale WHERE id = $1";
                 auto r = co_await c.async_query(q, pg::params(1), asio::use_awaitable);
                 EXPECT_EQ(r.columns(), 2u);
@@ -387,7 +399,8 @@ TEST_F(pg_pool, unnamed_statements_leave_nothing_prepared_for_pgbouncer) {
         pg::pool db(co_await asio::this_coro::executor, c);
         auto r = co_await db.async_query("SELECT $1::int", pg::params(5), asio::use_awaitable);
         EXPECT_EQ(r.get<std::int32_t>(0, 0), 5);
-        r = co_await db.async_query("SELECT count(*) FROM pg_prepared_statements", pg::params(), asio::use_awaitable);
+        r = co_await db.async_query("SELECT count(*) FROM pg_prepared_statements", pg::params(),
+                                    asio::use_awaitable);
         EXPECT_EQ(r.get<std::int64_t>(0, 0), 0);
     });
 }
@@ -399,14 +412,16 @@ TEST_F(pg_pool, an_exhausted_acquire_says_how_the_pool_stood) {
         pg::pool db(co_await asio::this_coro::executor, c);
         auto held = co_await db.async_acquire(asio::use_awaitable);
         respool::diagnostics diag;
-        auto [ec, l] = co_await db.async_acquire(c.borrow_timeout, &diag, asio::as_tuple(asio::use_awaitable));
+        auto [ec, l] =
+            co_await db.async_acquire(c.borrow_timeout, &diag, asio::as_tuple(asio::use_awaitable));
         EXPECT_EQ(ec, respool::errc::exhausted);
         EXPECT_NE(diag.message.find("1 in use of max 1"), std::string::npos) << diag.message;
         bool thrown = false;
         try {
             co_await db.with_connection(pid_of, asio::use_awaitable);
         } catch (const boost::system::system_error& e) {
-            thrown = e.code() == respool::errc::exhausted && std::string(e.what()).find("max 1") != std::string::npos;
+            thrown = e.code() == respool::errc::exhausted &&
+                     std::string(e.what()).find("max 1") != std::string::npos;
         }
         EXPECT_TRUE(thrown);
     });

@@ -75,7 +75,8 @@ public:
     // Client backends connected with this application_name.
     asio::awaitable<std::int64_t> backends(const std::string& app) {
         co_return co_await count(
-            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND application_name = '" +
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND "
+            "application_name = '" +
             app + "'");
     }
     // Waits (polling every 10 ms, at most `limit`) until `pred` holds on the server.
@@ -84,7 +85,8 @@ public:
         asio::steady_timer t(c_.get_executor());
         for (auto end = std::chrono::steady_clock::now() + limit;;) {
             if (co_await pred(*this)) co_return;
-            if (std::chrono::steady_clock::now() > end) throw std::runtime_error("wait_until: the server never got there");
+            if (std::chrono::steady_clock::now() > end)
+                throw std::runtime_error("wait_until: the server never got there");
             t.expires_after(10ms);
             co_await t.async_wait(asio::use_awaitable);
         }

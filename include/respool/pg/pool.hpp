@@ -33,20 +33,22 @@ namespace respool::pg {
 struct pool_config {
     std::string conninfo;  // libpq keyword/value or URI; checked at construction (masked in every message)
     std::size_t max = 16;
-    std::size_t min_idle = 2;    // kept warm, re-created in the background after losses
+    std::size_t min_idle = 2;  // kept warm, re-created in the background after losses
     duration borrow_timeout = std::chrono::seconds(5);  // default acquire deadline: past it, errc::exhausted
-    std::size_t max_waiters = 0;   // 0 = unbounded; beyond it an acquire fails at once (exhausted)
-    duration idle_ttl = std::chrono::seconds(300);     // idle longer: closed (never below min_idle)
-    duration acquire_ttl = std::chrono::seconds(30);   // a lease held longer is reported (leak_suspected)
-    duration max_lifetime{};       // off; retire connections older than this (with jitter)
+    std::size_t max_waiters = 0;  // 0 = unbounded; beyond it an acquire fails at once (exhausted)
+    duration idle_ttl = std::chrono::seconds(300);    // idle longer: closed (never below min_idle)
+    duration acquire_ttl = std::chrono::seconds(30);  // a lease held longer is reported (leak_suspected)
+    duration max_lifetime{};                          // off; retire connections older than this (with jitter)
     bool health_check_on_borrow = true;
     duration validate_after = std::chrono::seconds(1);  // idle longer: validation_query before it is lent
     std::string validation_query = "SELECT 1";
-    duration healthcheck_interval = std::chrono::seconds(30);  // idle connections checked in the background; 0 = off
-    duration connect_timeout = std::chrono::seconds(10);      // DNS, TCP, TLS and authentication together
-    duration check_timeout = std::chrono::seconds(5);         // a validation or health check
-    duration reset_timeout = std::chrono::seconds(5);         // the reset on release (ROLLBACK, session reset, drain)
-    duration statement_timeout{};         // per statement, every connection; 0 = none
+    duration healthcheck_interval =
+        std::chrono::seconds(30);  // idle connections checked in the background; 0 = off
+    duration connect_timeout = std::chrono::seconds(10);  // DNS, TCP, TLS and authentication together
+    duration check_timeout = std::chrono::seconds(5);     // a validation or health check
+    duration reset_timeout =
+        std::chrono::seconds(5);   // the reset on release (ROLLBACK, session reset, drain)
+    duration statement_timeout{};  // per statement, every connection; 0 = none
     statement_mode statements = statement_mode::cache;
     std::size_t statement_cache_capacity = 512;
     reset_policy reset = reset_policy::tracked;
@@ -123,7 +125,9 @@ public:
     template <class Token = boost::asio::deferred_t>
     auto async_acquire(duration timeout, respool::diagnostics* diag, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, lease<connection>)>(
-            [this](auto handler, duration t, respool::diagnostics* d) { start_acquire(t, d, std::move(handler)); },
+            [this](auto handler, duration t, respool::diagnostics* d) {
+                start_acquire(t, d, std::move(handler));
+            },
             token, timeout, diag);
     }
 
@@ -135,7 +139,9 @@ public:
     template <class Token = boost::asio::deferred_t>
     auto async_query(std::string sql, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, result)>(
-            [this](auto handler, std::string s) { start_query(std::move(s), std::nullopt, std::move(handler)); },
+            [this](auto handler, std::string s) {
+                start_query(std::move(s), std::nullopt, std::move(handler));
+            },
             token, std::move(sql));
     }
     template <class Token = boost::asio::deferred_t>
