@@ -75,6 +75,7 @@ void connection::impl::server_error(const PGresult* r) {
 void connection::impl::op_ended() {
     busy = false;
     abort_current = nullptr;
+    abort_current_of = nullptr;
     if (on_idle) asio::post(ex, std::exchange(on_idle, nullptr));
 }
 

@@ -62,6 +62,7 @@ struct connection::impl {
     // The operation under way: how to make it end early (a query: server-side cancel and drain), and
     // who waits for its end (a reset on release, which must not touch the connection before).
     std::function<void()> abort_current;
+    const void* abort_current_of = nullptr;  // the operation abort_current belongs to
     std::function<void()> on_idle;
 
     statement_mode mode = statement_mode::cache;
@@ -103,6 +104,10 @@ template <class Handler, class... Args>
 void complete(const boost::asio::any_io_executor& ex, Handler h, Args... args) {
     boost::asio::post(ex, boost::asio::append(std::move(h), std::move(args)...));
 }
+
+// The SQL calls functions whose effects on the session its command tag does not show (advisory
+// locks, set_config). A cheap scan: nothing without a parenthesis.
+bool has_session_effects(std::string_view sql) noexcept;
 
 // Starts a query on `c` (query.cpp): the simple protocol when `p` is null, else bound parameters
 // through the statement cache (or the unnamed statement, statement_mode::unnamed).

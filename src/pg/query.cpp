@@ -6,6 +6,7 @@
 // user's statement cannot abort them and theirs cannot touch the user's result).
 #include "connection_impl.hpp"
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/prefer.hpp>
 
@@ -24,35 +25,26 @@ using detail::query_handler;
 // What PQsendQueryParams takes, pointing into the params (which must outlive the call).
 struct params_access {
     const params& p;
-    std::vector<const char*> values;
-    std::vector<int> lengths;
-    explicit params_access(const params& q) : p(q), values(q.size()), lengths(q.size()) {
-        for (std::size_t i = 0; i < q.size(); ++i) {
-            values[i] = q.nulls_[i] ? nullptr : q.values_[i].data();
-            lengths[i] = static_cast<int>(q.values_[i].size());
-        }
+    boost::container::small_vector<const char*, 8> values;  // into p.data_, which must outlive the send
+    explicit params_access(const params& q) : p(q), values(q.size()) {
+        for (std::size_t i = 0; i < q.size(); ++i)
+            values[i] = q.offsets_[i] == std::string::npos ? nullptr : q.data_.data() + q.offsets_[i];
     }
     [[nodiscard]] const Oid* types() const noexcept { return p.types_.data(); }
     [[nodiscard]] const int* formats() const noexcept { return p.formats_.data(); }
+    [[nodiscard]] const int* lengths() const noexcept { return p.lengths_.data(); }
 };
 
 struct result_access {
-    static result from(const PGresult* r) {
+    // Takes ownership of `r` (PQclear runs with the last copy of the result).
+    static result adopt(PGresult* r) {
         result out;
-        const int n = PQntuples(r), m = PQnfields(r);
-        out.rows_ = static_cast<std::size_t>(n);
-        for (int c = 0; c < m; ++c) out.names_.emplace_back(PQfname(r, c));
-        out.cells_.reserve(static_cast<std::size_t>(n) * static_cast<std::size_t>(m));
-        for (int i = 0; i < n; ++i)
-            for (int c = 0; c < m; ++c)
-                if (PQgetisnull(r, i, c))
-                    out.cells_.emplace_back(std::nullopt);
-                else
-                    out.cells_.emplace_back(
-                        std::string(PQgetvalue(r, i, c), static_cast<std::size_t>(PQgetlength(r, i, c))));
-        const char* affected = PQcmdTuples(const_cast<PGresult*>(r));
+        out.res_ =
+            std::shared_ptr<const PGresult>(r, [](const PGresult* p) { PQclear(const_cast<PGresult*>(p)); });
+        out.rows_ = static_cast<std::size_t>(PQntuples(r));
+        out.columns_ = static_cast<std::size_t>(PQnfields(r));
+        const char* affected = PQcmdTuples(r);
         out.affected_ = affected && *affected ? std::strtoull(affected, nullptr, 10) : 0;
-        out.tag_ = PQcmdStatus(const_cast<PGresult*>(r));
         return out;
     }
 };
@@ -103,7 +95,13 @@ struct cancel_mailbox {
 struct query_op : std::enable_shared_from_this<query_op> {
     query_op(std::shared_ptr<connection::impl> i, query_handler h, std::string s, std::optional<params> q)
         : c(std::move(i)), handler(std::move(h)), sql(std::move(s)), p(std::move(q)) {}
-    ~query_op() { box->close(); }
+    ~query_op() {
+        box->close();
+        if (!done && c->abort_current_of == this) {  // destroyed unrun (its event loop went away)
+            c->abort_current = nullptr;
+            c->abort_current_of = nullptr;
+        }
+    }
     std::shared_ptr<connection::impl> c;
     query_handler handler;
     std::string sql;
@@ -112,6 +110,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
     error_code first_error;
     error_code cancel_reason;  // set once a cancel was requested: the deadline, or Asio cancellation
     bool done = false;
+    bool initiating = true;        // still inside start_query: completions are posted
     bool statement_ended = false;  // after a cancel: the reply is read, cancel requests still out
     std::shared_ptr<cancel_mailbox> box = std::make_shared<cancel_mailbox>();
 
@@ -140,7 +139,10 @@ struct query_op : std::enable_shared_from_this<query_op> {
         if (cancel_reason && (is_sqlstate(ec, "57014") || ec == error::connection_broken)) ec = cancel_reason;
         if (ec) out = result{};
         c->op_ended();
-        complete(c->ex, std::move(handler), ec, std::move(out));
+        if (initiating)
+            complete(c->ex, std::move(handler), ec, std::move(out));  // never inside the initiating call
+        else  // a reply arrived: the handler runs now, on its executor (posted there when it is another)
+            asio::dispatch(c->ex, asio::append(std::move(handler), ec, std::move(out)));
     }
 
     // Asks the server to cancel the statement, then keeps reading: the statement ends with 57014 and
@@ -217,38 +219,42 @@ struct query_op : std::enable_shared_from_this<query_op> {
         preparing.clear();
         prepare_failed = false;
         if (!p) {
+            c->track_sent(sql);
             parts.push_back(part::rows);
             return PQsendQuery(pc, sql.c_str()) != 0;
         }
         const params_access a(*p);
         const int n = static_cast<int>(p->size());
         if (c->mode == statement_mode::unnamed || c->cache.capacity() == 0) {
+            c->track_sent(sql);
             parts.push_back(part::rows);
-            return PQsendQueryParams(pc, sql.c_str(), n, a.types(), a.values.data(), a.lengths.data(),
-                                     a.formats(), 0) != 0;
+            return PQsendQueryParams(pc, sql.c_str(), n, a.types(), a.values.data(), a.lengths(), a.formats(),
+                                     0) != 0;
         }
         c->key.assign(sql);  // the SQL text and the parameter types: one prepared statement each
         c->key.push_back('\0');
         c->key.append(reinterpret_cast<const char*>(a.types()), p->size() * sizeof(Oid));
-        const std::string* cached = c->cache.find(c->key);
+        const detail::prepared* cached = c->cache.find(c->key);
+        if (cached && cached->session_effects) c->session.dirty = true;
         if (cached && c->to_deallocate.empty()) {  // the common case: one Bind/Execute/Sync
             parts.push_back(part::rows);
-            return PQsendQueryPrepared(pc, cached->c_str(), n, a.values.data(), a.lengths.data(), a.formats(),
+            return PQsendQueryPrepared(pc, cached->name.c_str(), n, a.values.data(), a.lengths(), a.formats(),
                                        0) != 0;
         }
         if (!PQenterPipelineMode(pc)) return false;
         pipeline = true;
         std::string name;
         if (cached) {
-            name = *cached;
+            name = cached->name;
         } else {
+            c->track_sent(sql);
             if (std::string evicted = c->cache.make_room(); !evicted.empty())
                 c->to_deallocate.push_back(std::move(evicted));
             preparing = name = c->cache.next_name();
             if (!PQsendPrepare(pc, name.c_str(), sql.c_str(), n, a.types())) return false;
             parts.push_back(part::prepare);
         }
-        if (!PQsendQueryPrepared(pc, name.c_str(), n, a.values.data(), a.lengths.data(), a.formats(), 0))
+        if (!PQsendQueryPrepared(pc, name.c_str(), n, a.values.data(), a.lengths(), a.formats(), 0))
             return false;
         parts.push_back(part::rows);
         if (!PQpipelineSync(pc)) return false;
@@ -282,6 +288,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
                            });
     }
 
+    // Looks at one result; frees it unless the caller gets it.
     void take(part now, PGresult* r) {
         switch (PQresultStatus(r)) {
         case PGRES_TUPLES_OK:
@@ -289,7 +296,10 @@ struct query_op : std::enable_shared_from_this<query_op> {
         case PGRES_EMPTY_QUERY:
             if (now == part::rows) {
                 c->track_result(r);
-                if (!first_error) out = result_access::from(r);
+                if (!first_error) {
+                    out = result_access::adopt(r);  // the last statement's result wins
+                    return;
+                }
             }
             break;
         case PGRES_FATAL_ERROR:
@@ -314,6 +324,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
             break;
         default: break;  // COPY is not produced by these statements
         }
+        PQclear(r);
     }
 
     void read() {
@@ -344,7 +355,6 @@ struct query_op : std::enable_shared_from_this<query_op> {
                 continue;
             }
             take(now, r);
-            PQclear(r);
         }
         if (pipeline) {
             pipeline = false;
@@ -372,7 +382,8 @@ struct query_op : std::enable_shared_from_this<query_op> {
     // a stale statement is prepared again once, and the caller gets the outcome.
     void conclude() {
         deallocating.clear();
-        if (!preparing.empty() && !prepare_failed) c->cache.insert(c->key, std::move(preparing));
+        if (!preparing.empty() && !prepare_failed)
+            c->cache.insert(c->key, {std::move(preparing), detail::has_session_effects(sql)});
         if (p && c->mode == statement_mode::cache && !cancel_reason &&
             (is_sqlstate(first_error, "0A000") || is_sqlstate(first_error, "26000"))) {
             // The server's copy is stale (a table's columns changed under it) or gone (DEALLOCATE by
@@ -409,9 +420,8 @@ void start_query(const std::shared_ptr<connection::impl>& i, std::string sql, st
         return complete(c.ex, std::move(handler), error_code(error::not_connected), result{});
     auto op = std::make_shared<query_op>(i, std::move(handler), std::move(sql), std::move(p));
     c.busy = true;
-    c.abort_current = [weak = std::weak_ptr<query_op>(op)] {
-        if (auto o = weak.lock()) o->request_cancel(asio::error::operation_aborted);
-    };
+    c.abort_current = [o = op.get()] { o->request_cancel(asio::error::operation_aborted); };  // no allocation
+    c.abort_current_of = op.get();
     auto slot = op->handler.get_cancellation_slot();
     if (slot.is_connected())
         slot.assign([weak = std::weak_ptr<query_op>(op)](asio::cancellation_type) {
@@ -423,9 +433,11 @@ void start_query(const std::shared_ptr<connection::impl>& i, std::string sql, st
             if (auto o = weak.lock(); o && !ec) o->request_cancel(error::statement_timeout);
         });
     }
-    c.track_sent(op->sql);
-    const bool sent = op->send();
-    asio::post(c.ex, [op, sent] { sent ? op->flush() : op->broke(); });  // never inside the initiating call
+    if (op->send())
+        op->flush();  // the handler is posted should the query end now
+    else
+        op->broke();
+    op->initiating = false;
 }
 
 }  // namespace detail

@@ -63,9 +63,13 @@ void connection::impl::snapshot_session() {
     }
 }
 
+bool detail::has_session_effects(std::string_view sql) noexcept {
+    return sql.find('(') != std::string_view::npos &&
+           (contains_nocase(sql, "advisory") || contains_nocase(sql, "set_config"));
+}
+
 void connection::impl::track_sent(std::string_view sql) {
-    if (!session.dirty && (contains_nocase(sql, "advisory") || contains_nocase(sql, "set_config")))
-        session.dirty = true;
+    if (!session.dirty && detail::has_session_effects(sql)) session.dirty = true;
 }
 
 void connection::impl::track_result(const PGresult* r) {

@@ -13,12 +13,18 @@
 
 namespace respool::pg::detail {
 
+// A statement the server has prepared for this connection.
+struct prepared {
+    std::string name;
+    bool session_effects = false;  // its text calls functions that change the session (see track_sent)
+};
+
 class statement_cache {
 public:
     explicit statement_cache(std::size_t capacity = 512) : capacity_(capacity) {}
 
-    // The server-side name of the statement for `key`, made the most recent; nullptr when not cached.
-    const std::string* find(const std::string& key) {
+    // The statement for `key`, made the most recent; nullptr when not cached.
+    const prepared* find(const std::string& key) {
         const auto it = index_.find(std::string_view(key));
         if (it == index_.end()) return nullptr;
         lru_.splice(lru_.begin(), lru_, it->second);
@@ -32,14 +38,14 @@ public:
     }
     // The least recently used entry leaves; its name is returned. The cache must not be empty.
     std::string evict_oldest() {
-        std::string name = std::move(lru_.back().second);
+        std::string name = std::move(lru_.back().second.name);
         index_.erase(std::string_view(lru_.back().first));
         lru_.pop_back();
         return name;
     }
     // Records a statement the server has prepared (after make_room).
-    void insert(std::string key, std::string name) {
-        lru_.emplace_front(std::move(key), std::move(name));
+    void insert(std::string key, prepared p) {
+        lru_.emplace_front(std::move(key), std::move(p));
         index_.emplace(std::string_view(lru_.front().first), lru_.begin());
     }
     // Forgets one statement (it failed in a way that means the server's copy is stale or gone); returns
@@ -47,7 +53,7 @@ public:
     std::string erase(const std::string& key) {
         const auto it = index_.find(std::string_view(key));
         if (it == index_.end()) return {};
-        std::string name = std::move(it->second->second);
+        std::string name = std::move(it->second->second.name);
         lru_.erase(it->second);
         index_.erase(it);
         return name;
@@ -65,8 +71,8 @@ public:
     void set_capacity(std::size_t c) noexcept { capacity_ = c; }
 
 private:
-    using entry = std::pair<std::string, std::string>;  // key, server-side name
-    std::list<entry> lru_;                              // most recent first; nodes never move in memory
+    using entry = std::pair<std::string, prepared>;  // key, statement
+    std::list<entry> lru_;                           // most recent first; nodes never move in memory
     std::unordered_map<std::string_view, std::list<entry>::iterator> index_;  // views into lru_'s keys
     std::size_t capacity_;
     std::uint64_t named_ = 0;

@@ -2,6 +2,8 @@
 // bytea for byte spans) and typed reads of result fields (from the server's text format).
 #include <respool/pg/connection.hpp>
 
+#include <libpq-fe.h>
+
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -32,11 +34,13 @@ std::string big_endian(U v) {
 
 }  // namespace
 
-params& params::push(unsigned type, std::string value, bool binary, bool null) {
+params& params::push(unsigned type, std::string_view bytes, bool binary, bool null) {
     types_.push_back(type);
-    values_.push_back(std::move(value));
     formats_.push_back(binary ? 1 : 0);
-    nulls_.push_back(null);
+    lengths_.push_back(static_cast<int>(bytes.size()));
+    offsets_.push_back(null ? std::string::npos : data_.size());
+    data_.append(bytes);
+    data_.push_back('\0');  // libpq reads a text value up to its terminator (lengths are for binary ones)
     return *this;
 }
 
@@ -44,7 +48,7 @@ params& params::add(std::nullopt_t) {
     return push(0, {}, false, true);
 }
 params& params::add(bool v) {
-    return push(oid_bool, std::string(1, v ? '\1' : '\0'), true);
+    return push(oid_bool, v ? std::string_view("\1", 1) : std::string_view("\0", 1), true);
 }
 params& params::add(std::int16_t v) {
     return push(oid_int2, big_endian(static_cast<std::uint16_t>(v)), true);
@@ -62,10 +66,10 @@ params& params::add(double v) {
     return push(oid_float8, big_endian(std::bit_cast<std::uint64_t>(v)), true);
 }
 params& params::add(std::string_view v) {
-    return push(0, std::string(v), false);  // text; the server infers the type from the statement
+    return push(0, v, false);  // text; the server infers the type from the statement
 }
 params& params::add(std::span<const std::byte> v) {
-    return push(oid_bytea, std::string(reinterpret_cast<const char*>(v.data()), v.size()), true);
+    return push(oid_bytea, std::string_view(reinterpret_cast<const char*>(v.data()), v.size()), true);
 }
 
 params& params::add(std::chrono::sys_time<std::chrono::microseconds> t) {
@@ -75,34 +79,43 @@ params& params::add(std::chrono::sys_time<std::chrono::microseconds> t) {
 
 // ---- results ---------------------------------------------------------------------------------
 
-const std::optional<std::string>& result::cell(std::size_t row, std::size_t col) const {
-    if (row >= rows_ || col >= names_.size()) throw std::out_of_range("respool::pg::result: no such cell");
-    return cells_[row * names_.size() + col];
+std::string_view result::column_name(std::size_t col) const {
+    if (col >= columns_) throw std::out_of_range("respool::pg::result: no column " + std::to_string(col));
+    return PQfname(res_.get(), static_cast<int>(col));
 }
 
-const std::string& result::text(std::size_t row, std::size_t col) const {
-    const auto& c = cell(row, col);
-    if (!c)
-        throw std::logic_error("respool::pg::result: column \"" + names_[col] +
+bool result::is_null(std::size_t row, std::size_t col) const {
+    if (row >= rows_ || col >= columns_) throw std::out_of_range("respool::pg::result: no such cell");
+    return PQgetisnull(res_.get(), static_cast<int>(row), static_cast<int>(col)) != 0;
+}
+
+std::string_view result::text(std::size_t row, std::size_t col) const {
+    if (is_null(row, col))
+        throw std::logic_error("respool::pg::result: column \"" + std::string(column_name(col)) +
                                "\" is NULL (read it as std::optional)");
-    return *c;
+    const int r = static_cast<int>(row), c = static_cast<int>(col);
+    return {PQgetvalue(res_.get(), r, c), static_cast<std::size_t>(PQgetlength(res_.get(), r, c))};
+}
+
+std::string_view result::command_tag() const noexcept {
+    return res_ ? PQcmdStatus(const_cast<PGresult*>(res_.get())) : "";
 }
 
 namespace {
 
-[[noreturn]] void not_a(const std::string& column, const std::string& text, const char* what) {
-    throw std::invalid_argument("respool::pg::result: column \"" + column + "\" holds \"" +
-                                text.substr(0, 64) + "\", not " + what);
+[[noreturn]] void not_a(std::string_view column, std::string_view text, const char* what) {
+    throw std::invalid_argument("respool::pg::result: column \"" + std::string(column) + "\" holds \"" +
+                                std::string(text.substr(0, 64)) + "\", not " + what);
 }
 
 template <class I>
-void parse_integer(const std::string& t, const std::string& column, I& out, const char* what) {
+void parse_integer(std::string_view t, std::string_view column, I& out, const char* what) {
     const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
     if (ec != std::errc() || end != t.data() + t.size()) not_a(column, t, what);
 }
 
 template <class F>
-void parse_floating(const std::string& t, const std::string& column, F& out, const char* what) {
+void parse_floating(std::string_view t, std::string_view column, F& out, const char* what) {
     if (t == "NaN") {
         out = std::numeric_limits<F>::quiet_NaN();
         return;
@@ -118,42 +131,42 @@ void parse_floating(const std::string& t, const std::string& column, F& out, con
 }  // namespace
 
 void result::parse(std::size_t row, std::size_t col, bool& out) const {
-    const std::string& t = text(row, col);
+    const std::string_view t = text(row, col);
     if (t == "t")
         out = true;
     else if (t == "f")
         out = false;
     else
-        not_a(names_[col], t, "a bool (t or f)");
+        not_a(column_name(col), t, "a bool (t or f)");
 }
 void result::parse(std::size_t row, std::size_t col, std::int16_t& out) const {
-    parse_integer(text(row, col), names_[col], out, "a 16-bit integer");
+    parse_integer(text(row, col), column_name(col), out, "a 16-bit integer");
 }
 void result::parse(std::size_t row, std::size_t col, std::int32_t& out) const {
-    parse_integer(text(row, col), names_[col], out, "a 32-bit integer");
+    parse_integer(text(row, col), column_name(col), out, "a 32-bit integer");
 }
 void result::parse(std::size_t row, std::size_t col, std::int64_t& out) const {
-    parse_integer(text(row, col), names_[col], out, "a 64-bit integer");
+    parse_integer(text(row, col), column_name(col), out, "a 64-bit integer");
 }
 void result::parse(std::size_t row, std::size_t col, float& out) const {
-    parse_floating(text(row, col), names_[col], out, "a float");
+    parse_floating(text(row, col), column_name(col), out, "a float");
 }
 void result::parse(std::size_t row, std::size_t col, double& out) const {
-    parse_floating(text(row, col), names_[col], out, "a double");
+    parse_floating(text(row, col), column_name(col), out, "a double");
 }
 void result::parse(std::size_t row, std::size_t col, std::string& out) const {
-    out = text(row, col);
+    out.assign(text(row, col));
 }
 // bytea in the text format: "\x" and two hex digits per byte (bytea_output = hex, the default since 9.0).
 void result::parse(std::size_t row, std::size_t col, std::vector<std::byte>& out) const {
-    const std::string& t = text(row, col);
+    const std::string_view t = text(row, col);
     if (t.size() < 2 || t[0] != '\\' || t[1] != 'x' || t.size() % 2 != 0)
-        not_a(names_[col], t, "bytea in hex");
+        not_a(column_name(col), t, "bytea in hex");
     auto nibble = [&](char c) -> unsigned {
         if (c >= '0' && c <= '9') return static_cast<unsigned>(c - '0');
         if (c >= 'a' && c <= 'f') return static_cast<unsigned>(c - 'a' + 10);
         if (c >= 'A' && c <= 'F') return static_cast<unsigned>(c - 'A' + 10);
-        not_a(names_[col], t, "bytea in hex");
+        not_a(column_name(col), t, "bytea in hex");
     };
     out.clear();
     out.reserve((t.size() - 2) / 2);
@@ -165,19 +178,19 @@ void result::parse(std::size_t row, std::size_t col, std::vector<std::byte>& out
 // optionally " HH:MM:SS", a fraction of up to 6 digits and an offset "+HH", "+HH:MM" or "+HH:MM:SS"
 // (a timestamp without one is read as UTC). BC dates and +-infinity have no time_point: rejected.
 void result::parse(std::size_t row, std::size_t col, std::chrono::system_clock::time_point& out) const {
-    const std::string& t = text(row, col);
+    const std::string_view t = text(row, col);
     const char* what = "an ISO timestamp (YYYY-MM-DD[ HH:MM:SS[.ffffff][+HH[:MM]]])";
     std::size_t i = 0;
     auto number = [&](std::size_t digits) {
         int v = 0;
         for (std::size_t k = 0; k < digits; ++k, ++i) {
-            if (i >= t.size() || t[i] < '0' || t[i] > '9') not_a(names_[col], t, what);
+            if (i >= t.size() || t[i] < '0' || t[i] > '9') not_a(column_name(col), t, what);
             v = v * 10 + (t[i] - '0');
         }
         return v;
     };
     auto expect = [&](char c) {
-        if (i >= t.size() || t[i] != c) not_a(names_[col], t, what);
+        if (i >= t.size() || t[i] != c) not_a(column_name(col), t, what);
         ++i;
     };
     const int y = number(4);
@@ -187,7 +200,7 @@ void result::parse(std::size_t row, std::size_t col, std::chrono::system_clock::
     const int d = number(2);
     const std::chrono::year_month_day ymd{std::chrono::year(y), std::chrono::month(static_cast<unsigned>(mo)),
                                           std::chrono::day(static_cast<unsigned>(d))};
-    if (!ymd.ok()) not_a(names_[col], t, what);
+    if (!ymd.ok()) not_a(column_name(col), t, what);
     std::chrono::system_clock::time_point tp = std::chrono::sys_days(ymd);
     if (i < t.size()) {
         expect(' ');
@@ -205,13 +218,13 @@ void result::parse(std::size_t row, std::size_t col, std::chrono::system_clock::
                 frac = frac * 10 + (t[i++] - '0');
                 ++digits;
             }
-            if (digits == 0) not_a(names_[col], t, what);
+            if (digits == 0) not_a(column_name(col), t, what);
             for (; digits < 9; ++digits) frac *= 10;
             tp += std::chrono::duration_cast<std::chrono::system_clock::duration>(
                 std::chrono::nanoseconds(frac));
         }
         if (i < t.size()) {  // the offset east of UTC
-            if (t[i] != '+' && t[i] != '-') not_a(names_[col], t, what);
+            if (t[i] != '+' && t[i] != '-') not_a(column_name(col), t, what);
             const int sign = t[i++] == '-' ? -1 : 1;
             std::chrono::seconds offset = std::chrono::hours(number(2));
             if (i < t.size()) {
@@ -225,7 +238,7 @@ void result::parse(std::size_t row, std::size_t col, std::chrono::system_clock::
             tp -= sign * offset;
         }
     }
-    if (i != t.size()) not_a(names_[col], t, what);
+    if (i != t.size()) not_a(column_name(col), t, what);
     out = tp;
 }
 

@@ -86,7 +86,7 @@ TEST_F(pg_connection, connects_pings_and_reads_a_row) {
     ASSERT_EQ(res.columns(), 3u);
     EXPECT_EQ(res.column_name(0), "one");
     EXPECT_EQ(res.text(0, 0), "1");
-    EXPECT_EQ(std::stoi(res.text(0, 1)), r.c.backend_pid()) << "the pid is this connection's backend";
+    EXPECT_EQ(res.get<std::int32_t>(0, 1), r.c.backend_pid()) << "the pid is this connection's backend";
     EXPECT_TRUE(res.is_null(0, 2));
     EXPECT_THROW((void)res.text(0, 2), std::logic_error);
     EXPECT_THROW((void)res.text(1, 0), std::out_of_range);

@@ -2,15 +2,20 @@
 // deliveries (pg::notification).
 #pragma once
 
+#include <boost/container/small_vector.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
+
+struct pg_result;  // libpq's PGresult
 
 namespace respool::pg {
 
@@ -51,29 +56,33 @@ public:
 
 private:
     friend struct params_access;
-    params& push(unsigned type, std::string value, bool binary, bool null = false);
-    std::vector<unsigned> types_;  // OIDs; 0 = let the server infer
-    std::vector<std::string> values_;
-    std::vector<int> formats_;  // 1 = binary
-    std::vector<bool> nulls_;
+    params& push(unsigned type, std::string_view bytes, bool binary, bool null = false);
+    // In the arrays libpq takes; up to 4 parameters and 15 bytes of values without an allocation.
+    boost::container::small_vector<unsigned, 4> types_;  // OIDs; 0 = let the server infer
+    boost::container::small_vector<int, 4> formats_;     // 1 = binary
+    boost::container::small_vector<int, 4> lengths_;
+    boost::container::small_vector<std::size_t, 4> offsets_;  // into data_; npos = NULL
+    std::string data_;                                        // the values, back to back
 };
 
-// The rows of one statement: the fields as the server wrote them in text, read as text or as C++ values.
+// The rows of one statement, read in place from libpq's result (no copy of the fields): as text, or as
+// C++ values parsed from the server's text format. Copies share the rows; they stay valid on any
+// thread after the connection has moved on or closed.
 class result {
 public:
     result() = default;
     [[nodiscard]] std::size_t rows() const noexcept { return rows_; }
-    [[nodiscard]] std::size_t columns() const noexcept { return names_.size(); }
-    [[nodiscard]] const std::string& column_name(std::size_t c) const { return names_.at(c); }
-    [[nodiscard]] bool is_null(std::size_t row, std::size_t col) const { return !cell(row, col).has_value(); }
-    // The field as text; throws std::out_of_range for a cell outside the result, std::logic_error for NULL.
-    [[nodiscard]] const std::string& text(std::size_t row, std::size_t col) const;
+    [[nodiscard]] std::size_t columns() const noexcept { return columns_; }
+    [[nodiscard]] std::string_view column_name(std::size_t col) const;
+    [[nodiscard]] bool is_null(std::size_t row, std::size_t col) const;
+    // The field as text; throws std::out_of_range for a cell outside the result, std::logic_error for
+    // NULL. The view lives as long as this result (or a copy of it).
+    [[nodiscard]] std::string_view text(std::size_t row, std::size_t col) const;
     // The field as a C++ value: bool, std::int16_t/int32_t/int64_t, float, double, std::string,
     // std::vector<std::byte> (bytea), std::chrono::system_clock::time_point (timestamptz, timestamp
     // read as UTC, date at midnight UTC; the server's ISO DateStyle, its default), or std::optional of
-    // one of them (nullopt for NULL). Throws
-    // std::logic_error for NULL into a non-optional, std::invalid_argument (naming the column and the
-    // text) when the text is not such a value.
+    // one of them (nullopt for NULL). Throws std::logic_error for NULL into a non-optional,
+    // std::invalid_argument (naming the column and the text) when the text is not such a value.
     template <class T>
     [[nodiscard]] T get(std::size_t row, std::size_t col) const {
         if constexpr (is_optional<T>::value) {
@@ -86,9 +95,7 @@ public:
         }
     }
     [[nodiscard]] std::uint64_t affected_rows() const noexcept { return affected_; }
-    [[nodiscard]] const std::string& command_tag() const noexcept {
-        return tag_;
-    }  // "INSERT 0 3", "SELECT 1"
+    [[nodiscard]] std::string_view command_tag() const noexcept;  // "INSERT 0 3", "SELECT 1"
 
 private:
     friend struct result_access;
@@ -105,12 +112,10 @@ private:
     void parse(std::size_t row, std::size_t col, std::string& out) const;
     void parse(std::size_t row, std::size_t col, std::vector<std::byte>& out) const;
     void parse(std::size_t row, std::size_t col, std::chrono::system_clock::time_point& out) const;
-    [[nodiscard]] const std::optional<std::string>& cell(std::size_t row, std::size_t col) const;
+    std::shared_ptr<const ::pg_result> res_;  // libpq's PGresult, freed with the last copy
     std::size_t rows_ = 0;
-    std::vector<std::string> names_;
-    std::vector<std::optional<std::string>> cells_;  // row-major
+    std::size_t columns_ = 0;
     std::uint64_t affected_ = 0;
-    std::string tag_;
 };
 
 // A NOTIFY delivered to a connection that LISTENs on its channel.
