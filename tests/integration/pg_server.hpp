@@ -23,9 +23,10 @@ namespace test {
 
 class pg_server {
 public:
-    // How pg_ctl stops the server. fast: backends are told to end (clients see their connection
-    // closed with an admin_shutdown error), a checkpoint is written. immediate: every process is
-    // killed at once, no goodbye to the clients, crash recovery at the next start.
+    // How pg_ctl stops the server. fast: every backend is told to end (its client gets a FATAL
+    // 57P01 admin_shutdown, then EOF), a checkpoint is written. immediate: every server process gets
+    // SIGQUIT and exits at once (a backend may still send its client a last FATAL), no checkpoint,
+    // crash recovery at the next start.
     enum class stop_mode { fast, immediate };
 
     using row = std::vector<std::optional<std::string>>;  // std::nullopt for SQL NULL
@@ -39,7 +40,8 @@ public:
     static bool available();  // RESPOOL_PG_CONNINFO_FILE names a readable file
 
     // pg_cluster.sh server-stop / server-start / server-restart, synchronously. Throws
-    // std::runtime_error carrying the script's output when it fails (e.g. stop of a stopped server).
+    // std::runtime_error carrying the script's output when it fails (e.g. stop, or restart, of a
+    // stopped server).
     void stop(stop_mode mode = stop_mode::fast);
     void start();
     void restart(stop_mode mode = stop_mode::fast);
