@@ -1,18 +1,54 @@
 #!/usr/bin/env bash
-# A throwaway PostgreSQL cluster for the integration tests (a ctest fixture: pg_cluster_start /
-# pg_cluster_stop). `start <state dir>` runs initdb in a new temporary folder as the postgres user,
-# starts the server on a free loopback port with a socket folder of its own, and writes
-# <state dir>/conninfo (the libpq connection string the tests read) and <state dir>/cluster (the
-# temporary folder). `stop <state dir>` stops the server and removes the folder; it runs even when the
-# tests failed (FIXTURES_CLEANUP). Only 127.0.0.1 is listened on; scram-sha-256 over TCP, so a wrong
-# password is a real authentication failure.
+# A throwaway PostgreSQL cluster for the integration tests (ctest fixtures: pg_cluster_start /
+# pg_cluster_stop, and pg_cluster_faults_* for the tests that stop the server).
+#
+# `start <state dir>` runs initdb in a new temporary folder as the postgres user, starts the server on
+# a free loopback port with a socket folder of its own, and writes into <state dir>:
+#   conninfo  the libpq connection string the tests read
+#   cluster   the temporary folder (data/, socket/, server.log)
+#   bindir    the PostgreSQL programs used
+#   options   the server options of this start, so that server-start reuses exactly them
+#   log       the server log (log_connections=on: one "connection received" line per attempt)
+# `stop <state dir>` stops the server (if it runs) and removes the folder; it runs even when the
+# tests failed (FIXTURES_CLEANUP), and after server-stop.
+#
+# Fault tests stop and start the same server: the port, socket folder and data folder stay the same,
+# so connection strings taken before remain valid.
+#   server-stop <state dir> [fast|immediate]     pg_ctl stop -m MODE (fast by default)
+#   server-start <state dir>                     start again with the options of `start`
+#   server-restart <state dir> [fast|immediate]  server-stop then server-start
+# pg_ctl waits for each (-w) and gives up after 60 s (-t 60), so no action hangs.
+#
+# Only 127.0.0.1 is listened on; scram-sha-256 over TCP, so a wrong password is a real
+# authentication failure.
 set -euo pipefail
-action=$1 state=$2
+usage() {
+  echo "usage: $0 start|stop|server-start <state dir> | server-stop|server-restart <state dir> [fast|immediate]" >&2
+  exit 2
+}
+[ $# -ge 2 ] || usage
+action=$1 state=$2 mode=${3:-fast}
+case "$mode" in fast | immediate) ;; *) usage ;; esac
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$bindir/initdb" ] || { echo "pg_cluster: no PostgreSQL server (run scripts/bootstrap)" >&2; exit 1; }
 
 as_postgres() {  # initdb and the server refuse to run as root
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+cluster_dir() {  # the folder of a started cluster, or a failure naming the state folder
+  [ -f "$state/cluster" ] && [ -f "$state/options" ] ||
+    { echo "pg_cluster: no cluster in $state (run start first)" >&2; exit 1; }
+  cat "$state/cluster"
+}
+
+server_start() {
+  local dir=$1 opts=$2
+  as_postgres "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start -o "$opts"
+}
+server_stop() {
+  local dir=$1
+  as_postgres "$bindir/pg_ctl" -D "$dir/data" -m "$mode" -w -t 60 stop
 }
 
 case "$action" in
@@ -33,13 +69,16 @@ start)
   for attempt in 1 2 3 4 5; do
     port=$((20000 + RANDOM % 40000))
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue  # in use
-    if as_postgres "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-      -o "-p $port -k $dir/socket -c listen_addresses=127.0.0.1 -c max_connections=100 -c fsync=off" >/dev/null; then
+    opts="-p $port -k $dir/socket -c listen_addresses=127.0.0.1 -c max_connections=100 -c fsync=off"
+    opts+=" -c log_connections=on"
+    if server_start "$dir" "$opts" >/dev/null; then
       started=1
       break
     fi
   done
   [ "$started" -eq 1 ] || { cat "$dir/server.log" >&2; exit 1; }
+  echo "$opts" >"$state/options"
+  echo "$dir/server.log" >"$state/log"
   echo "host=127.0.0.1 port=$port dbname=postgres user=respool password=respool-test-secret" >"$state/conninfo"
   echo "$bindir" >"$state/bindir"
   echo "pg_cluster: PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port ($dir)"
@@ -47,13 +86,26 @@ start)
 stop)
   [ -f "$state/cluster" ] || exit 0
   dir=$(cat "$state/cluster")
-  if [ -d "$dir/data" ]; then
+  if [ -d "$dir/data" ]; then  # not running after server-stop: pg_ctl fails, which is fine here
     as_postgres "$bindir/pg_ctl" -D "$dir/data" -m immediate -w -t 60 stop >/dev/null 2>&1 || true
   fi
-  rm -rf "$dir" "$state/cluster" "$state/conninfo"
+  rm -rf "$dir"
+  rm -f "$state/cluster" "$state/conninfo" "$state/options" "$state/log"
+  ;;
+server-stop)
+  dir=$(cluster_dir)  # an assignment, so that set -e stops here when there is no cluster
+  server_stop "$dir"
+  ;;
+server-start)
+  dir=$(cluster_dir)
+  server_start "$dir" "$(cat "$state/options")"
+  ;;
+server-restart)
+  dir=$(cluster_dir)
+  server_stop "$dir"
+  server_start "$dir" "$(cat "$state/options")"
   ;;
 *)
-  echo "usage: $0 start|stop <state dir>" >&2
-  exit 2
+  usage
   ;;
 esac
