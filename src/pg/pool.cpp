@@ -118,6 +118,22 @@ hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner
     return h;
 }
 
+// The circuit of a database pool opens when connections cannot be made (the server is down or
+// refuses), not when the pool discards connections that died while idle or broke under a statement:
+// those it replaces by itself, and right after a server restart every one of them breaks at once
+// while the server is already back. If it stays down, the replacements' connects fail and count.
+class connect_failure_strategy final : public circuit_strategy {
+public:
+    explicit connect_failure_strategy(breaker_options o) : inner_(o) {}
+    void report_success(circuit_breaker& cb) override { inner_.report_success(cb); }
+    void report_failure(circuit_breaker& cb, const error_code& ec) override {
+        if (ec != respool::errc::broken && ec != respool::errc::poisoned) inner_.report_failure(cb, ec);
+    }
+
+private:
+    failure_threshold_strategy inner_;
+};
+
 // What an exhausted acquire says about the pool (no credentials: counts only).
 std::string describe(const pool_stats& s) {
     return "no connection free within the borrow timeout: " + std::to_string(s.active) + " in use of max " +
@@ -218,7 +234,7 @@ pool::pool(executor_type ex, pool_config cfg) : state_(std::make_shared<pool_sta
     state_->cfg = std::move(cfg);
     state_->p.emplace(ex, options_of(state_->cfg), hooks_of(state_->cfg, state_, ex));
     if (state_->cfg.circuit)
-        state_->p->set_circuit_strategy(std::make_shared<failure_threshold_strategy>(*state_->cfg.circuit));
+        state_->p->set_circuit_strategy(std::make_shared<connect_failure_strategy>(*state_->cfg.circuit));
 }
 pool::~pool() {
     close();

@@ -315,7 +315,6 @@ struct query_op : std::enable_shared_from_this<query_op> {
                 c->server_error(r);
                 first_error = c->diag.sqlstate.empty() ? error_code(error::connection_broken)
                                                        : sqlstate_error(c->diag.sqlstate);
-                c->track_error(c->diag.sqlstate);
             }
             break;
         case PGRES_PIPELINE_ABORTED:
@@ -382,6 +381,8 @@ struct query_op : std::enable_shared_from_this<query_op> {
     // a stale statement is prepared again once, and the caller gets the outcome.
     void conclude() {
         deallocating.clear();
+        // After the whole reply: the ParameterStatus a failover brings comes after the error.
+        if (first_error) c->track_error(c->diag.sqlstate);
         if (!preparing.empty() && !prepare_failed)
             c->cache.insert(c->key, {std::move(preparing), detail::has_session_effects(sql)});
         if (p && c->mode == statement_mode::cache && !cancel_reason &&

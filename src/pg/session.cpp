@@ -140,20 +140,24 @@ bool connection::alive_nowait() noexcept {
     auto& c = *impl_;
     if (!c.conn || PQstatus(c.conn) != CONNECTION_OK || c.server_fatal) return false;
     if (c.busy) return false;  // not idle: not a connection to hand out
-    pollfd p{PQsocket(c.conn), POLLIN, 0};
-    if (::poll(&p, 1, 0) <= 0) return true;  // nothing arrived: as alive as the last round trip said
-    // Something arrived on an idle connection: a NOTIFY, a ParameterStatus, or the server's FATAL
-    // and the end of the stream (receive_notice sees the FATAL).
-    // PQconsumeInput only reads; PQnotifies (in collect_notifications) parses, which is when libpq
-    // hands an unsolicited FATAL to receive_notice.
-    const bool read = PQconsumeInput(c.conn) != 0;
-    if (read) c.collect_notifications();
-    if (!read || PQstatus(c.conn) != CONNECTION_OK || c.server_fatal) {
-        if (!c.server_fatal) c.client_error(PQerrorMessage(c.conn));
-        c.finish();
-        return false;
+    // Nothing arrived: as alive as the last round trip said (the common case: one poll). Something
+    // did on an idle connection: a NOTIFY, a ParameterStatus, or the server's last words (a FATAL, or
+    // a WARNING at an immediate shutdown) and the end of the stream. PQconsumeInput reads once, so
+    // the end may show only at the next read: read until nothing is left (bounded).
+    for (int reads = 0; reads < 8; ++reads) {
+        pollfd p{PQsocket(c.conn), POLLIN, 0};
+        if (::poll(&p, 1, 0) <= 0) return true;
+        // PQconsumeInput only reads; PQnotifies (in collect_notifications) parses, which is when libpq
+        // hands an unsolicited FATAL to receive_notice.
+        const bool read = PQconsumeInput(c.conn) != 0;
+        if (read) c.collect_notifications();
+        if (!read || PQstatus(c.conn) != CONNECTION_OK || c.server_fatal) {
+            if (!c.server_fatal) c.client_error(PQerrorMessage(c.conn));
+            c.finish();
+            return false;
+        }
     }
-    return true;
+    return true;  // a stream of notifications: alive
 }
 
 namespace {
