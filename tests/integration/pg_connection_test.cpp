@@ -3,6 +3,8 @@
 // RESPOOL_PG_CONNINFO_FILE). Connect, queries, results, server errors with their SQLSTATE, a wrong
 // password (named, masked), the connect deadline against a loopback listener that never answers, and
 // the completion tokens. Nothing waits on a guessed time: every step waits on its own completion.
+#include "pg_test_support.hpp"
+
 #include <respool/pg/connection.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -30,14 +32,7 @@ using respool::error_code;
 
 namespace {
 
-std::string conninfo() {
-    const char* file = std::getenv("RESPOOL_PG_CONNINFO_FILE");
-    if (!file) return {};
-    std::ifstream in(file);
-    std::string s;
-    std::getline(in, s);
-    return s;
-}
+using pg_test::conninfo;
 
 // Runs one operation to completion on a fresh io_context and returns its outcome.
 struct rig {

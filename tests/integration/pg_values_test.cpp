@@ -14,7 +14,8 @@ namespace {
 class pg_values : public ::testing::Test {
 protected:
     void SetUp() override {
-        if (conninfo().empty()) GTEST_SKIP() << "RESPOOL_PG_CONNINFO_FILE not set: run through ctest -L integration";
+        if (conninfo().empty())
+            GTEST_SKIP() << "RESPOOL_PG_CONNINFO_FILE not set: run through ctest -L integration";
     }
 };
 
@@ -25,8 +26,9 @@ TEST_F(pg_values, time_points_round_trip_in_any_session_time_zone) {
         admin a = co_await admin::open();
         pg::connection& c = a.connection();
         // 2026-11-23 17:05:09.123456 UTC, and one before 1970 and 2000 (negative counts).
-        const sys_us when = std::chrono::sys_days{std::chrono::year(2026) / 11 / 23} + std::chrono::hours(17) +
-                            std::chrono::minutes(5) + std::chrono::seconds(9) + std::chrono::microseconds(123456);
+        const sys_us when = std::chrono::sys_days{std::chrono::year(2026) / 11 / 23} +
+                            std::chrono::hours(17) + std::chrono::minutes(5) + std::chrono::seconds(9) +
+                            std::chrono::microseconds(123456);
         const sys_us old = std::chrono::sys_days{std::chrono::year(1969) / 7 / 20} + std::chrono::hours(20) +
                            std::chrono::minutes(17) + std::chrono::seconds(40);
         for (const char* zone : {"UTC", "Asia/Kolkata", "America/St_Johns", "Pacific/Chatham"}) {
@@ -39,7 +41,8 @@ TEST_F(pg_values, time_points_round_trip_in_any_session_time_zone) {
         }
         co_await c.async_query("SET TimeZone = 'UTC'", asio::use_awaitable);
         auto r = co_await c.async_query(
-            "SELECT '2026-11-23 17:05:09.5'::timestamp, '2026-11-23'::date, NULL::timestamptz, 'infinity'::timestamptz",
+            "SELECT '2026-11-23 17:05:09.5'::timestamp, '2026-11-23'::date, NULL::timestamptz, "
+            "'infinity'::timestamptz",
             asio::use_awaitable);
         EXPECT_EQ(r.get<std::chrono::system_clock::time_point>(0, 0),
                   std::chrono::sys_days{std::chrono::year(2026) / 11 / 23} + std::chrono::hours(17) +
@@ -59,8 +62,8 @@ TEST_F(pg_values, large_results_and_parameters_and_a_result_that_outlives_its_co
         {
             admin a = co_await admin::open();
             pg::connection& c = a.connection();
-            auto r = co_await c.async_query("SELECT i, repeat('x', 100) || i FROM generate_series(1, 200000) i",
-                                            asio::use_awaitable);
+            auto r = co_await c.async_query(
+                "SELECT i, repeat('x', 100) || i FROM generate_series(1, 200000) i", asio::use_awaitable);
             EXPECT_EQ(r.rows(), 200000u);
             EXPECT_EQ(r.affected_rows(), 200000u);
             EXPECT_EQ(r.get<std::int32_t>(199999, 0), 200000);
