@@ -46,6 +46,7 @@ struct settings {
     double seconds = 10;
     int coroutines = 64;
     std::size_t connections = 8;
+    bool direct = false;  // one pg::connection per coroutine, no pool: the pool's share of the cost
 };
 
 settings parse(int argc, char** argv) {
@@ -60,6 +61,8 @@ settings parse(int argc, char** argv) {
             s.seconds = std::stod(v);
         else if (k == "--coroutines")
             s.coroutines = std::stoi(v);
+        else if (k == "--direct")
+            s.direct = v == "1";
         else if (k == "--connections")
             s.connections = static_cast<std::size_t>(std::stoul(v));
         else {
@@ -113,6 +116,31 @@ int main(int argc, char** argv) {
                 ++queries;
         }
     };
+    // --direct 1: the same statements on `connections` plain connections, one coroutine each.
+    auto direct_worker = [&](unsigned seed) -> asio::awaitable<void> {
+        pg::connection c(co_await asio::this_coro::executor);
+        auto [cec] = co_await c.async_connect(s.conninfo, std::chrono::seconds(10), asio::as_tuple(asio::use_awaitable));
+        if (cec) {
+            ++failures;
+            co_return;
+        }
+        std::minstd_rand rng(seed);
+        std::uniform_int_distribution<std::int32_t> id(1, 10000);
+        while (running) {
+            error_code ec;
+            pg::result r;
+            if (s.workload == "select1")
+                std::tie(ec, r) = co_await c.async_query("SELECT 1", pg::params(), asio::as_tuple(asio::use_awaitable));
+            else
+                std::tie(ec, r) = co_await c.async_query("SELECT v FROM bench_kv WHERE id = $1", pg::params(id(rng)),
+                                                         asio::as_tuple(asio::use_awaitable));
+            if (!running) break;
+            if (ec || r.rows() != 1)
+                ++failures;
+            else
+                ++queries;
+        }
+    };
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
@@ -123,8 +151,12 @@ int main(int argc, char** argv) {
             }
             t0 = std::chrono::steady_clock::now();
             cpu0 = cpu_seconds();
-            for (int i = 0; i < s.coroutines; ++i)
-                asio::co_spawn(io, worker(static_cast<unsigned>(i) + 1), asio::detached);
+            if (s.direct)
+                for (std::size_t i = 0; i < s.connections; ++i)
+                    asio::co_spawn(io, direct_worker(static_cast<unsigned>(i) + 1), asio::detached);
+            else
+                for (int i = 0; i < s.coroutines; ++i)
+                    asio::co_spawn(io, worker(static_cast<unsigned>(i) + 1), asio::detached);
             asio::steady_timer t(io, std::chrono::duration_cast<std::chrono::nanoseconds>(
                                          std::chrono::duration<double>(s.seconds)));
             co_await t.async_wait(asio::use_awaitable);
