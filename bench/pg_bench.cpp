@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
     // --direct 1: the same statements on `connections` plain connections, one coroutine each.
     auto direct_worker = [&](unsigned seed) -> asio::awaitable<void> {
         pg::connection c(co_await asio::this_coro::executor);
-        auto [cec] = co_await c.async_connect(s.conninfo, std::chrono::seconds(10), asio::as_tuple(asio::use_awaitable));
+        auto [cec] = co_await c.async_connect(s.conninfo, std::chrono::seconds(10),
+                                              asio::as_tuple(asio::use_awaitable));
         if (cec) {
             ++failures;
             co_return;
@@ -130,10 +131,12 @@ int main(int argc, char** argv) {
             error_code ec;
             pg::result r;
             if (s.workload == "select1")
-                std::tie(ec, r) = co_await c.async_query("SELECT 1", pg::params(), asio::as_tuple(asio::use_awaitable));
+                std::tie(ec, r) =
+                    co_await c.async_query("SELECT 1", pg::params(), asio::as_tuple(asio::use_awaitable));
             else
-                std::tie(ec, r) = co_await c.async_query("SELECT v FROM bench_kv WHERE id = $1", pg::params(id(rng)),
-                                                         asio::as_tuple(asio::use_awaitable));
+                std::tie(ec, r) =
+                    co_await c.async_query("SELECT v FROM bench_kv WHERE id = $1", pg::params(id(rng)),
+                                           asio::as_tuple(asio::use_awaitable));
             if (!running) break;
             if (ec || r.rows() != 1)
                 ++failures;
