@@ -220,9 +220,13 @@ void connection::start_open(connection_options o, hex_t hex,
         impl_->last = {SQLITE_MISUSE, e.what(), -1};
         return complete_now(hex, std::move(handler), from_result_code(SQLITE_MISUSE));
     }
-    if (impl_->open) return complete_now(hex, std::move(handler), from_result_code(SQLITE_MISUSE));
+    // Claimed first: the fields a job writes are read only while no job runs.
     if (!claim(*impl_))
         return complete_now(hex, std::move(handler), make_error_code(error::operation_in_progress));
+    if (impl_->open) {
+        release_claim(*impl_);
+        return complete_now(hex, std::move(handler), from_result_code(SQLITE_MISUSE));
+    }
     impl_->path = o.path;
     impl_->reader = o.reader;
     impl_->busy_timeout = o.busy_timeout;
@@ -240,8 +244,11 @@ void connection::start_run(respool::detail::unique_function<void(::sqlite3*)> fn
         complete_now(hex, std::move(handler),
                      std::make_exception_ptr(boost::system::system_error(make_error_code(e))));
     };
-    if (!impl_->open) return refuse(error::not_open);
     if (!claim(*impl_)) return refuse(error::operation_in_progress);
+    if (!impl_->open) {
+        release_claim(*impl_);
+        return refuse(error::not_open);
+    }
     impl_->touched = true;
     offload(impl_, hex, std::move(handler), [fn = std::move(fn)](impl& s) {
         std::exception_ptr e;
@@ -256,11 +263,14 @@ void connection::start_run(respool::detail::unique_function<void(::sqlite3*)> fn
 }
 
 void connection::start_reset(hex_t hex, asio::any_completion_handler<void(error_code)> handler) {
-    if (!impl_->open) return complete_now(hex, std::move(handler), make_error_code(error::not_open));
     if (!claim(*impl_)) {
         // The borrower returned it with an operation still running: stop it; the caller destroys it.
         impl_->interrupt(stop_reason::cancelled);
         return complete_now(hex, std::move(handler), make_error_code(error::operation_in_progress));
+    }
+    if (!impl_->open) {
+        release_claim(*impl_);
+        return complete_now(hex, std::move(handler), make_error_code(error::not_open));
     }
     offload(impl_, hex, std::move(handler), [](impl& s) {
         s.has_deadline = false;

@@ -84,6 +84,12 @@ inline bool claim(connection::impl& s) noexcept {
     return true;
 }
 
+// Gives back a claim that started nothing.
+inline void release_claim(connection::impl& s) noexcept {
+    std::lock_guard lock(s.m);
+    s.running.store(false, std::memory_order_release);
+}
+
 // Cancellation of an operation: interrupts the statement under way (weak: the operation may be gone).
 struct canceller {
     std::weak_ptr<connection::impl> owner;

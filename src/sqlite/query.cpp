@@ -64,7 +64,7 @@ error_code interrupted(connection::impl& s, error_code ec) {
 
 // Steps `st` to the end, collecting its rows; the statement is reset (not busy) afterwards.
 error_code run(connection::impl& s, ::sqlite3_stmt* st, result& out) {
-    result_builder rows(st);
+    result_builder rows;
     const auto changes_before = ::sqlite3_total_changes64(s.db);
     int rc;
     while ((rc = ::sqlite3_step(st)) == SQLITE_ROW) rows.add_row(st);
@@ -76,7 +76,7 @@ error_code run(connection::impl& s, ::sqlite3_stmt* st, result& out) {
     if (ec) return ec;
     // sqlite3_changes keeps the last INSERT/UPDATE/DELETE's count: only this statement's counts.
     const bool changed = ::sqlite3_total_changes64(s.db) != changes_before;
-    out = rows.finish(changed ? static_cast<std::uint64_t>(::sqlite3_changes64(s.db)) : 0,
+    out = rows.finish(st, changed ? static_cast<std::uint64_t>(::sqlite3_changes64(s.db)) : 0,
                       ::sqlite3_last_insert_rowid(s.db));
     return {};
 }
@@ -147,7 +147,7 @@ error_code query_on_worker(connection::impl& s, const std::string& sql, const pa
         return run_script(s, sql, out);
     }
     if (!st) {  // nothing but blanks or a comment
-        out = result_builder(nullptr).finish(0, ::sqlite3_last_insert_rowid(s.db));
+        out = result_builder().finish(nullptr, 0, ::sqlite3_last_insert_rowid(s.db));
         return {};
     }
     error_code ec;
@@ -166,10 +166,12 @@ error_code query_on_worker(connection::impl& s, const std::string& sql, const pa
 
 void connection::start_query(std::string sql, params p, bool bound, hex_t hex,
                              asio::any_completion_handler<void(error_code, result)> handler) {
-    if (!impl_->open)
-        return complete_now(hex, std::move(handler), make_error_code(error::not_open), result{});
     if (!claim(*impl_))
         return complete_now(hex, std::move(handler), make_error_code(error::operation_in_progress), result{});
+    if (!impl_->open) {
+        release_claim(*impl_);
+        return complete_now(hex, std::move(handler), make_error_code(error::not_open), result{});
+    }
     offload(impl_, hex, std::move(handler), [sql = std::move(sql), p = std::move(p), bound](impl& s) {
         result out;
         error_code ec = query_on_worker(s, sql, p, bound, out);

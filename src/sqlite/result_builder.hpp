@@ -12,16 +12,10 @@ namespace respool::sqlite {
 
 class result_builder {
 public:
-    // `st` may be null (a text with no statement): no columns.
-    explicit result_builder(::sqlite3_stmt* st) : d_(std::make_shared<result::data>()) {
-        const int n = st ? ::sqlite3_column_count(st) : 0;
-        for (int i = 0; i < n; ++i) {
-            const char* name = ::sqlite3_column_name(st, i);
-            d_->names.emplace_back(name ? name : "");
-        }
-    }
+    result_builder() : d_(std::make_shared<result::data>()) {}
 
     void add_row(::sqlite3_stmt* st) {
+        if (!named_) name(st);
         const int n = static_cast<int>(d_->names.size());
         for (int i = 0; i < n; ++i) {
             result::data::cell c;
@@ -57,14 +51,28 @@ public:
         ++d_->rows;
     }
 
-    result finish(std::uint64_t affected, std::int64_t rowid) {
+    // `st` may be null (a text with no statement): no columns.
+    result finish(::sqlite3_stmt* st, std::uint64_t affected, std::int64_t rowid) {
+        if (!named_) name(st);
         d_->affected = affected;
         d_->rowid = rowid;
         return result_access::make(std::move(d_));
     }
 
 private:
+    // The names are read once the statement has stepped: a cached statement that SQLite re-prepared
+    // in its first step (the schema changed) may have other columns than before it (SELECT *).
+    void name(::sqlite3_stmt* st) {
+        named_ = true;
+        const int n = st ? ::sqlite3_column_count(st) : 0;
+        for (int i = 0; i < n; ++i) {
+            const char* col = ::sqlite3_column_name(st, i);
+            d_->names.emplace_back(col ? col : "");
+        }
+    }
+
     std::shared_ptr<result::data> d_;
+    bool named_ = false;
 };
 
 }  // namespace respool::sqlite
