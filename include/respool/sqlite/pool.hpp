@@ -1,0 +1,239 @@
+// respool::sqlite::pool: an SQLite database lent to coroutines (SPEC.md §3.3): one writer connection
+// (a respool::pool<sqlite::connection> of max 1, transactions BEGIN IMMEDIATE) and `readers` reader
+// connections (a second pool, query_only) on a thread pool of its own, so that no SQLite call runs on
+// the caller's event loop, writers never meet SQLITE_BUSY inside the process, and reads run in
+// parallel with the write.
+//
+//   sqlite::pool db(io.get_executor(), {.path = "/var/lib/app/app.db"});
+//   sqlite::result r = co_await db.async_query("SELECT name FROM users WHERE id = ?", sqlite::params(42),
+//                                              asio::use_awaitable);   // a reader: read-only statement
+//   co_await db.transaction([&](sqlite::connection& c) -> asio::awaitable<void> {
+//       co_await c.async_query("UPDATE ...", sqlite::params(...), asio::use_awaitable);
+//   }, {}, asio::use_awaitable);                                        // the writer, BEGIN IMMEDIATE
+//
+// The shapes are pg::pool's (async_query, with_connection, transaction, the handlers, the poisoning
+// rule), so a service can be written once against either. See docs/07-sqlite.md for every rule.
+#pragma once
+
+#include <respool/pool.hpp>
+#include <respool/sqlite/connection.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+namespace respool::sqlite {
+
+struct pool_config {
+    // A file path or an SQLite URI. Rejected (std::invalid_argument): "" and ":memory:" and the other
+    // private in-memory forms (every connection would see a database of its own); the shared
+    // in-memory database of the memdb VFS, "file:/name?vfs=memdb", is accepted.
+    std::string path;
+    std::size_t readers = 4;  // reader connections (0: everything runs on the writer)
+    std::size_t threads = 0;  // the thread pool SQLite runs on; 0 = readers + 1
+    duration borrow_timeout = std::chrono::seconds(5);  // default acquire deadline: past it, errc::exhausted
+    std::size_t max_waiters = 0;                        // per pool (writer, readers); 0 = unbounded
+    duration idle_ttl = std::chrono::seconds(300);      // an idle reader longer: closed
+    duration acquire_ttl = std::chrono::seconds(30);    // a lease held longer is reported (leak_suspected)
+    duration reset_timeout = std::chrono::seconds(5);   // the reset on release
+    duration statement_timeout{};                       // per statement, every connection; 0 = none
+    // Per connection (connection_options has the details).
+    duration busy_timeout = std::chrono::seconds(5);
+    std::string journal_mode = "WAL";
+    std::string synchronous = "NORMAL";
+    bool foreign_keys = true;
+    std::size_t statement_cache_capacity = 128;
+};
+
+struct transaction_options {
+    // false: the writer, BEGIN IMMEDIATE (the write lock is taken at BEGIN, never half-way).
+    // true: a reader, BEGIN (a consistent snapshot for several reads; writes fail with read_only).
+    bool read_only = false;
+    // Attempts in all: above 1, a transaction that fails with condition::busy (another process held
+    // the lock past busy_timeout) is rolled back and run again, function included.
+    std::uint32_t max_attempts = 1;
+};
+
+namespace detail {
+struct pool_state;
+enum class role { writer, reader };
+boost::asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s, role r);
+boost::asio::awaitable<void> begin(connection& c, const transaction_options& o);
+boost::asio::awaitable<void> commit(connection& c);
+boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr error, bool attempts_left);
+void settle(lease<connection>& l, const std::exception_ptr& error) noexcept;
+
+template <class R>
+struct awaited;
+template <class R, class E>
+struct awaited<boost::asio::awaitable<R, E>> {
+    using type = R;
+};
+}  // namespace detail
+
+class pool {
+public:
+    using executor_type = boost::asio::any_io_executor;
+
+    // Checks the settings (std::invalid_argument naming the setting and the path) and starts the
+    // thread pool. Connections are opened on first use; a missing folder, an unreadable or damaged
+    // file is reported then (the acquire's or query's error; with_connection's exception names the path).
+    pool(executor_type ex, pool_config cfg);
+    ~pool();  // closes both pools; leases still out stay valid, their release destroys the connection
+    pool(pool&&) noexcept;
+    pool& operator=(pool&&) noexcept;
+
+    [[nodiscard]] executor_type get_executor() const noexcept;
+    [[nodiscard]] const pool_config& config() const noexcept;
+
+    // A lease on the writer (async_acquire) or on a reader (async_acquire_reader), within
+    // borrow_timeout. Handler: void(error_code, lease<connection>). Executor, cancellation, errors:
+    // as pg::pool::async_acquire (errc::exhausted past the deadline; an open's failure as its code).
+    template <class Token = boost::asio::deferred_t>
+    auto async_acquire(Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, lease<connection>)>(
+            [this](auto handler) { start_acquire(detail::role::writer, std::move(handler)); }, token);
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_acquire_reader(Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, lease<connection>)>(
+            [this](auto handler) { start_acquire(detail::role::reader, std::move(handler)); }, token);
+    }
+
+    // Borrows a connection, runs `sql`, returns it. A single read-only statement (sqlite3_stmt_readonly)
+    // runs on a reader; anything else (a write, DDL, a script, a pragma that sets) on the writer. The
+    // pool learns which statement is which from the first run and remembers it.
+    //  Handler: void(error_code, result). Executor: the handler's associated executor; never inline.
+    //  Cancellation (terminal, partial, total): of the wait, or of the statement (interrupted).
+    //  Errors: the acquire's (exhausted, closed, cancelled, an open's failure), the statement's.
+    template <class Token = boost::asio::deferred_t>
+    auto async_query(std::string sql, Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, result)>(
+            [this](auto handler, std::string s) {
+                start_query(std::move(s), std::nullopt, std::move(handler));
+            },
+            token, std::move(sql));
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_query(std::string sql, params p, Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, result)>(
+            [this](auto handler, std::string s, params q) {
+                start_query(std::move(s), std::move(q), std::move(handler));
+            },
+            token, std::move(sql), std::move(p));
+    }
+
+    // Borrows the writer (with_connection) or a reader (with_reader), runs `fn(connection&)` (a
+    // coroutine: asio::awaitable<R>) on the pool's executor and returns the connection (reset when the
+    // borrower left a transaction or a statement open). Failures are exceptions: the acquire's as
+    // boost::system::system_error (its what() names the path for an open that failed), and whatever
+    // fn throws. The connection is poisoned only when fn fails with condition::connection_broken.
+    //  Handler: void(std::exception_ptr, R) (void(std::exception_ptr) for R = void).
+    template <class F, class Token = boost::asio::deferred_t>
+    auto with_connection(F fn, Token&& token = {}) {
+        using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
+        return boost::asio::co_spawn(get_executor(),
+                                     run_with_connection<R>(state_, detail::role::writer, std::move(fn)),
+                                     std::forward<Token>(token));
+    }
+    template <class F, class Token = boost::asio::deferred_t>
+    auto with_reader(F fn, Token&& token = {}) {
+        using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
+        return boost::asio::co_spawn(get_executor(),
+                                     run_with_connection<R>(state_, detail::role::reader, std::move(fn)),
+                                     std::forward<Token>(token));
+    }
+
+    // BEGIN IMMEDIATE on the writer (BEGIN on a reader with read_only), fn(connection&), COMMIT;
+    // ROLLBACK when fn throws (and the exception goes on). Retries: transaction_options.
+    //  Handler: as with_connection.
+    template <class F, class Token = boost::asio::deferred_t>
+    auto transaction(F fn, transaction_options o = {}, Token&& token = {}) {
+        using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
+        return boost::asio::co_spawn(get_executor(), run_transaction<R>(state_, o, std::move(fn)),
+                                     std::forward<Token>(token));
+    }
+
+    [[nodiscard]] pool_stats writer_stats() const noexcept;
+    [[nodiscard]] pool_stats reader_stats() const noexcept;
+    // Closes both pools (waiters fail with closed); the thread pool ends when the last connection is gone.
+    void close() noexcept;
+    // The generic pools underneath: observers, log sinks, set_max (readers).
+    respool::pool<connection>& writer_pool() noexcept;
+    respool::pool<connection>& reader_pool() noexcept;
+
+private:
+    void start_acquire(detail::role r,
+                       boost::asio::any_completion_handler<void(error_code, lease<connection>)> handler);
+    void start_query(std::string sql, std::optional<params> p,
+                     boost::asio::any_completion_handler<void(error_code, result)> handler);
+
+    template <class R, class F>
+    static boost::asio::awaitable<R> run_with_connection(std::shared_ptr<detail::pool_state> s,
+                                                         detail::role r, F fn) {
+        lease<connection> l = co_await detail::acquire(std::move(s), r);
+        std::exception_ptr error;
+        if constexpr (std::is_void_v<R>) {
+            try {
+                co_await fn(*l);
+            } catch (...) {
+                error = std::current_exception();
+            }
+            detail::settle(l, error);
+            if (error) std::rethrow_exception(error);
+        } else {
+            std::optional<R> out;
+            try {
+                out.emplace(co_await fn(*l));
+            } catch (...) {
+                error = std::current_exception();
+            }
+            detail::settle(l, error);
+            if (error) std::rethrow_exception(error);
+            co_return std::move(*out);
+        }
+    }
+
+    template <class R, class F>
+    static boost::asio::awaitable<R> run_transaction(std::shared_ptr<detail::pool_state> s,
+                                                     transaction_options o, F fn) {
+        lease<connection> l =
+            co_await detail::acquire(std::move(s), o.read_only ? detail::role::reader : detail::role::writer);
+        using slot = std::conditional_t<std::is_void_v<R>, bool, std::optional<R>>;
+        for (std::uint32_t attempt = 1;; ++attempt) {
+            std::exception_ptr error;
+            slot out{};
+            try {
+                co_await detail::begin(*l, o);
+                if constexpr (std::is_void_v<R>)
+                    co_await fn(*l);
+                else
+                    out.emplace(co_await fn(*l));
+                co_await detail::commit(*l);
+            } catch (...) {
+                error = std::current_exception();
+            }
+            if (!error) {
+                detail::settle(l, error);
+                if constexpr (std::is_void_v<R>)
+                    co_return;
+                else
+                    co_return std::move(*out);
+            }
+            if (co_await detail::recover(*l, error, attempt < o.max_attempts)) continue;
+            detail::settle(l, error);
+            std::rethrow_exception(error);
+        }
+    }
+
+    std::shared_ptr<detail::pool_state> state_;
+};
+
+}  // namespace respool::sqlite

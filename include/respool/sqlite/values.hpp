@@ -1,0 +1,126 @@
+// respool::sqlite values: bound parameters (sqlite::params) and the rows of a statement
+// (sqlite::result), shaped as pg::params and pg::result so that a service reads the same either way.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+namespace respool::sqlite {
+
+// The bound parameters ?1, ?2, ... (or ?, :name, @name, $name in order) of a statement, sent apart
+// from its text (nothing to quote, nothing to inject). Integers and bool as INTEGER, floating point
+// as REAL, strings as TEXT, byte spans as BLOB, std::nullopt (or an empty std::optional) as NULL.
+// A system_clock time point is bound as TEXT "YYYY-MM-DD HH:MM:SS.ffffff" in UTC: the form SQLite's
+// own date functions produce and read (datetime('now') is its prefix), so stored times sort and
+// compare as text and work with strftime() and julianday().
+//   c.async_query("SELECT name FROM users WHERE id = ? AND active = ?", sqlite::params(42, true), token);
+class params {
+public:
+    using value = std::variant<std::monostate, std::int64_t, double, std::string, std::vector<std::byte>>;
+
+    params() = default;
+    template <class... T>
+    explicit params(const T&... v) {
+        (add(v), ...);
+    }
+    params& add(std::nullopt_t);
+    params& add(bool v);
+    params& add(std::int16_t v) { return add(std::int64_t{v}); }
+    params& add(std::int32_t v) { return add(std::int64_t{v}); }
+    params& add(std::int64_t v);
+    params& add(std::uint32_t v) { return add(std::int64_t{v}); }
+    params& add(float v) { return add(double{v}); }
+    params& add(double v);
+    params& add(std::string_view v);
+    params& add(const char* v) { return add(std::string_view(v)); }
+    params& add(const std::string& v) { return add(std::string_view(v)); }
+    params& add(std::span<const std::byte> v);  // BLOB
+    params& add(const std::vector<std::byte>& v) { return add(std::span<const std::byte>(v)); }
+    params& add(std::chrono::sys_time<std::chrono::microseconds> t);  // TEXT, UTC, see above
+    template <class D>
+    params& add(std::chrono::sys_time<D> t) {
+        return add(std::chrono::floor<std::chrono::microseconds>(t));
+    }
+    template <class T>
+    params& add(const std::optional<T>& v) {
+        return v ? add(*v) : add(std::nullopt);
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return values_.size(); }
+    [[nodiscard]] const std::vector<value>& values() const noexcept { return values_; }
+
+private:
+    std::vector<value> values_;
+};
+
+// The storage class of one field (SQLite's dynamic typing: each value has its own).
+enum class value_kind { null, integer, real, text, blob };
+
+// The rows of one statement, copied out of SQLite before the statement is reset (a result never
+// points into a connection). Copies share the rows; they are valid on any thread.
+class result {
+public:
+    result() = default;
+    [[nodiscard]] std::size_t rows() const noexcept;
+    [[nodiscard]] std::size_t columns() const noexcept;
+    [[nodiscard]] std::string_view column_name(std::size_t col) const;
+    [[nodiscard]] value_kind kind(std::size_t row, std::size_t col) const;
+    [[nodiscard]] bool is_null(std::size_t row, std::size_t col) const {
+        return kind(row, col) == value_kind::null;
+    }
+    // The field as text (a number as SQLite writes it, a blob's bytes as they are); throws
+    // std::out_of_range for a cell outside the result, std::logic_error for NULL. The view lives as
+    // long as this result (or a copy of it).
+    [[nodiscard]] std::string_view text(std::size_t row, std::size_t col) const;
+    // The field as a C++ value: bool, std::int16_t/int32_t/int64_t, float, double, std::string,
+    // std::vector<std::byte>, std::chrono::system_clock::time_point (TEXT as params binds it, with 'T'
+    // or a space, optional fraction and optional "Z"/"+HH:MM"; or INTEGER Unix seconds), or
+    // std::optional of one of them (nullopt for NULL). Throws std::logic_error for NULL into a
+    // non-optional, std::invalid_argument (naming the column and the value) when the field is not
+    // such a value, std::out_of_range when an integer does not fit.
+    template <class T>
+    [[nodiscard]] T get(std::size_t row, std::size_t col) const {
+        if constexpr (is_optional<T>::value) {
+            if (is_null(row, col)) return std::nullopt;
+            return get<typename T::value_type>(row, col);
+        } else {
+            T out{};
+            parse(row, col, out);
+            return out;
+        }
+    }
+    // Rows inserted, updated or deleted by the statement itself (sqlite3_changes; 0 for statements
+    // that change none, such as SELECT and DDL).
+    [[nodiscard]] std::uint64_t affected_rows() const noexcept;
+    // The connection's last inserted rowid after the statement (sqlite3_last_insert_rowid).
+    [[nodiscard]] std::int64_t last_insert_rowid() const noexcept;
+
+    struct data;  // the copied rows (values.cpp)
+
+private:
+    friend struct result_access;
+    template <class T>
+    struct is_optional : std::false_type {};
+    template <class T>
+    struct is_optional<std::optional<T>> : std::true_type {};
+    void parse(std::size_t row, std::size_t col, bool& out) const;
+    void parse(std::size_t row, std::size_t col, std::int16_t& out) const;
+    void parse(std::size_t row, std::size_t col, std::int32_t& out) const;
+    void parse(std::size_t row, std::size_t col, std::int64_t& out) const;
+    void parse(std::size_t row, std::size_t col, float& out) const;
+    void parse(std::size_t row, std::size_t col, double& out) const;
+    void parse(std::size_t row, std::size_t col, std::string& out) const;
+    void parse(std::size_t row, std::size_t col, std::vector<std::byte>& out) const;
+    void parse(std::size_t row, std::size_t col, std::chrono::system_clock::time_point& out) const;
+    std::shared_ptr<const data> data_;
+};
+
+}  // namespace respool::sqlite

@@ -1,0 +1,116 @@
+// The SQLite layer's category (SQLite's result codes and the layer's own failures) and its conditions
+// (what a failure means; docs/07-sqlite.md). The connection-level ones are those after which SQLite's
+// handle cannot be trusted: the file could not be opened, is damaged or is not a database, or I/O failed.
+#include <respool/sqlite/errors.hpp>
+
+#include <boost/asio/error.hpp>
+
+#include <sqlite3.h>
+
+#include <string>
+
+namespace respool::sqlite {
+
+namespace {
+
+constexpr int own_base = 0x10000;
+
+struct sqlite_errors final : boost::system::error_category {
+    const char* name() const noexcept override { return "respool.sqlite"; }
+    std::string message(int v) const override {
+        switch (static_cast<error>(v)) {
+        case error::statement_timeout: return "statement timeout: the statement was interrupted";
+        case error::not_open: return "the connection is not open";
+        case error::operation_in_progress: return "another operation is running on this connection";
+        case error::writes_on_reader: return "a reader connection runs one read-only statement only";
+        case error::multiple_statements: return "bound parameters with more than one statement";
+        case error::parameter_count:
+            return "the statement's parameters and the values given differ in number";
+        }
+        if (v >= own_base) return "unknown respool.sqlite error " + std::to_string(v);
+        return std::string(::sqlite3_errstr(v)) + " (SQLite result code " + std::to_string(v) + ")";
+    }
+};
+
+struct condition_names final : boost::system::error_category {
+    const char* name() const noexcept override { return "respool.sqlite.condition"; }
+    std::string message(int v) const override {
+        switch (static_cast<condition>(v)) {
+        case condition::connection_broken: return "connection broken";
+        case condition::unique_violation: return "unique violation";
+        case condition::foreign_key_violation: return "foreign key violation";
+        case condition::not_null_violation: return "not-null violation";
+        case condition::check_violation: return "check violation";
+        case condition::constraint_violation: return "constraint violation";
+        case condition::busy: return "database busy (locked by another connection)";
+        case condition::interrupted: return "statement interrupted";
+        case condition::read_only: return "read-only database or connection";
+        case condition::corrupt: return "database file damaged or not a database";
+        case condition::cant_open: return "database file cannot be opened";
+        }
+        return "unknown respool.sqlite condition";
+    }
+
+    // Whether SQLite result code `rc` (extended) means `c`.
+    static bool code_means(int rc, condition c) noexcept {
+        const int primary = rc & 0xff;
+        switch (c) {
+        case condition::connection_broken:
+            return primary == SQLITE_CANTOPEN || primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT ||
+                   primary == SQLITE_IOERR;
+        case condition::unique_violation:
+            return rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY;
+        case condition::foreign_key_violation: return rc == SQLITE_CONSTRAINT_FOREIGNKEY;
+        case condition::not_null_violation: return rc == SQLITE_CONSTRAINT_NOTNULL;
+        case condition::check_violation: return rc == SQLITE_CONSTRAINT_CHECK;
+        case condition::constraint_violation: return primary == SQLITE_CONSTRAINT;
+        case condition::busy: return primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
+        case condition::interrupted: return primary == SQLITE_INTERRUPT;
+        case condition::read_only: return primary == SQLITE_READONLY;
+        case condition::corrupt: return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB;
+        case condition::cant_open: return primary == SQLITE_CANTOPEN;
+        }
+        return false;
+    }
+
+    bool equivalent(const boost::system::error_code& ec, int cv) const noexcept override {
+        const auto c = static_cast<condition>(cv);
+        if (ec.category() == sqlite::error_category()) {
+            if (ec.value() < own_base) return code_means(ec.value(), c);
+            switch (static_cast<error>(ec.value())) {
+            case error::statement_timeout: return c == condition::interrupted;
+            case error::not_open: return c == condition::connection_broken;
+            case error::writes_on_reader: return c == condition::read_only;
+            default: return false;
+            }
+        }
+        // A cancelled operation (Asio's per-operation cancellation) was interrupted too.
+        return c == condition::interrupted && ec == boost::asio::error::operation_aborted;
+    }
+};
+
+}  // namespace
+
+const boost::system::error_category& error_category() noexcept {
+    static const sqlite_errors c;
+    return c;
+}
+error_code from_result_code(int code) noexcept {
+    return {code, error_category()};
+}
+int result_code_of(const error_code& ec) noexcept {
+    return ec.category() == error_category() && ec.value() < own_base ? ec.value() : 0;
+}
+error_code make_error_code(error e) noexcept {
+    return {static_cast<int>(e), error_category()};
+}
+
+const boost::system::error_category& condition_category() noexcept {
+    static const condition_names c;
+    return c;
+}
+boost::system::error_condition make_error_condition(condition c) noexcept {
+    return {static_cast<int>(c), condition_category()};
+}
+
+}  // namespace respool::sqlite

@@ -1,0 +1,308 @@
+// respool::sqlite::pool: two respool::pool<sqlite::connection> (the writer, max 1; the readers), the
+// thread pool SQLite runs on, the hooks, and the routing of async_query. Which hook does what
+// (docs/07-sqlite.md):
+//   factory         open on the thread pool (pragmas; readers query_only), statement timeout set
+//   before_acquire  is_open(): a connection closed under its holder is not lent again
+//   needs_reset     synchronous, no SQLite call: a transaction or statement left open, or async_run used
+//   before_release  async_reset (reset busy statements, ROLLBACK), bounded by reset_timeout; a
+//                   connection that cannot be reset is destroyed
+#include <respool/sqlite/pool.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <stdexcept>
+#include <unordered_set>
+
+namespace asio = boost::asio;
+
+namespace respool::sqlite {
+
+namespace {
+
+// The thread pool, joined (not stopped) at the end: close jobs still queued run before it goes. Its
+// last owner is never one of its own threads (jobs own connections' insides, not this).
+struct workers {
+    explicit workers(std::size_t n) : tp(n) {}
+    ~workers() { tp.join(); }
+    asio::thread_pool tp;
+};
+
+}  // namespace
+
+namespace detail {
+
+struct pool_state {
+    pool_config cfg;
+    std::shared_ptr<workers> threads;
+    std::optional<respool::pool<connection>> writer;
+    std::optional<respool::pool<connection>> readers;  // none with readers = 0
+    // Statements a reader refused (they may write): straight to the writer next time. Bounded: cleared
+    // when full (a service has a bounded set of statement texts; this only saves a reader's prepare).
+    std::unordered_set<std::string> writes;
+
+    respool::pool<connection>& of(role r) { return r == role::reader && readers ? *readers : *writer; }
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::pool_state;
+using detail::role;
+
+[[noreturn]] void bad_config(const std::string& what) {
+    throw std::invalid_argument("respool::sqlite::pool: " + what);
+}
+
+// A private in-memory database would be a different one for every connection.
+void check_path(const std::string& path) {
+    const std::string hint =
+        " gives every connection a database of its own and cannot be pooled; use a file, or the shared "
+        "in-memory form \"file:/name?vfs=memdb\"";
+    if (path.empty()) bad_config("path \"\" (a temporary database)" + hint);
+    if (path == ":memory:") bad_config("path \":memory:\"" + hint);
+    if (path.rfind("file:", 0) != 0) return;
+    const auto q = path.find('?');
+    const std::string file = path.substr(5, q == std::string::npos ? std::string::npos : q - 5);
+    const std::string query = q == std::string::npos ? "" : path.substr(q);
+    if (query.find("vfs=memdb") != std::string::npos) {
+        if (file.empty() || file[0] != '/')
+            bad_config("path \"" + path +
+                       "\": a memdb database is shared only when its name begins with '/'");
+        return;
+    }
+    if (file.empty() || file == ":memory:" || query.find("mode=memory") != std::string::npos)
+        bad_config("path \"" + path + "\"" + hint);
+}
+
+void check(const pool_config& c) {
+    check_path(c.path);
+    if (c.borrow_timeout < duration::zero()) bad_config("borrow_timeout must not be negative");
+    if (c.statement_timeout < duration::zero()) bad_config("statement_timeout must not be negative");
+    if (c.busy_timeout < duration::zero()) bad_config("busy_timeout must not be negative");
+}
+
+respool::pool_options options_of(const pool_config& c, role r) {
+    respool::pool_options o;
+    o.min = 0;  // opened on first use
+    o.max = r == role::writer ? 1 : c.readers;
+    o.acquire_timeout = c.borrow_timeout;
+    o.max_waiters = c.max_waiters;
+    o.idle_ttl = r == role::writer ? duration{} : c.idle_ttl;  // the writer stays open
+    o.acquire_ttl = c.acquire_ttl;
+    o.create_timeout = c.busy_timeout + std::chrono::seconds(10);  // the open may wait for a lock
+    o.reset_timeout = c.reset_timeout;
+    return o;
+}
+
+hooks<connection> hooks_of(const pool_config& c, role r, std::shared_ptr<workers> threads) {
+    connection_options opts;
+    opts.path = c.path;
+    opts.reader = r == role::reader;
+    opts.busy_timeout = c.busy_timeout;
+    opts.journal_mode = c.journal_mode;
+    opts.synchronous = c.synchronous;
+    opts.foreign_keys = c.foreign_keys;
+    opts.statement_cache_capacity = c.statement_cache_capacity;
+    hooks<connection> h;
+    h.factory = [opts, threads, timeout = c.statement_timeout]() -> asio::awaitable<connection> {
+        connection conn(co_await asio::this_coro::executor, threads->tp.get_executor(), threads);
+        auto [ec] = co_await conn.async_open(opts, asio::as_tuple(asio::use_awaitable));
+        if (ec) throw boost::system::system_error(ec, conn.last_error().message);
+        conn.set_statement_timeout(timeout);
+        co_return conn;
+    };
+    h.before_acquire = [](connection& conn) { return conn.is_open(); };
+    h.needs_reset = [timeout = c.statement_timeout](connection& conn) {
+        conn.set_statement_timeout(timeout);  // a borrower's own deadline ends with its lease
+        return conn.needs_reset();
+    };
+    h.before_release = [](connection& conn) -> asio::awaitable<bool> {
+        auto [ec] = co_await conn.async_reset(asio::as_tuple(asio::use_awaitable));
+        co_return !ec;
+    };
+    return h;
+}
+
+std::string describe(const pool_stats& s, role r) {
+    return std::string("no ") + (r == role::writer ? "writer" : "reader") +
+           " connection free within the borrow timeout: " + std::to_string(s.active) + " in use of max " +
+           std::to_string(s.max) + ", " + std::to_string(s.waiting) + " waiting";
+}
+
+error_code code_of(const std::exception_ptr& e) {
+    if (!e) return {};
+    try {
+        std::rethrow_exception(e);
+    } catch (const boost::system::system_error& se) {
+        return se.code();
+    } catch (...) {
+        return {};
+    }
+}
+
+using query_handler = asio::any_completion_handler<void(error_code, result)>;
+
+// pool::async_query: acquire (a reader unless the statement is known to write), query, give back;
+// a reader's refusal sends it to the writer.
+struct pool_query : std::enable_shared_from_this<pool_query> {
+    pool_query(std::shared_ptr<pool_state> st, query_handler h, std::string q, std::optional<params> pr)
+        : s(std::move(st)), handler(std::move(h)), sql(std::move(q)), p(std::move(pr)) {}
+    std::shared_ptr<pool_state> s;
+    query_handler handler;
+    std::string sql;
+    std::optional<params> p;
+    lease<connection> l;
+
+    void start(role r) {
+        auto slot = handler.get_cancellation_slot();
+        s->of(r).async_acquire(s->cfg.borrow_timeout,
+                               asio::bind_cancellation_slot(slot, [self = shared_from_this(), r](
+                                                                      error_code ec, lease<connection> got) {
+                                   if (ec)
+                                       return self->deliver(
+                                           ec == respool::errc::timeout ? respool::errc::exhausted : ec, {});
+                                   self->l = std::move(got);
+                                   self->run(r);
+                               }));
+    }
+
+    void run(role r) {
+        auto done = [self = shared_from_this(), r](error_code ec, result res) {
+            if (ec == error::writes_on_reader && r == role::reader) {
+                if (self->s->writes.size() >= 1024) self->s->writes.clear();
+                self->s->writes.insert(self->sql);
+                self->l.release();
+                return self->start(role::writer);
+            }
+            if (ec == condition::connection_broken)
+                self->l.poison();
+            else
+                self->l.release();  // reset on the way back when the statement left something open
+            self->deliver(ec, std::move(res));
+        };
+        auto slot = handler.get_cancellation_slot();
+        // The text is copied, not moved: a reader's refusal sends the same one to the writer.
+        if (p)
+            l->async_query(sql, *p, asio::bind_cancellation_slot(slot, std::move(done)));
+        else
+            l->async_query(sql, asio::bind_cancellation_slot(slot, std::move(done)));
+    }
+
+    void deliver(error_code ec, result r) {
+        auto h = std::move(handler);
+        asio::dispatch(asio::append(std::move(h), ec, std::move(r)));  // on the handler's executor
+    }
+};
+
+}  // namespace
+
+namespace detail {
+
+asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s, role r) {
+    respool::diagnostics diag;
+    auto& p = s->of(r);
+    auto [ec, l] = co_await p.async_acquire(s->cfg.borrow_timeout, diag, asio::as_tuple(asio::use_awaitable));
+    if (ec == respool::errc::timeout)
+        throw boost::system::system_error(respool::errc::exhausted, describe(p.stats(), r));
+    if (ec) throw boost::system::system_error(ec, diag.message);
+    co_return std::move(l);
+}
+
+asio::awaitable<void> begin(connection& c, const transaction_options& o) {
+    auto [ec, r] = co_await c.async_query(o.read_only ? "BEGIN" : "BEGIN IMMEDIATE",
+                                          asio::as_tuple(asio::use_awaitable));
+    if (ec) throw boost::system::system_error(ec, c.last_error().message);
+}
+
+asio::awaitable<void> commit(connection& c) {
+    auto [ec, r] = co_await c.async_query("COMMIT", asio::as_tuple(asio::use_awaitable));
+    if (ec) throw boost::system::system_error(ec, c.last_error().message);
+}
+
+asio::awaitable<bool> recover(connection& c, std::exception_ptr error, bool attempts_left) {
+    const error_code ec = code_of(error);
+    if (ec == condition::connection_broken || !c.is_open()) co_return false;
+    if (c.in_transaction()) {
+        auto [rollback, r] = co_await c.async_query("ROLLBACK", asio::as_tuple(asio::use_awaitable));
+        if (rollback) co_return false;  // the release resets the connection or destroys it
+    }
+    co_return attempts_left&& ec == condition::busy;
+}
+
+void settle(lease<connection>& l, const std::exception_ptr& error) noexcept {
+    if (error && code_of(error) == condition::connection_broken)
+        l.poison();
+    else
+        l.release();
+}
+
+}  // namespace detail
+
+pool::pool(executor_type ex, pool_config cfg) : state_(std::make_shared<pool_state>()) {
+    check(cfg);
+    state_->cfg = std::move(cfg);
+    const auto& c = state_->cfg;
+    state_->threads = std::make_shared<workers>(c.threads ? c.threads : c.readers + 1);
+    state_->writer.emplace(ex, options_of(c, role::writer), hooks_of(c, role::writer, state_->threads));
+    if (c.readers > 0)
+        state_->readers.emplace(ex, options_of(c, role::reader), hooks_of(c, role::reader, state_->threads));
+}
+pool::~pool() {
+    close();
+}
+pool::pool(pool&&) noexcept = default;
+pool& pool::operator=(pool&& o) noexcept {
+    if (this != &o) {
+        close();
+        state_ = std::move(o.state_);
+    }
+    return *this;
+}
+
+pool::executor_type pool::get_executor() const noexcept {
+    return state_->writer->get_executor();
+}
+const pool_config& pool::config() const noexcept {
+    return state_->cfg;
+}
+pool_stats pool::writer_stats() const noexcept {
+    return state_->writer->stats();
+}
+pool_stats pool::reader_stats() const noexcept {
+    return state_->readers ? state_->readers->stats() : pool_stats{};
+}
+void pool::close() noexcept {
+    if (!state_) return;
+    if (state_->writer) state_->writer->close();
+    if (state_->readers) state_->readers->close();
+}
+respool::pool<connection>& pool::writer_pool() noexcept {
+    return *state_->writer;
+}
+respool::pool<connection>& pool::reader_pool() noexcept {
+    return state_->of(role::reader);
+}
+
+void pool::start_acquire(role r, asio::any_completion_handler<void(error_code, lease<connection>)> handler) {
+    auto slot = handler.get_cancellation_slot();
+    state_->of(r).async_acquire(
+        state_->cfg.borrow_timeout,
+        asio::bind_cancellation_slot(slot,
+                                     [h = std::move(handler)](error_code ec, lease<connection> l) mutable {
+                                         if (ec == respool::errc::timeout) ec = respool::errc::exhausted;
+                                         asio::dispatch(asio::append(std::move(h), ec, std::move(l)));
+                                     }));
+}
+
+void pool::start_query(std::string sql, std::optional<params> p, query_handler handler) {
+    auto op = std::make_shared<pool_query>(state_, std::move(handler), std::move(sql), std::move(p));
+    const bool writes = !state_->readers || state_->writes.count(op->sql) > 0;
+    op->start(writes ? role::writer : role::reader);
+}
+
+}  // namespace respool::sqlite

@@ -1,0 +1,234 @@
+// sqlite::params and sqlite::result: binding values, reading fields back as C++ values, and the one
+// text form of a time point (params binds it, result::get reads it and SQLite's own variants).
+#include "result_data.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+namespace respool::sqlite {
+
+namespace chr = std::chrono;
+
+// ---- params -------------------------------------------------------------------------------------
+
+params& params::add(std::nullopt_t) {
+    values_.emplace_back(std::monostate{});
+    return *this;
+}
+params& params::add(bool v) {
+    values_.emplace_back(std::int64_t{v ? 1 : 0});
+    return *this;
+}
+params& params::add(std::int64_t v) {
+    values_.emplace_back(v);
+    return *this;
+}
+params& params::add(double v) {
+    values_.emplace_back(v);
+    return *this;
+}
+params& params::add(std::string_view v) {
+    values_.emplace_back(std::string(v));
+    return *this;
+}
+params& params::add(std::span<const std::byte> v) {
+    values_.emplace_back(std::vector<std::byte>(v.begin(), v.end()));
+    return *this;
+}
+params& params::add(chr::sys_time<chr::microseconds> t) {
+    const auto day = chr::floor<chr::days>(t);
+    const chr::year_month_day ymd(day);
+    const chr::hh_mm_ss<chr::microseconds> tod(t - day);
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%04d-%02u-%02u %02d:%02d:%02d.%06lld", static_cast<int>(ymd.year()),
+                  static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                  static_cast<int>(tod.hours().count()), static_cast<int>(tod.minutes().count()),
+                  static_cast<int>(tod.seconds().count()), static_cast<long long>(tod.subseconds().count()));
+    return add(std::string_view(buf));
+}
+
+// ---- result -------------------------------------------------------------------------------------
+
+namespace {
+
+const result::data::cell& cell_at(const result::data* d, std::size_t row, std::size_t col) {
+    if (!d || row >= d->rows || col >= d->names.size())
+        throw std::out_of_range("respool::sqlite::result: no field at row " + std::to_string(row) +
+                                ", column " + std::to_string(col));
+    return d->cells[row * d->names.size() + col];
+}
+
+[[noreturn]] void not_a(const result::data& d, std::size_t col, std::string_view field, const char* what) {
+    throw std::invalid_argument("respool::sqlite::result: column \"" + d.names[col] + "\" value \"" +
+                                std::string(field) + "\" is not " + what);
+}
+
+bool parse_int(std::string_view s, std::int64_t& out) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size();
+}
+
+// "YYYY-MM-DD", then ' ' or 'T' and "HH:MM[:SS[.fff...]]", then "Z" or "+HH:MM"/"-HH:MM"; false otherwise.
+bool parse_time(std::string_view s, chr::system_clock::time_point& out) {
+    auto num = [&](std::size_t at, std::size_t n, int& v) {
+        if (at + n > s.size()) return false;
+        auto [p, ec] = std::from_chars(s.data() + at, s.data() + at + n, v);
+        return ec == std::errc() && p == s.data() + at + n;
+    };
+    int y, mo, d, h = 0, mi = 0, sec = 0;
+    if (!num(0, 4, y) || s[4] != '-' || !num(5, 2, mo) || s[7] != '-' || !num(8, 2, d)) return false;
+    std::size_t at = 10;
+    chr::microseconds frac{0};
+    if (at < s.size() && (s[at] == ' ' || s[at] == 'T')) {
+        if (!num(at + 1, 2, h) || s.size() < at + 6 || s[at + 3] != ':' || !num(at + 4, 2, mi)) return false;
+        at += 6;
+        if (at < s.size() && s[at] == ':') {
+            if (!num(at + 1, 2, sec)) return false;
+            at += 3;
+            if (at < s.size() && s[at] == '.') {
+                long long scale = 100000, us = 0;
+                for (++at; at < s.size() && s[at] >= '0' && s[at] <= '9'; ++at, scale /= 10)
+                    us += (s[at] - '0') * scale;  // digits past the sixth add 0
+                frac = chr::microseconds(us);
+            }
+        }
+    }
+    chr::minutes offset{0};
+    if (at < s.size() && s[at] == 'Z') {
+        ++at;
+    } else if (at < s.size() && (s[at] == '+' || s[at] == '-')) {
+        int oh, om;
+        if (!num(at + 1, 2, oh) || s.size() < at + 6 || s[at + 3] != ':' || !num(at + 4, 2, om)) return false;
+        offset = chr::hours(oh) + chr::minutes(om);
+        if (s[at] == '-') offset = -offset;
+        at += 6;
+    }
+    const chr::year_month_day ymd{chr::year(y), chr::month(static_cast<unsigned>(mo)),
+                                  chr::day(static_cast<unsigned>(d))};
+    if (at != s.size() || !ymd.ok() || h > 23 || mi > 59 || sec > 60) return false;
+    out = chr::time_point_cast<chr::system_clock::duration>(
+        chr::sys_days(ymd) + chr::hours(h) + chr::minutes(mi) + chr::seconds(sec) + frac - offset);
+    return true;
+}
+
+}  // namespace
+
+std::size_t result::rows() const noexcept {
+    return data_ ? data_->rows : 0;
+}
+std::size_t result::columns() const noexcept {
+    return data_ ? data_->names.size() : 0;
+}
+std::string_view result::column_name(std::size_t col) const {
+    if (!data_ || col >= data_->names.size())
+        throw std::out_of_range("respool::sqlite::result: no column " + std::to_string(col));
+    return data_->names[col];
+}
+value_kind result::kind(std::size_t row, std::size_t col) const {
+    return cell_at(data_.get(), row, col).kind;
+}
+std::string_view result::text(std::size_t row, std::size_t col) const {
+    const auto& c = cell_at(data_.get(), row, col);
+    if (c.kind == value_kind::null)
+        throw std::logic_error("respool::sqlite::result: column \"" + data_->names[col] + "\" is NULL");
+    return std::string_view(data_->bytes).substr(c.offset, c.size);
+}
+std::uint64_t result::affected_rows() const noexcept {
+    return data_ ? data_->affected : 0;
+}
+std::int64_t result::last_insert_rowid() const noexcept {
+    return data_ ? data_->rowid : 0;
+}
+
+void result::parse(std::size_t row, std::size_t col, std::int64_t& out) const {
+    const auto& c = cell_at(data_.get(), row, col);
+    const std::string_view t = text(row, col);  // NULL throws here
+    switch (c.kind) {
+    case value_kind::integer: out = c.integer; return;
+    case value_kind::real:
+        if (std::trunc(c.real) == c.real && std::abs(c.real) < 9.2e18) {
+            out = static_cast<std::int64_t>(c.real);
+            return;
+        }
+        break;
+    case value_kind::text:
+        if (parse_int(t, out)) return;
+        break;
+    default: break;
+    }
+    not_a(*data_, col, t, "an integer");
+}
+
+template <class Small>
+static void narrow(std::int64_t v, Small& out, std::string_view column) {
+    if (v < std::numeric_limits<Small>::min() || v > std::numeric_limits<Small>::max())
+        throw std::out_of_range("respool::sqlite::result: column \"" + std::string(column) + "\" value " +
+                                std::to_string(v) + " does not fit");
+    out = static_cast<Small>(v);
+}
+
+void result::parse(std::size_t row, std::size_t col, std::int32_t& out) const {
+    std::int64_t v;
+    parse(row, col, v);
+    narrow(v, out, column_name(col));
+}
+void result::parse(std::size_t row, std::size_t col, std::int16_t& out) const {
+    std::int64_t v;
+    parse(row, col, v);
+    narrow(v, out, column_name(col));
+}
+void result::parse(std::size_t row, std::size_t col, bool& out) const {
+    const auto& c = cell_at(data_.get(), row, col);
+    const std::string_view t = text(row, col);
+    if (c.kind == value_kind::integer) {
+        out = c.integer != 0;
+    } else if (c.kind == value_kind::real) {
+        out = c.real != 0;
+    } else if (t == "1" || t == "true" || t == "TRUE") {
+        out = true;
+    } else if (t == "0" || t == "false" || t == "FALSE") {
+        out = false;
+    } else {
+        not_a(*data_, col, t, "a boolean");
+    }
+}
+void result::parse(std::size_t row, std::size_t col, double& out) const {
+    const auto& c = cell_at(data_.get(), row, col);
+    const std::string_view t = text(row, col);
+    if (c.kind == value_kind::real) {
+        out = c.real;
+    } else if (c.kind == value_kind::integer) {
+        out = static_cast<double>(c.integer);
+    } else {
+        auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
+        if (ec != std::errc() || p != t.data() + t.size()) not_a(*data_, col, t, "a number");
+    }
+}
+void result::parse(std::size_t row, std::size_t col, float& out) const {
+    double v;
+    parse(row, col, v);
+    out = static_cast<float>(v);
+}
+void result::parse(std::size_t row, std::size_t col, std::string& out) const {
+    out = std::string(text(row, col));
+}
+void result::parse(std::size_t row, std::size_t col, std::vector<std::byte>& out) const {
+    const std::string_view t = text(row, col);
+    const auto* b = reinterpret_cast<const std::byte*>(t.data());
+    out.assign(b, b + t.size());
+}
+void result::parse(std::size_t row, std::size_t col, chr::system_clock::time_point& out) const {
+    const auto& c = cell_at(data_.get(), row, col);
+    const std::string_view t = text(row, col);
+    if (c.kind == value_kind::integer) {
+        out = chr::system_clock::time_point(chr::seconds(c.integer));
+        return;
+    }
+    if (c.kind == value_kind::text && parse_time(t, out)) return;
+    not_a(*data_, col, t, "a time (YYYY-MM-DD HH:MM:SS[.ffffff][Z|+HH:MM] or Unix seconds)");
+}
+
+}  // namespace respool::sqlite
