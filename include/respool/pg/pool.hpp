@@ -13,6 +13,7 @@
 // See docs/06-postgresql.md for every rule.
 #pragma once
 
+#include <respool/detail/db_operations.hpp>
 #include <respool/pg/connection.hpp>
 #include <respool/pool.hpp>
 
@@ -84,11 +85,17 @@ boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr error, bo
 // Gives the lease back: poisoned after a connection-level failure, else released (and reset).
 void settle(lease<connection>& l, const std::exception_ptr& error) noexcept;
 
-template <class R>
-struct awaited;
-template <class R, class E>
-struct awaited<boost::asio::awaitable<R, E>> {
-    using type = R;
+using respool::detail::db::awaited;
+
+// What transaction() runs around the function (respool::detail::db::in_transaction).
+struct transaction_steps {
+    transaction_options o;
+    boost::asio::awaitable<void> begin(connection& c) const { return detail::begin(c, o); }
+    boost::asio::awaitable<void> commit(connection& c) const { return detail::commit(c); }
+    boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr e, bool attempts_left) const {
+        return detail::recover(c, std::move(e), attempts_left);
+    }
+    void settle(lease<connection>& l, const std::exception_ptr& e) const noexcept { detail::settle(l, e); }
 };
 }  // namespace detail
 
@@ -202,57 +209,15 @@ private:
     template <class R, class F>
     static boost::asio::awaitable<R> run_with_connection(std::shared_ptr<detail::pool_state> s, F fn) {
         lease<connection> l = co_await detail::acquire(std::move(s));
-        std::exception_ptr error;
-        if constexpr (std::is_void_v<R>) {
-            try {
-                co_await fn(*l);
-            } catch (...) {
-                error = std::current_exception();
-            }
-            detail::settle(l, error);
-            if (error) std::rethrow_exception(error);
-        } else {
-            std::optional<R> out;
-            try {
-                out.emplace(co_await fn(*l));
-            } catch (...) {
-                error = std::current_exception();
-            }
-            detail::settle(l, error);
-            if (error) std::rethrow_exception(error);
-            co_return std::move(*out);
-        }
+        co_return co_await respool::detail::db::with_lease<R>(std::move(l), fn, &detail::settle);
     }
 
     template <class R, class F>
     static boost::asio::awaitable<R> run_transaction(std::shared_ptr<detail::pool_state> s,
                                                      transaction_options o, F fn) {
         lease<connection> l = co_await detail::acquire(std::move(s));
-        using slot = std::conditional_t<std::is_void_v<R>, bool, std::optional<R>>;
-        for (std::uint32_t attempt = 1;; ++attempt) {
-            std::exception_ptr error;
-            slot out{};
-            try {
-                co_await detail::begin(*l, o);
-                if constexpr (std::is_void_v<R>)
-                    co_await fn(*l);
-                else
-                    out.emplace(co_await fn(*l));
-                co_await detail::commit(*l);
-            } catch (...) {
-                error = std::current_exception();
-            }
-            if (!error) {
-                detail::settle(l, error);
-                if constexpr (std::is_void_v<R>)
-                    co_return;
-                else
-                    co_return std::move(*out);
-            }
-            if (co_await detail::recover(*l, error, attempt < o.max_attempts)) continue;
-            detail::settle(l, error);
-            std::rethrow_exception(error);
-        }
+        co_return co_await respool::detail::db::in_transaction<R>(std::move(l), o.max_attempts, fn,
+                                                                  detail::transaction_steps{o});
     }
 
     std::shared_ptr<detail::pool_state> state_;

@@ -1,0 +1,82 @@
+// What the database pools' with_connection and transaction share (pg::pool, sqlite::pool): run a
+// coroutine on a leased connection and give the lease back by the database's rule, and the
+// BEGIN / fn / COMMIT loop with its bounded retry. Each database supplies its own steps.
+#pragma once
+
+#include <respool/lease.hpp>
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <type_traits>
+
+namespace respool::detail::db {
+
+// R of asio::awaitable<R>: what with_connection's and transaction's functions return.
+template <class A>
+struct awaited;
+template <class R, class E>
+struct awaited<boost::asio::awaitable<R, E>> {
+    using type = R;
+};
+
+// Runs fn(connection&) on the leased connection; `settle(lease, error)` gives the lease back (the
+// database decides whether the error poisons it); fn's exception goes on.
+template <class R, class T, class F, class Settle>
+boost::asio::awaitable<R> with_lease(lease<T> l, F& fn, Settle settle) {
+    std::exception_ptr error;
+    if constexpr (std::is_void_v<R>) {
+        try {
+            co_await fn(*l);
+        } catch (...) {
+            error = std::current_exception();
+        }
+        settle(l, error);
+        if (error) std::rethrow_exception(error);
+    } else {
+        std::optional<R> out;
+        try {
+            out.emplace(co_await fn(*l));
+        } catch (...) {
+            error = std::current_exception();
+        }
+        settle(l, error);
+        if (error) std::rethrow_exception(error);
+        co_return std::move(*out);
+    }
+}
+
+// The steps of a transaction: begin(conn), commit(conn) (both throw on failure), recover(conn,
+// error, attempts_left) -> awaitable<bool> (rolls back; true: run it again), settle(lease, error).
+template <class R, class T, class F, class Steps>
+boost::asio::awaitable<R> in_transaction(lease<T> l, std::uint32_t max_attempts, F& fn, Steps steps) {
+    using slot = std::conditional_t<std::is_void_v<R>, bool, std::optional<R>>;
+    for (std::uint32_t attempt = 1;; ++attempt) {
+        std::exception_ptr error;
+        slot out{};
+        try {
+            co_await steps.begin(*l);
+            if constexpr (std::is_void_v<R>)
+                co_await fn(*l);
+            else
+                out.emplace(co_await fn(*l));
+            co_await steps.commit(*l);
+        } catch (...) {
+            error = std::current_exception();
+        }
+        if (!error) {
+            steps.settle(l, error);
+            if constexpr (std::is_void_v<R>)
+                co_return;
+            else
+                co_return std::move(*out);
+        }
+        if (co_await steps.recover(*l, error, attempt < max_attempts)) continue;
+        steps.settle(l, error);
+        std::rethrow_exception(error);
+    }
+}
+
+}  // namespace respool::detail::db
