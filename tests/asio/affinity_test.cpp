@@ -193,6 +193,10 @@ TEST_F(affinity_fixture, idle_ttl_evicts_a_cached_resource) {
     auto p = make({.min = 0, .max = 2, .idle_ttl = 40ms});
     p->try_acquire().release();
     ASSERT_TRUE(wait_for(*p, [](const auto& s) { return s.evicted == 1 && s.total == 0; }));
+    // The pool uncounts the resource, then its runner thread runs the destructor: wait for that too
+    // (reading live() right after the stats raced with it under TSan).
+    const auto give_up = std::chrono::steady_clock::now() + 20s;
+    while (t->live() != 0 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
     EXPECT_EQ(t->live(), 0);
 }
 
