@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
     double cpu0 = 0, cpu1 = 0;
     std::chrono::steady_clock::time_point t0, t1;
 
-    auto worker = [&](unsigned seed) -> asio::awaitable<void> {
+    // Statements one after another on `target`: the pool (borrow, run, return) or one connection.
+    auto loop = [&](auto& target, unsigned seed) -> asio::awaitable<void> {
         std::minstd_rand rng(seed);
         std::uniform_int_distribution<std::int32_t> id(1, 10000);
         while (running) {
@@ -103,12 +104,12 @@ int main(int argc, char** argv) {
             error_code ec;
             pg::result r;
             if (s.workload == "select1")
-                std::tie(ec, r) =
-                    co_await db.async_query("SELECT 1", pg::params(), asio::as_tuple(asio::use_awaitable));
+                std::tie(ec, r) = co_await target.async_query("SELECT 1", pg::params(),
+                                                              asio::as_tuple(asio::use_awaitable));
             else
                 std::tie(ec, r) =
-                    co_await db.async_query("SELECT v FROM bench_kv WHERE id = $1", pg::params(id(rng)),
-                                            asio::as_tuple(asio::use_awaitable));
+                    co_await target.async_query("SELECT v FROM bench_kv WHERE id = $1", pg::params(id(rng)),
+                                                asio::as_tuple(asio::use_awaitable));
             if (!running) break;  // completions after the window do not count (close() fails the waiters)
             if (ec || r.rows() != 1)
                 ++failures;
@@ -116,6 +117,7 @@ int main(int argc, char** argv) {
                 ++queries;
         }
     };
+    auto worker = [&](unsigned seed) -> asio::awaitable<void> { co_await loop(db, seed); };
     // --direct 1: the same statements on `connections` plain connections, one coroutine each.
     auto direct_worker = [&](unsigned seed) -> asio::awaitable<void> {
         pg::connection c(co_await asio::this_coro::executor);
@@ -125,24 +127,7 @@ int main(int argc, char** argv) {
             ++failures;
             co_return;
         }
-        std::minstd_rand rng(seed);
-        std::uniform_int_distribution<std::int32_t> id(1, 10000);
-        while (running) {
-            error_code ec;
-            pg::result r;
-            if (s.workload == "select1")
-                std::tie(ec, r) =
-                    co_await c.async_query("SELECT 1", pg::params(), asio::as_tuple(asio::use_awaitable));
-            else
-                std::tie(ec, r) =
-                    co_await c.async_query("SELECT v FROM bench_kv WHERE id = $1", pg::params(id(rng)),
-                                           asio::as_tuple(asio::use_awaitable));
-            if (!running) break;
-            if (ec || r.rows() != 1)
-                ++failures;
-            else
-                ++queries;
-        }
+        co_await loop(c, seed);
     };
     asio::co_spawn(
         io,
