@@ -290,12 +290,15 @@ TEST_F(pg_connection, a_parameter_is_data_never_sql) {
     EXPECT_FALSE(r.query("SELECT 1").first) << "still usable";
 }
 
-// Whether the server still runs a statement: asked from a connection of its own.
-int active_sleeps(const std::string& info) {
+// Whether the server still runs a statement on backend `pid`: asked from a connection of its own.
+// Filtered by pid because other test programs share the cluster and run the same statement.
+int active_sleeps(const std::string& info, int pid) {
     rig watcher;
     if (watcher.connect(info)) return -1;
     auto [ec, res] = watcher.query(
-        "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT pg_sleep(30)%'");
+        "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND "
+        "query LIKE 'SELECT pg_sleep(30)%' AND pid = " +
+        std::to_string(pid));
     return ec ? -1 : res.get<int>(0, 0);
 }
 
@@ -310,7 +313,7 @@ TEST_F(pg_connection, a_statement_past_its_deadline_is_cancelled_on_the_server_a
     EXPECT_GE(took, 200ms);
     EXPECT_LT(took, 20s) << "the server stopped the statement; the client did not wait it out";
     EXPECT_TRUE(r.c.is_open()) << "drained, not destroyed";
-    EXPECT_EQ(active_sleeps(info), 0) << "the server no longer runs it";
+    EXPECT_EQ(active_sleeps(info, r.c.backend_pid()), 0) << "the server no longer runs it";
     r.c.set_statement_timeout(0s);
     std::tie(ec, res) = r.query("SELECT 7");
     ASSERT_FALSE(ec) << ec.message();
@@ -335,7 +338,7 @@ TEST_F(pg_connection, asio_cancellation_cancels_the_statement_on_the_server) {
         << out.first.message() << ": " << r.c.last_error().message;
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);
     EXPECT_TRUE(r.c.is_open());
-    EXPECT_EQ(active_sleeps(info), 0);
+    EXPECT_EQ(active_sleeps(info, r.c.backend_pid()), 0);
     auto [ec, res] = r.query("SELECT 8");
     EXPECT_FALSE(ec) << "usable after the cancel";
 }

@@ -315,7 +315,8 @@ TEST_F(pg_pool, a_connection_released_mid_statement_is_cancelled_and_drained) {
         EXPECT_EQ(abandoned, asio::error::operation_aborted);
         EXPECT_EQ(
             co_await a.count("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' "
-                             "AND state = 'active'"),
+                             "AND state = 'active' AND pid = " +
+                             std::to_string(pid)),
             0);
     });
 }
