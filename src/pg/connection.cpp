@@ -74,6 +74,7 @@ void connection::impl::server_error(const PGresult* r) {
 
 void connection::impl::op_ended() {
     busy = false;
+    last_reply = std::chrono::steady_clock::now();
     abort_current = nullptr;
     abort_current_of = nullptr;
     if (on_idle) asio::post(ex, std::exchange(on_idle, nullptr));
@@ -99,6 +100,9 @@ const asio::any_io_executor& connection::get_executor() const noexcept {
 }
 void connection::set_statement_timeout(std::chrono::steady_clock::duration timeout) noexcept {
     impl_->statement_timeout = timeout;
+}
+std::chrono::steady_clock::time_point connection::last_reply() const noexcept {
+    return impl_->last_reply;
 }
 bool connection::is_open() const noexcept {
     return impl_ && impl_->conn && PQstatus(impl_->conn) == CONNECTION_OK;

@@ -57,6 +57,7 @@ void check(const pool_config& c) {
     if (c.connect_timeout <= duration::zero()) bad_config("connect_timeout must be positive");
     if (c.borrow_timeout < duration::zero()) bad_config("borrow_timeout must not be negative");
     if (c.statement_timeout < duration::zero()) bad_config("statement_timeout must not be negative");
+    if (c.alive_check_after < duration::zero()) bad_config("alive_check_after must not be negative");
 }
 
 respool::pool_options options_of(const pool_config& c) {
@@ -99,7 +100,7 @@ hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner
     };
     h.validate = ping;
     h.healthcheck = ping;
-    h.before_acquire = [](connection& conn) { return conn.alive_nowait(); };
+    h.before_acquire = [trust = c.alive_check_after](connection& conn) { return conn.alive_nowait(trust); };
     h.needs_reset = [policy = c.reset, statement_timeout = c.statement_timeout](connection& conn) {
         conn.set_statement_timeout(statement_timeout);  // a borrower's own deadline ends with its lease
         return conn.failover_detected() || conn.needs_reset(policy);

@@ -96,7 +96,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
     query_op(std::shared_ptr<connection::impl> i, query_handler h, std::string s, std::optional<params> q)
         : c(std::move(i)), handler(std::move(h)), sql(std::move(s)), p(std::move(q)) {}
     ~query_op() {
-        box->close();
+        if (box) box->close();
         if (!done && c->abort_current_of == this) {  // destroyed unrun (its event loop went away)
             c->abort_current = nullptr;
             c->abort_current_of = nullptr;
@@ -112,11 +112,11 @@ struct query_op : std::enable_shared_from_this<query_op> {
     bool done = false;
     bool initiating = true;        // still inside start_query: completions are posted
     bool statement_ended = false;  // after a cancel: the reply is read, cancel requests still out
-    std::shared_ptr<cancel_mailbox> box = std::make_shared<cancel_mailbox>();
+    std::shared_ptr<cancel_mailbox> box;  // made at the first cancel request (most queries have none)
 
     // What the server answers, in order: the part of the round trip each result belongs to.
     enum class part : std::uint8_t { rows, prepare, deallocate, sync };
-    std::vector<part> parts;
+    boost::container::small_vector<part, 6> parts;  // inline: no allocation per query
     std::size_t at = 0;
     std::size_t first_deallocate = 0;
     std::vector<std::string> deallocating;  // the names this round trip deallocates
@@ -129,7 +129,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
 
     void finish(error_code ec) {
         done = true;
-        box->close();
+        if (box) box->close();
         c->stmt_timer.cancel();
         if (cancel_reason) c->timer.cancel();
         auto slot = handler.get_cancellation_slot();
@@ -142,7 +142,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
         if (initiating)
             complete(c->ex, std::move(handler), ec, std::move(out));  // never inside the initiating call
         else  // a reply arrived: the handler runs now, on its executor (posted there when it is another)
-            asio::dispatch(c->ex, asio::append(std::move(handler), ec, std::move(out)));
+            detail::complete_here(c->ex, std::move(handler), ec, std::move(out));
     }
 
     // Asks the server to cancel the statement, then keeps reading: the statement ends with 57014 and
@@ -155,6 +155,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
     void request_cancel(error_code reason) {
         if (done || cancel_reason || !c->conn) return;
         cancel_reason = reason;
+        box = std::make_shared<cancel_mailbox>();
         box->on_return = [weak = std::weak_ptr<query_op>(shared_from_this())] {
             if (auto self = weak.lock()) self->cancel_returned();
         };

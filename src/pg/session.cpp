@@ -136,10 +136,13 @@ transaction_status connection::transaction_state() const noexcept {
     }
 }
 
-bool connection::alive_nowait() noexcept {
+bool connection::alive_nowait(std::chrono::steady_clock::duration trust_for) noexcept {
     auto& c = *impl_;
     if (!c.conn || PQstatus(c.conn) != CONNECTION_OK || c.server_fatal) return false;
     if (c.busy) return false;  // not idle: not a connection to hand out
+    if (trust_for > std::chrono::steady_clock::duration::zero() &&
+        std::chrono::steady_clock::now() - c.last_reply < trust_for)
+        return true;
     // Nothing arrived: as alive as the last round trip said (the common case: one poll). Something
     // did on an idle connection: a NOTIFY, a ParameterStatus, or the server's last words (a FATAL, or
     // a WARNING at an immediate shutdown) and the end of the stream. PQconsumeInput reads once, so

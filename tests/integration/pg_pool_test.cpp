@@ -323,11 +323,12 @@ TEST_F(pg_pool, a_connection_released_mid_statement_is_cancelled_and_drained) {
 
 // A backend terminated while idle in the pool is found dead before hand-out by reading what the
 // socket holds (no validation query: validate_after is an hour) and replaced; the borrower never
-// sees it.
+// sees it. (alive_check_after 0: the socket is looked at however recently the server answered.)
 TEST_F(pg_pool, a_terminated_idle_connection_is_replaced_without_a_round_trip) {
     run([]() -> asio::awaitable<void> {
         auto c = config("t_term_idle", 2, 1);
         c.validate_after = std::chrono::hours(1);
+        c.alive_check_after = std::chrono::milliseconds(0);
         pg::pool db(co_await asio::this_coro::executor, c);
         admin a = co_await admin::open();
         const int pid = co_await db.with_connection(pid_of, asio::use_awaitable);
@@ -339,6 +340,32 @@ TEST_F(pg_pool, a_terminated_idle_connection_is_replaced_without_a_round_trip) {
         const int next = co_await db.with_connection(pid_of, asio::use_awaitable);
         EXPECT_NE(next, pid);
         EXPECT_EQ(db.stats().rejected, 1u) << "before_acquire (alive_nowait) said no";
+    });
+}
+
+// The other side of alive_check_after: a connection the server answered on within the window is
+// lent without a look at its socket (the system call a busy pool saves per borrow). A backend
+// terminated inside the window therefore reaches the borrower, whose statement fails with
+// connection_broken; the pool poisons it and the next borrower gets a new connection.
+TEST_F(pg_pool, a_connection_that_answered_within_alive_check_after_is_trusted) {
+    run([]() -> asio::awaitable<void> {
+        auto c = config("t_trust", 2, 1);
+        c.validate_after = std::chrono::hours(1);
+        c.alive_check_after = std::chrono::hours(1);
+        pg::pool db(co_await asio::this_coro::executor, c);
+        admin a = co_await admin::open();
+        const int pid = co_await db.with_connection(pid_of, asio::use_awaitable);
+        co_await a.query("SELECT pg_terminate_backend(" + std::to_string(pid) + ")");
+        co_await a.wait_until([pid](admin& x) -> asio::awaitable<bool> {
+            co_return co_await x.count("SELECT count(*) FROM pg_stat_activity WHERE pid = " +
+                                       std::to_string(pid)) == 0;
+        });
+        auto [ec, r] = co_await db.async_query("SELECT 1", asio::as_tuple(asio::use_awaitable));
+        EXPECT_EQ(ec, pg::condition::connection_broken) << ec.message();
+        EXPECT_EQ(db.stats().rejected, 0u) << "not looked at";
+        EXPECT_EQ(db.stats().poisoned, 1u);
+        const int next = co_await db.with_connection(pid_of, asio::use_awaitable);
+        EXPECT_NE(next, pid);
     });
 }
 

@@ -129,8 +129,13 @@ public:
 
     // No round trip: reads what the socket already holds and says whether the connection is still
     // usable. Catches a terminated backend, a server shut down or restarted (they say FATAL and close
-    // the socket); not a silent network partition (that needs async_ping).
-    [[nodiscard]] bool alive_nowait() noexcept;
+    // the socket); not a silent network partition (that needs async_ping). When the server answered
+    // within `trust_for` (see last_reply), the socket is not looked at, only the connection's own
+    // state: no system call (a pool's borrows under load).
+    [[nodiscard]] bool alive_nowait(std::chrono::steady_clock::duration trust_for = {}) noexcept;
+    // When the last operation on the connection ended with the server's answer (connect, statement,
+    // reset); the epoch before any.
+    [[nodiscard]] std::chrono::steady_clock::time_point last_reply() const noexcept;
     [[nodiscard]] transaction_status transaction_state() const noexcept;
     // A statement failed with read_only (25006) while the server reports itself read-only
     // (default_transaction_read_only or in_hot_standby on): the server was demoted, a failover.

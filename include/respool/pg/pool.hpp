@@ -41,6 +41,10 @@ struct pool_config {
     duration acquire_ttl = std::chrono::seconds(30);  // a lease held longer is reported (leak_suspected)
     duration max_lifetime{};                          // off; retire connections older than this (with jitter)
     bool health_check_on_borrow = true;
+    // Every borrow looks at what the socket holds (alive_nowait: a terminated backend or a restarted
+    // server is caught without a round trip), except when the server answered on that connection
+    // within this window: under load that saves a system call per borrow. 0 = look every time.
+    duration alive_check_after = std::chrono::milliseconds(100);
     duration validate_after = std::chrono::seconds(1);  // idle longer: validation_query before it is lent
     std::string validation_query = "SELECT 1";
     duration healthcheck_interval =
