@@ -3,7 +3,7 @@
 // pgbench -M prepared on the same server (bench/pg_compare runs both, interleaved, and reports).
 //
 //   respool_pg_bench --conninfo "host=... dbname=... user=... password=..." --workload lookup
-//                    [--seconds 10] [--coroutines 64] [--connections 8]
+//                    [--seconds 10] [--coroutines 64] [--connections 8] [--pipeline 1]
 // Workloads: select1 (SELECT 1), lookup (SELECT v FROM bench_kv WHERE id = $1, ids 1..10000 at
 // random; bench/pg_compare creates the table). Prints one line:
 //   pg workload=lookup coroutines=64 connections=8 queries=123456 seconds=10.0 qps=12345.6
@@ -47,6 +47,7 @@ struct settings {
     int coroutines = 64;
     std::size_t connections = 8;
     bool direct = false;  // one pg::connection per coroutine, no pool: the pool's share of the cost
+    std::size_t pipeline = 1;  // pool_config::pipeline_depth
 };
 
 settings parse(int argc, char** argv) {
@@ -61,6 +62,8 @@ settings parse(int argc, char** argv) {
             s.seconds = std::stod(v);
         else if (k == "--coroutines")
             s.coroutines = std::stoi(v);
+        else if (k == "--pipeline")
+            s.pipeline = static_cast<std::size_t>(std::stoul(v));
         else if (k == "--direct")
             s.direct = v == "1";
         else if (k == "--connections")
@@ -73,7 +76,7 @@ settings parse(int argc, char** argv) {
     if (s.conninfo.empty() || (s.workload != "select1" && s.workload != "lookup")) {
         std::fprintf(stderr,
                      "usage: respool_pg_bench --conninfo STR [--workload select1|lookup] [--seconds S] "
-                     "[--coroutines N] [--connections M]\n");
+                     "[--coroutines N] [--connections M] [--pipeline DEPTH] [--direct 1]\n");
         std::exit(2);
     }
     return s;
@@ -88,6 +91,7 @@ int main(int argc, char** argv) {
     c.conninfo = s.conninfo;
     c.max = s.connections;
     c.min_idle = s.connections;  // all connected before the clock starts
+    c.pipeline_depth = s.pipeline;
     pg::pool db(io.get_executor(), c);
 
     std::uint64_t queries = 0, failures = 0;

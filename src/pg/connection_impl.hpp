@@ -100,6 +100,11 @@ struct connection::impl {
 
 namespace detail {
 
+// The state behind a connection, for the layer's own operations outside the class.
+struct connection_access {
+    static const std::shared_ptr<connection::impl>& impl_of(const connection& c) noexcept { return c.impl_; }
+};
+
 using connect_handler = boost::asio::any_completion_handler<void(error_code)>;
 using query_handler = boost::asio::any_completion_handler<void(error_code, result)>;
 

@@ -10,6 +10,8 @@
 //                   every other one retired
 #include <respool/pg/pool.hpp>
 
+#include "pipeline_dispatch.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -28,6 +30,7 @@ namespace detail {
 struct pool_state {
     pool_config cfg;
     std::optional<respool::pool<connection>> p;
+    std::shared_ptr<pipeline_dispatch> pipelined;  // pipeline_depth > 1 (destroyed before p)
 };
 
 }  // namespace detail
@@ -58,6 +61,7 @@ void check(const pool_config& c) {
     if (c.borrow_timeout < duration::zero()) bad_config("borrow_timeout must not be negative");
     if (c.statement_timeout < duration::zero()) bad_config("statement_timeout must not be negative");
     if (c.alive_check_after < duration::zero()) bad_config("alive_check_after must not be negative");
+    if (c.pipeline_depth == 0) bad_config("pipeline_depth must be at least 1 (1: no pipelining)");
 }
 
 respool::pool_options options_of(const pool_config& c) {
@@ -236,6 +240,12 @@ pool::pool(executor_type ex, pool_config cfg) : state_(std::make_shared<pool_sta
     state_->p.emplace(ex, options_of(state_->cfg), hooks_of(state_->cfg, state_, ex));
     if (state_->cfg.circuit)
         state_->p->set_circuit_strategy(std::make_shared<connect_failure_strategy>(*state_->cfg.circuit));
+    const pool_config& c = state_->cfg;
+    if (c.pipeline_depth > 1)
+        state_->pipelined = std::make_shared<detail::pipeline_dispatch>(
+            *state_->p, ex,
+            detail::pipeline_dispatch::settings{c.pipeline_depth, c.max, c.borrow_timeout,
+                                                c.statement_timeout});
 }
 pool::~pool() {
     close();
@@ -265,6 +275,7 @@ void pool::retire_all() noexcept {
     state_->p->retire_all();
 }
 void pool::close() noexcept {
+    if (state_ && state_->pipelined) state_->pipelined->close();
     if (state_ && state_->p) state_->p->close();
 }
 respool::pool<connection>& pool::base() noexcept {
@@ -288,6 +299,8 @@ void pool::start_acquire(duration timeout, respool::diagnostics* diag,
 }
 
 void pool::start_query(std::string sql, std::optional<params> p, query_handler handler) {
+    if (state_->pipelined && p && detail::pipelinable(sql))
+        return state_->pipelined->submit(std::move(sql), std::move(*p), std::move(handler));
     auto op = std::make_shared<pool_query>(state_, std::move(handler), std::move(sql), std::move(p));
     auto slot = op->handler.get_cancellation_slot();
     state_->p->async_acquire(

@@ -4,50 +4,22 @@
 // that runs it (libpq's pipeline mode: Parse, Bind/Execute, Sync), and statements evicted from the
 // cache are deallocated in that round trip too (DEALLOCATE after a second Sync, so a failure of the
 // user's statement cannot abort them and theirs cannot touch the user's result).
+#include "cancel_request.hpp"
 #include "connection_impl.hpp"
+#include "wire_access.hpp"
 
 #include <boost/asio/dispatch.hpp>
-#include <boost/asio/execution/outstanding_work.hpp>
-#include <boost/asio/prefer.hpp>
 
 #include <cstring>
 #include <functional>
-#include <mutex>
-#include <thread>
 
 namespace asio = boost::asio;
 
 namespace respool::pg {
 
+using detail::cancel_mailbox;
 using detail::complete;
 using detail::query_handler;
-
-// What PQsendQueryParams takes, pointing into the params (which must outlive the call).
-struct params_access {
-    const params& p;
-    boost::container::small_vector<const char*, 8> values;  // into p.data_, which must outlive the send
-    explicit params_access(const params& q) : p(q), values(q.size()) {
-        for (std::size_t i = 0; i < q.size(); ++i)
-            values[i] = q.offsets_[i] == std::string::npos ? nullptr : q.data_.data() + q.offsets_[i];
-    }
-    [[nodiscard]] const Oid* types() const noexcept { return p.types_.data(); }
-    [[nodiscard]] const int* formats() const noexcept { return p.formats_.data(); }
-    [[nodiscard]] const int* lengths() const noexcept { return p.lengths_.data(); }
-};
-
-struct result_access {
-    // Takes ownership of `r` (PQclear runs with the last copy of the result).
-    static result adopt(PGresult* r) {
-        result out;
-        out.res_ =
-            std::shared_ptr<const PGresult>(r, [](const PGresult* p) { PQclear(const_cast<PGresult*>(p)); });
-        out.rows_ = static_cast<std::size_t>(PQntuples(r));
-        out.columns_ = static_cast<std::size_t>(PQnfields(r));
-        const char* affected = PQcmdTuples(r);
-        out.affected_ = affected && *affected ? std::strtoull(affected, nullptr, 10) : 0;
-        return out;
-    }
-};
 
 namespace {
 
@@ -59,38 +31,6 @@ constexpr std::chrono::milliseconds cancel_resend{100};
 bool is_sqlstate(const error_code& ec, const char* s) {
     return ec == sqlstate_error(s);
 }
-
-// Where the threads that send cancel requests report back. The query closes it when it ends (or is
-// destroyed unrun with its io_context): a request returning later posts nothing.
-struct cancel_mailbox {
-    std::mutex m;
-    bool open = true;
-    int in_flight = 0;
-    asio::any_io_executor work;  // tracked while requests are out: the event loop waits for them
-    std::function<void()> on_return;
-
-    void started(const asio::any_io_executor& e) {
-        std::lock_guard lock(m);
-        if (in_flight++ == 0 && open) work = asio::prefer(e, asio::execution::outstanding_work.tracked);
-    }
-    void returned() {
-        std::lock_guard lock(m);
-        if (open && on_return) asio::post(work, on_return);
-        if (--in_flight == 0) work = {};
-    }
-    bool busy() {
-        std::lock_guard lock(m);
-        return in_flight > 0;
-    }
-    // Also lets the event loop go: a request that never returns (a server that swallows it) holds
-    // nothing once the query has ended without it.
-    void close() {
-        std::lock_guard lock(m);
-        open = false;
-        on_return = nullptr;
-        work = {};
-    }
-};
 
 struct query_op : std::enable_shared_from_this<query_op> {
     query_op(std::shared_ptr<connection::impl> i, query_handler h, std::string s, std::optional<params> q)
@@ -110,8 +50,8 @@ struct query_op : std::enable_shared_from_this<query_op> {
     error_code first_error;
     error_code cancel_reason;  // set once a cancel was requested: the deadline, or Asio cancellation
     bool done = false;
-    bool initiating = true;        // still inside start_query: completions are posted
-    bool statement_ended = false;  // after a cancel: the reply is read, cancel requests still out
+    bool initiating = true;               // still inside start_query: completions are posted
+    bool statement_ended = false;         // after a cancel: the reply is read, cancel requests still out
     std::shared_ptr<cancel_mailbox> box;  // made at the first cancel request (most queries have none)
 
     // What the server answers, in order: the part of the round trip each result belongs to.
@@ -170,25 +110,8 @@ struct query_op : std::enable_shared_from_this<query_op> {
                 self->c->finish();  // the pending wait completes with an error: finish(connection_broken)
             });
     }
-    // PQcancel blocks (it opens a connection of its own): it runs on a thread of its own.
-    bool send_cancel() {
-        PGcancel* pc = c->conn ? PQgetCancel(c->conn) : nullptr;
-        if (!pc) return false;
-        box->started(c->ex);
-        try {
-            std::thread([pc, box = box] {
-                char err[256];
-                (void)PQcancel(pc, err, sizeof err);
-                PQfreeCancel(pc);
-                box->returned();
-            }).detach();
-        } catch (...) {  // no thread: the connection cannot be drained; it will be closed
-            PQfreeCancel(pc);
-            box->returned();
-            return false;
-        }
-        return true;
-    }
+    // False: no request could be sent (no thread): the connection cannot be drained; it is closed.
+    bool send_cancel() { return detail::send_cancel_request(c->conn, box, c->ex); }
     void cancel_returned() {
         if (done) return;
         if (statement_ended) {

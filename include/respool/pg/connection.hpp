@@ -51,6 +51,10 @@ enum class reset_policy { tracked, always, none };
 // PQtransactionStatus: where the session stands between statements.
 enum class transaction_status { idle, active, in_transaction, in_error, unknown };
 
+namespace detail {
+struct connection_access;
+}
+
 class connection {
 public:
     explicit connection(boost::asio::any_io_executor ex);
@@ -170,6 +174,8 @@ public:
     struct impl;  // libpq's PGconn, the socket registration, the operation under way
 
 private:
+    friend struct detail::connection_access;  // the pool's pipelined statements (src/pg/pipeline.cpp)
+
     void start_connect(std::string conninfo, std::chrono::steady_clock::duration timeout,
                        boost::asio::any_completion_handler<void(error_code)> handler);
     void start_query(std::string sql, boost::asio::any_completion_handler<void(error_code, result)> handler);

@@ -55,6 +55,12 @@ struct pool_config {
         std::chrono::seconds(5);   // the reset on release (ROLLBACK, session reset, drain)
     duration statement_timeout{};  // per statement, every connection; 0 = none
     statement_mode statements = statement_mode::cache;
+    // pool::async_query statements that may share one connection at a time (libpq's pipeline mode,
+    // docs/06-postgresql.md "Pipelined pool statements"): 1 = each borrows a connection of its own.
+    // Above 1, a statement with bound parameters that reads or writes rows is sent behind other
+    // callers' on a connection already at work (up to this many in flight on it); its deadline and
+    // cancellation end its wait at once, the server is asked to stop it only while it runs.
+    std::size_t pipeline_depth = 1;
     std::size_t statement_cache_capacity = 512;
     reset_policy reset = reset_policy::tracked;
     // After a failed connect, the next waits initial * 2^(n-1), up to max (+-20 % jitter): a wrong

@@ -1,0 +1,67 @@
+// pool::async_query with pool_config::pipeline_depth > 1: pipelinable statements (pipeline.hpp) from
+// many callers share borrowed connections, up to `depth` in flight on each. The pool lends the
+// connections ("carriers") as it lends any: a carrier is a lease held while statements are in flight
+// and given back when its pipeline is idle, so transactions and with_connection borrow beside them
+// with the same FIFO and timeouts. Private to the PostgreSQL layer.
+#pragma once
+
+#include "pipeline.hpp"
+
+#include <respool/pool.hpp>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <list>
+#include <memory>
+#include <vector>
+
+namespace respool::pg::detail {
+
+class pipeline_dispatch : public std::enable_shared_from_this<pipeline_dispatch> {
+public:
+    struct settings {
+        std::size_t depth = 1;     // statements in flight per carrier
+        std::size_t carriers = 1;  // at most this many connections carry statements (the pool's max)
+        duration borrow_timeout{};
+        duration statement_timeout{};
+    };
+    pipeline_dispatch(respool::pool<connection>& p, boost::asio::any_io_executor ex, settings s);
+
+    // Runs the statement on the least busy carrier with room, else waits (within borrow_timeout,
+    // then errc::exhausted) for room or a new carrier. The handler completes as connection::async_query's.
+    void submit(std::string sql, params p, query_handler h);
+    // No more statements (errc::closed); those waiting fail now, those in flight finish, and their
+    // carriers go back to the (closed) pool.
+    void close();
+
+private:
+    struct carrier {
+        lease<connection> l;
+        std::shared_ptr<pipeline> pipe;
+    };
+    struct waiting {
+        std::string sql;
+        params p;
+        query_handler h;
+        std::chrono::steady_clock::time_point deadline;
+    };
+
+    carrier* roomiest() noexcept;
+    void grow();
+    void carrier_idle(carrier* c, bool broken);
+    void feed();
+    void arm_wait_timer();
+    void on_wait_timer();
+    void fail_waiting(error_code ec);
+
+    respool::pool<connection>& pool_;
+    boost::asio::any_io_executor ex_;
+    settings s_;
+    std::vector<std::unique_ptr<carrier>> carriers_;
+    std::list<waiting> waiting_;  // FIFO: the same borrow_timeout for all, so the front expires first
+    boost::asio::steady_timer wait_timer_;
+    bool growing_ = false;  // an acquire for a new carrier is under way
+    bool closed_ = false;
+};
+
+}  // namespace respool::pg::detail

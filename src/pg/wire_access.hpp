@@ -1,0 +1,44 @@
+// How the PostgreSQL layer reaches into params and result (their friends): the arrays libpq takes
+// for a statement's parameters, and a result made from a PGresult. Private to the layer.
+#pragma once
+
+#include <respool/pg/values.hpp>
+
+#include <boost/container/small_vector.hpp>
+
+#include <libpq-fe.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+namespace respool::pg {
+
+// What PQsendQueryParams takes, pointing into the params (which must outlive the call).
+struct params_access {
+    const params& p;
+    boost::container::small_vector<const char*, 8> values;  // into p.data_, which must outlive the send
+    explicit params_access(const params& q) : p(q), values(q.size()) {
+        for (std::size_t i = 0; i < q.size(); ++i)
+            values[i] = q.offsets_[i] == std::string::npos ? nullptr : q.data_.data() + q.offsets_[i];
+    }
+    [[nodiscard]] const Oid* types() const noexcept { return p.types_.data(); }
+    [[nodiscard]] const int* formats() const noexcept { return p.formats_.data(); }
+    [[nodiscard]] const int* lengths() const noexcept { return p.lengths_.data(); }
+};
+
+struct result_access {
+    // Takes ownership of `r` (PQclear runs with the last copy of the result).
+    static result adopt(PGresult* r) {
+        result out;
+        out.res_ =
+            std::shared_ptr<const PGresult>(r, [](const PGresult* p) { PQclear(const_cast<PGresult*>(p)); });
+        out.rows_ = static_cast<std::size_t>(PQntuples(r));
+        out.columns_ = static_cast<std::size_t>(PQnfields(r));
+        const char* affected = PQcmdTuples(r);
+        out.affected_ = affected && *affected ? std::strtoull(affected, nullptr, 10) : 0;
+        return out;
+    }
+};
+
+}  // namespace respool::pg
