@@ -276,6 +276,7 @@ void pipeline::complete_front() {
         // A cancel request meant for the statement before it reached this one (the server had moved
         // on). A cancelled statement in its own implicit transaction left nothing behind: run it again.
         s->retried = true;
+        s->deadline = std::chrono::steady_clock::time_point::max();  // a fresh one when it runs again
         statements_.push_back(s);
         ++callers_;
         if (!send(*s)) return broke(PQerrorMessage(c_->conn));

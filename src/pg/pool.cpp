@@ -299,8 +299,16 @@ void pool::start_acquire(duration timeout, respool::diagnostics* diag,
 }
 
 void pool::start_query(std::string sql, std::optional<params> p, query_handler handler) {
-    if (state_->pipelined && p && detail::pipelinable(sql))
-        return state_->pipelined->submit(std::move(sql), std::move(*p), std::move(handler));
+    if (state_->pipelined && p && detail::pipelinable(sql)) {
+        if (!state_->cfg.thread_safe)
+            return state_->pipelined->submit(std::move(sql), std::move(*p), std::move(handler));
+        // From any thread: the pipelines live on the pool's executor (a strand, then).
+        return asio::dispatch(
+            state_->p->get_executor(),
+            [d = state_->pipelined, s = std::move(sql), q = std::move(*p), h = std::move(handler)]() mutable {
+                d->submit(std::move(s), std::move(q), std::move(h));
+            });
+    }
     auto op = std::make_shared<pool_query>(state_, std::move(handler), std::move(sql), std::move(p));
     auto slot = op->handler.get_cancellation_slot();
     state_->p->async_acquire(
