@@ -2,6 +2,7 @@
 // 503 + Retry-After: 1 with a JSON body when the pool stays exhausted past the request's deadline.
 // respool::pool<int> takes the deadline as its acquire timeout; sqlite::pool has its acquire cancelled.
 #include <respool/http/request_lease.hpp>
+#include <respool/pg/pool.hpp>
 #include <respool/pool.hpp>
 #include <respool/sqlite/pool.hpp>
 
@@ -18,6 +19,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 namespace {
 
@@ -27,6 +29,16 @@ namespace http = respool::http;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 using request = bh::request<bh::string_body>;
+
+// Which pools take the deadline as their acquire timeout, and what they lend (pg::pool needs a server
+// to run; its side of borrow is checked here at compile time).
+static_assert(http::detail::acquire_with_timeout<respool::pool<int>>);
+static_assert(http::detail::acquire_with_timeout<respool::pg::pool>);
+static_assert(!http::detail::acquire_with_timeout<respool::sqlite::pool>);
+static_assert(std::is_same_v<http::detail::acquired_t<http::detail::writer_side<respool::pg::pool>>,
+                             respool::pg::connection>);
+static_assert(std::is_same_v<http::detail::acquired_t<http::detail::reader_side<respool::sqlite::pool>>,
+                             respool::sqlite::connection>);
 
 // A handler as a service writes it: borrow for this request, answer with the connection's value or the
 // borrow's error response. The connection goes back when `conn` dies.

@@ -40,6 +40,7 @@
 #include <chrono>
 #include <memory>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 namespace respool::http {
