@@ -2,7 +2,8 @@
 # respool as a package, consumed the three ways users consume it, each building and running a small
 # coroutine program with its own Asio (tests/cmake_consumer/app/):
 #   1. find_package on the installed tree (header-only Asio), plus a C program on respool::c and a
-#      program on respool::pg and respool::sqlite (their libpq and SQLite come with the package);
+#      program on respool::pg and respool::sqlite (their libpq and SQLite come with the package) and one
+#      on respool::http;
 #   2. add_subdirectory of the source tree (Asio compiled once by the program: BOOST_ASIO_SEPARATE_COMPILATION);
 #   3. pkg-config (header-only Asio; respool-cxx.pc).
 # Then what must not work: a program compiling Asio separately against the header-only library fails to
@@ -27,6 +28,7 @@ cmake -S "$src/tests/cmake_consumer/find_package" -B "$work/find_package" -DCMAK
 cmake --build "$work/find_package" -j "$jobs" >/dev/null
 "$work/find_package/cxx_app"
 "$work/find_package/c_app"
+"$work/find_package/http_app" || fail "http_app (respool::http) failed"
 db_dir=$(mktemp -d)
 "$work/find_package/db_app" "$db_dir" || { rm -rf "$db_dir"; fail "db_app (respool::pg, respool::sqlite) failed"; }
 rm -rf "$db_dir"

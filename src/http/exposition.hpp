@@ -1,0 +1,28 @@
+// Text of the Prometheus exposition format 0.0.4 that the pool and request writers share.
+#pragma once
+
+#include <respool/http/metrics.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace respool::http::detail {
+
+// `name{labels}` for samples: `labels` is the text between the braces (label_text), maybe empty.
+std::string label_text(std::span<const label> labels);  // name="escaped",...; checks the names
+void append_label(std::string& labels, std::string_view name, std::string_view value);
+
+// "# HELP name help\n# TYPE name type\n"
+void append_family(std::string& out, std::string_view name, std::string_view type, std::string_view help);
+void append_sample(std::string& out, std::string_view name, std::string_view labels, std::uint64_t value);
+
+// Decimal seconds, exact: integer microseconds or nanoseconds, trailing zeros dropped ("0.000512").
+void append_seconds_us(std::string& out, std::uint64_t us);
+void append_seconds_ns(std::string& out, std::uint64_t ns);
+
+// The `_bucket`, `_sum` and `_count` samples of `h`: cumulative buckets with `le` in seconds at each
+// log2 bucket's upper bound (1us, 2us, 4us, ..., 2^24 us), then `+Inf` (== `_count`).
+void append_histogram(std::string& out, std::string_view name, std::string_view labels, const histogram& h);
+
+}  // namespace respool::http::detail
