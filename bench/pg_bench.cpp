@@ -46,7 +46,7 @@ struct settings {
     double seconds = 10;
     int coroutines = 64;
     std::size_t connections = 8;
-    bool direct = false;  // one pg::connection per coroutine, no pool: the pool's share of the cost
+    bool direct = false;       // one pg::connection per coroutine, no pool: the pool's share of the cost
     std::size_t pipeline = 1;  // pool_config::pipeline_depth
 };
 
