@@ -1,8 +1,8 @@
 // respool::pg::pool when the server misbehaves (on the pg_cluster_faults server, which these tests stop,
 // restart and reconfigure): busy backends terminated, a restart with borrowers waiting, the server
 // stopped (acquires fail within the borrow timeout, the circuit opens, the pool recovers by itself when
-// the server is back) and a failover (writes meet read_only: the connection is closed, every other one
-// retired). The pool runs on an event loop of its own thread; the test thread drives the server with
+// the server is back), a failover (writes meet read_only: the connection is closed, every other one
+// retired) and pipelined statements across a restart. The pool runs on an event loop of its own thread; the test thread drives the server with
 // test::pg_server's blocking calls and waits on the pool's futures and on server state, never on a
 // guessed time.
 #include "pg_server.hpp"
@@ -57,9 +57,11 @@ protected:
     std::optional<pg::pool> db;
 
     void make_pool(const std::string& app, std::size_t max, std::size_t min_idle,
-                   std::chrono::steady_clock::duration borrow_timeout = std::chrono::seconds(5)) {
+                   std::chrono::steady_clock::duration borrow_timeout = std::chrono::seconds(5),
+                   std::size_t pipeline_depth = 1) {
         l.run([&]() -> asio::awaitable<void> {
             pg::pool_config c;
+            c.pipeline_depth = pipeline_depth;
             c.conninfo = server.conninfo() + " application_name=" + app;
             c.max = max;
             c.min_idle = min_idle;
@@ -233,4 +235,47 @@ TEST_F(pg_pool_faults, read_only_after_a_failover_retires_every_connection) {
     test::pg_server::wait_until([&] { return !query("INSERT INTO failover_t VALUES (3)"); },
                                 std::chrono::seconds(10), "writes accepted again");
     drop_pool();
+}
+
+// Pipelined statements across a restart: callers keep sending while the server restarts (fast and
+// immediate). Each statement gets its own correct reply or connection_broken (those in flight on a
+// connection that died), none hangs, and the same pool serves again by itself.
+TEST_F(pg_pool_faults, pipelined_statements_across_a_restart_fail_cleanly_and_recover) {
+    for (auto mode : {test::pg_server::stop_mode::fast, test::pg_server::stop_mode::immediate}) {
+        SCOPED_TRACE(mode == test::pg_server::stop_mode::fast ? "restart -m fast" : "restart -m immediate");
+        make_pool("f_pipe_restart", 2, 2, std::chrono::seconds(5), 8);
+        std::atomic<bool> stop{false};
+        std::atomic<int> ok{0}, broken{0}, other{0}, wrong{0}, callers_done{0};
+        constexpr int callers = 16;
+        for (int w = 0; w < callers; ++w)
+            asio::co_spawn(
+                l.io,
+                [&, w]() -> asio::awaitable<void> {
+                    for (int i = 0; !stop && i < 100000; ++i) {  // bounded
+                        const int v = w * 100000 + i;
+                        auto [ec, r] = co_await db->async_query("SELECT $1::int", pg::params(v),
+                                                                asio::as_tuple(asio::use_awaitable));
+                        if (!ec)
+                            ++(r.get<std::int32_t>(0, 0) == v ? ok : wrong);
+                        else if (ec == pg::condition::connection_broken)
+                            ++broken;
+                        else
+                            ++other;  // the circuit, an acquire while the server was down
+                    }
+                    ++callers_done;
+                },
+                asio::detached);
+        test::pg_server::wait_until([&] { return ok > 200; }, std::chrono::seconds(10), "statements flowing");
+        server.restart(mode);
+        const int after_restart = ok;
+        test::pg_server::wait_until([&] { return ok > after_restart + 200; }, std::chrono::seconds(20),
+                                    "statements flowing again after the restart");
+        stop = true;
+        test::pg_server::wait_until([&] { return callers_done == callers; }, std::chrono::seconds(10),
+                                    "every caller's last statement answered");
+        EXPECT_EQ(wrong, 0) << "every reply went to its own caller";
+        EXPECT_GE(broken + other, 1) << "the restart was seen";
+        EXPECT_EQ(stats().active, 0u) << "every carrier went back";
+        drop_pool();
+    }
 }
