@@ -10,7 +10,7 @@
 #include <chrono>
 #include <iosfwd>
 #include <memory>
-#include <source_location>
+#include <respool/source_location.hpp>
 #include <string>
 #include <string_view>
 
@@ -30,9 +30,9 @@ public:
     virtual void on_circuit_changed(circuit_state) {}
     // A lease held longer than acquire_ttl (once per lease), and its eventual return.
     virtual void on_leak_suspected(std::chrono::nanoseconds /*held_for*/,
-                                   const std::source_location& /*acquired_at*/) {}
+                                   const respool::source_location& /*acquired_at*/) {}
     virtual void on_leak_returned(std::chrono::nanoseconds /*held_for*/,
-                                  const std::source_location& /*acquired_at*/) {}
+                                  const respool::source_location& /*acquired_at*/) {}
     // A failed creation holds creations back for `delay` before the next attempt.
     virtual void on_creation_retry(const error_code& /*cause*/, std::chrono::nanoseconds /*delay*/) {}
 };

@@ -35,7 +35,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
-#include <source_location>
+#include <respool/source_location.hpp>
 #include <stdexcept>
 
 namespace respool {
@@ -211,6 +211,7 @@ public:
 
 private:
     struct canceller {
+        explicit canceller(acquire_op_base* o) noexcept : op(o) {}  // (clang 14: no paren-aggregate init)
         acquire_op_base* op;
         void operator()(boost::asio::cancellation_type t) const {
             if (!!(t & (boost::asio::cancellation_type::terminal | boost::asio::cancellation_type::partial |
@@ -304,7 +305,7 @@ struct acquire_request {
     std::optional<duration> timeout;
     std::optional<std::chrono::steady_clock::time_point> deadline;
     diagnostics* diag = nullptr;
-    std::source_location where{};
+    respool::source_location where{};
 };
 
 template <class T>
@@ -313,7 +314,7 @@ struct initiate_acquire {
     const pool_facts* facts;
     template <class Handler>
     void operator()(Handler&& handler, std::optional<duration> timeout,
-                    std::source_location where = {}) const {
+                    respool::source_location where = {}) const {
         (*this)(std::forward<Handler>(handler), acquire_request{timeout, std::nullopt, nullptr, where});
     }
     template <class Handler>
@@ -414,8 +415,8 @@ public:
              !std::is_convertible_v<CompletionToken, std::chrono::steady_clock::time_point> &&
              !std::is_same_v<std::decay_t<CompletionToken>,
                              diagnostics>) auto async_acquire(CompletionToken&& token = {},
-                                                              std::source_location where =
-                                                                  std::source_location::current()) {
+                                                              respool::source_location where =
+                                                                  respool::source_location::current()) {
         return initiate(token, {facts_->acquire_timeout, std::nullopt, nullptr, where});
     }
     // As above, with this call's own timeout (overrides the default; zero fails at once when nothing is
@@ -423,43 +424,43 @@ public:
     // default). Deadlines of any mix of values cost O(log n) each.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire(duration timeout, CompletionToken&& token = {},
-                       std::source_location where = std::source_location::current()) {
+                       respool::source_location where = respool::source_location::current()) {
         return initiate(token, {timeout, std::nullopt, nullptr, where});
     }
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire(std::chrono::steady_clock::time_point deadline, CompletionToken&& token = {},
-                       std::source_location where = std::source_location::current()) {
+                       respool::source_location where = respool::source_location::current()) {
         return initiate(token, {std::nullopt, deadline, nullptr, where});
     }
     // The same three, filling `diag` with the factory's message and error object when the acquire fails
     // because a creation made for it failed. `diag` must outlive the operation.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire(diagnostics& diag, CompletionToken&& token = {},
-                       std::source_location where = std::source_location::current()) {
+                       respool::source_location where = respool::source_location::current()) {
         return initiate(token, {facts_->acquire_timeout, std::nullopt, &diag, where});
     }
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire(duration timeout, diagnostics& diag, CompletionToken&& token = {},
-                       std::source_location where = std::source_location::current()) {
+                       respool::source_location where = respool::source_location::current()) {
         return initiate(token, {timeout, std::nullopt, &diag, where});
     }
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire(std::chrono::steady_clock::time_point deadline, diagnostics& diag,
                        CompletionToken&& token = {},
-                       std::source_location where = std::source_location::current()) {
+                       respool::source_location where = respool::source_location::current()) {
         return initiate(token, {std::nullopt, deadline, &diag, where});
     }
 
     // Never waits. An empty lease when closed, circuit open, or nothing is free for the caller
     // (reserved places belong to waiters). Creates inline with a synchronous factory and a free place.
-    lease<T> try_acquire(std::source_location where = std::source_location::current()) noexcept {
+    lease<T> try_acquire(respool::source_location where = respool::source_location::current()) noexcept {
         error_code ec;
         return try_acquire(ec, where);
     }
     // As above; ec says why it is empty: closed, unavailable, exhausted, the factory's error, or
     // not_supported when a check on the way out (before_acquire, validation on borrow) is a coroutine.
     lease<T> try_acquire(error_code& ec,
-                         std::source_location where = std::source_location::current()) noexcept {
+                         respool::source_location where = respool::source_location::current()) noexcept {
         ec = {};
         detail::resource_node* n = detail::take_inline(*impl_);  // the common case, before the general path
         if (!n) n = detail::try_acquire(*impl_, ec, where);

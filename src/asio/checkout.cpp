@@ -33,7 +33,7 @@ bool pool_impl::check(check_kind k, resource_node& n, hook_reason why) noexcept 
 }
 
 // A resource leaves the pool for a caller: stamps for leak reports, hold times, the observer.
-void pool_impl::hand_out(resource_node* n, const std::source_location& where,
+void pool_impl::hand_out(resource_node* n, const respool::source_location& where,
                          const acquire_op_base* op) noexcept {
     if (opts_.acquire_ttl > duration::zero()) n->acquired_at = where;  // only leak reports read it
     if (context_) ++n->uses;
@@ -53,7 +53,7 @@ void pool_impl::hand_out(resource_node* n, const std::source_location& where,
 }
 
 // pool<T>::try_acquire after take_inline found nothing (it is not tried again here).
-resource_node* pool_impl::try_acquire(error_code& ec, const std::source_location& where) noexcept {
+resource_node* pool_impl::try_acquire(error_code& ec, const respool::source_location& where) noexcept {
     if (!acquire_inline) {
         ec = errc::not_supported;
         return nullptr;
@@ -65,7 +65,7 @@ resource_node* pool_impl::try_acquire(error_code& ec, const std::source_location
     return n;
 }
 
-resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location& where) noexcept {
+resource_node* pool_impl::acquire_now(error_code& ec, const respool::source_location& where) noexcept {
     if (resource_node* n = take_inline(*this)) return n;
     return acquire_general(ec, where);
 }
@@ -73,7 +73,7 @@ resource_node* pool_impl::acquire_now(error_code& ec, const std::source_location
 // Steps 1-3 through the core's general take, for a synchronous caller: every check on the way out is
 // synchronous here (acquire_inline) and runs inline; a resource a check refuses is destroyed, and
 // the caller takes again.
-resource_node* pool_impl::acquire_general(error_code& ec, const std::source_location& where) noexcept {
+resource_node* pool_impl::acquire_general(error_code& ec, const respool::source_location& where) noexcept {
     for (;;) {
         core::pool_core::take_result t;
         {
@@ -262,7 +262,7 @@ void pool_impl::cancel(acquire_op_base* op) noexcept {
 
 namespace respool::detail {
 
-resource_node* acquire_now(pool_impl& p, error_code& ec, const std::source_location& where) noexcept {
+resource_node* acquire_now(pool_impl& p, error_code& ec, const respool::source_location& where) noexcept {
     return p.acquire_now(ec, where);
 }
 void start_acquire(pool_impl& p, acquire_op_base* op) noexcept {
@@ -274,7 +274,7 @@ void resume(pool_impl& p, acquire_op_base* op, bool on_handler_executor) noexcep
 void cancel(pool_impl& p, acquire_op_base* op) noexcept {
     p.cancel(op);
 }
-resource_node* try_acquire(pool_impl& p, error_code& ec, const std::source_location& where) noexcept {
+resource_node* try_acquire(pool_impl& p, error_code& ec, const respool::source_location& where) noexcept {
     return p.try_acquire(ec, where);
 }
 

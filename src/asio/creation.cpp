@@ -132,7 +132,7 @@ void pool_impl::async_wait_ready(signal_handler done) {
 
 // A synchronous factory creates for the caller, in a place nobody waits for (try_acquire, and an
 // acquire whose deadline has already passed). nullptr without error: no such place.
-resource_node* pool_impl::create_inline(error_code& ec, const std::source_location& where,
+resource_node* pool_impl::create_inline(error_code& ec, const respool::source_location& where,
                                         std::exception_ptr* error_out) noexcept {
     if (factory_ != hook_mode::sync) return nullptr;
     {

@@ -32,10 +32,10 @@ public:
     void on_circuit_changed(circuit_state c) override {
         each([&](observer& o) { o.on_circuit_changed(c); });
     }
-    void on_leak_suspected(std::chrono::nanoseconds h, const std::source_location& w) override {
+    void on_leak_suspected(std::chrono::nanoseconds h, const respool::source_location& w) override {
         each([&](observer& o) { o.on_leak_suspected(h, w); });
     }
-    void on_leak_returned(std::chrono::nanoseconds h, const std::source_location& w) override {
+    void on_leak_returned(std::chrono::nanoseconds h, const respool::source_location& w) override {
         each([&](observer& o) { o.on_leak_returned(h, w); });
     }
     void on_creation_retry(const error_code& ec, std::chrono::nanoseconds d) override {

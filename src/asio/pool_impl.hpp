@@ -59,13 +59,13 @@ public:
     [[nodiscard]] const pool_options& options() const noexcept { return opts_; }
 
     // Synchronous acquire: a node ready for the caller, or nullptr with ec set.
-    resource_node* try_acquire(error_code& ec, const std::source_location& where = {}) noexcept;
+    resource_node* try_acquire(error_code& ec, const respool::source_location& where = {}) noexcept;
     // The common take (no checks, stamps or observer; an unreserved idle resource): nullptr otherwise.
     friend resource_node* take_inline(pool_impl& p) noexcept;
     // The immediate part of async_acquire: a node, an error, or (nullptr, no error) = must wait.
     // Only when no check on the way out is a coroutine (pool_facts::acquire_inline).
-    resource_node* acquire_now(error_code& ec, const std::source_location& where = {}) noexcept;
-    resource_node* acquire_general(error_code& ec, const std::source_location& where) noexcept;
+    resource_node* acquire_now(error_code& ec, const respool::source_location& where = {}) noexcept;
+    resource_node* acquire_general(error_code& ec, const respool::source_location& where) noexcept;
 
     // Slow path: steps 1-3 again, then park. Completion is posted.
     void start_acquire(acquire_op_base* op) noexcept;
@@ -124,12 +124,13 @@ private:
     void hook_overdue(const std::shared_ptr<hook_run>& run) noexcept;
     void health_done(const std::shared_ptr<hook_run>& run, bool ok) noexcept;
     void reset_done(const std::shared_ptr<hook_run>& run, bool ok) noexcept;
-    resource_node* create_inline(error_code& ec, const std::source_location& where,
+    resource_node* create_inline(error_code& ec, const respool::source_location& where,
                                  std::exception_ptr* error = nullptr) noexcept;
     [[nodiscard]] std::chrono::steady_clock::time_point now() const noexcept;
     void on_alarm() noexcept;
     void close_grace_over(std::uint64_t key) noexcept;
-    void hand_out(resource_node* n, const std::source_location& where, const acquire_op_base* op) noexcept;
+    void hand_out(resource_node* n, const respool::source_location& where,
+                  const acquire_op_base* op) noexcept;
     void housekeep_tick() noexcept;
     void arm_housekeeping() noexcept;
     void arm_retry(duration d) noexcept;

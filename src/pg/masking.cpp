@@ -1,42 +1,119 @@
-// pg::masked: a connection string without its password, for every text respool produces.
-#include <respool/pg/connection.hpp>
+// pg::masked: a connection string without its password, for every text respool produces. It reads the
+// string as libpq does (fe-connect.c's conninfo and URI parsers; tests/fuzz/fuzz_conninfo_masking
+// holds it against libpq's own reading): whitespace is any isspace, values may be quoted or carry
+// backslash escapes, URI query keys may be percent-encoded. Where it cannot tell, it masks more.
+#include <respool/pg/errors.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 
 namespace respool::pg {
 
+namespace {
+
+bool blank(char c) {
+    return std::isspace(static_cast<unsigned char>(c)) != 0;
+}
+
+int hex(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+std::string percent_decoded(std::string_view s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+            out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
+            i += 2;
+        } else {
+            out.push_back(s[i]);
+        }
+    }
+    return out;
+}
+
+std::string masked_uri(std::string s, std::size_t scheme_end) {
+    // user:password@ : libpq looks for '@' before the first '/', the user ends at the first ':'.
+    std::size_t at = scheme_end;
+    while (at < s.size() && s[at] != '@' && s[at] != '/') ++at;
+    std::size_t hosts = scheme_end;  // where the host list starts: after the credentials, if any
+    if (at < s.size() && s[at] == '@') {
+        const auto colon = s.find(':', scheme_end);
+        if (colon < at) {
+            s.replace(colon + 1, at - colon - 1, "***");
+            at = colon + 1 + 3;
+        }
+        hosts = at + 1;
+    }
+    // ?key=value&... after the hosts and the database name: keys percent-decoded; a password's value
+    // masked (to the next '&').
+    const auto query = s.find('?', hosts);
+    if (query == std::string::npos) return s;
+    for (std::size_t p = query + 1; p < s.size();) {
+        const auto amp = s.find('&', p);
+        const std::size_t end = amp == std::string::npos ? s.size() : amp;
+        const auto eq = s.find('=', p);
+        if (eq < end && percent_decoded(std::string_view(s).substr(p, eq - p)) == "password") {
+            s.replace(eq + 1, end - eq - 1, "***");
+            p = eq + 1 + 3 + 1;
+        } else {
+            p = end + 1;
+        }
+    }
+    return s;
+}
+
+}  // namespace
+
 std::string masked(std::string_view info) {
     std::string s(info);
-    if (s.rfind("postgresql://", 0) == 0 || s.rfind("postgres://", 0) == 0) {  // user:password@host
-        const auto scheme = s.find("://") + 3;
-        const auto at = s.find('@', scheme);
-        const auto colon = s.find(':', scheme);
-        if (at != std::string::npos && colon != std::string::npos && colon < at)
-            s.replace(colon + 1, at - colon - 1, "***");
-        for (std::size_t p = s.find("password=", scheme); p != std::string::npos;
-             p = s.find("password=", p)) {
-            p += 9;
-            const auto end = s.find('&', p);
-            s.replace(p, (end == std::string::npos ? s.size() : end) - p, "***");
+    for (std::string_view scheme : {"postgresql://", "postgres://"})
+        if (s.rfind(scheme, 0) == 0) return masked_uri(std::move(s), scheme.size());
+    // keyword = value pairs, read as libpq's conninfo_parse reads them: blanks around '=', the value
+    // bare (to the next blank, backslash escapes) or quoted ('...', the same escapes). What libpq would
+    // refuse (no '=', an unterminated quote) is masked from that parameter to the end.
+    std::size_t p = 0;
+    while (p < s.size()) {
+        if (blank(s[p])) {
+            ++p;
+            continue;
         }
-        return s;
-    }
-    // keyword = value, value perhaps quoted with backslash escapes
-    for (std::size_t p = s.find("password"); p != std::string::npos; p = s.find("password", p + 1)) {
-        std::size_t q = p + 8;
-        while (q < s.size() && s[q] == ' ') ++q;
-        if (q >= s.size() || s[q] != '=') continue;
-        ++q;
-        while (q < s.size() && s[q] == ' ') ++q;
-        std::size_t end = q;
-        if (end < s.size() && s[end] == '\'') {
-            for (++end; end < s.size() && s[end] != '\''; ++end)
-                if (s[end] == '\\') ++end;
-            if (end < s.size()) ++end;
+        const std::size_t name = p;
+        while (p < s.size() && s[p] != '=' && !blank(s[p])) ++p;
+        const std::size_t name_end = p;
+        while (p < s.size() && blank(s[p])) ++p;
+        if (p >= s.size() || s[p] != '=') {
+            s.replace(name, s.size() - name, "***");
+            return s;
+        }
+        ++p;
+        while (p < s.size() && blank(s[p])) ++p;
+        const std::size_t value = p;
+        if (p < s.size() && s[p] == '\'') {
+            for (++p;; ++p) {
+                if (p >= s.size()) {
+                    s.replace(name, s.size() - name, "***");
+                    return s;
+                }
+                if (s[p] == '\\') {
+                    if (p + 1 < s.size()) ++p;
+                } else if (s[p] == '\'') {
+                    ++p;
+                    break;
+                }
+            }
         } else {
-            while (end < s.size() && s[end] != ' ') ++end;
+            for (; p < s.size() && !blank(s[p]); ++p)
+                if (s[p] == '\\' && p + 1 < s.size()) ++p;
         }
-        s.replace(q, end - q, "***");
+        if (std::string_view(s).substr(name, name_end - name) == "password") {
+            s.replace(value, p - value, "***");
+            p = value + 3;
+        }
     }
     return s;
 }

@@ -149,13 +149,15 @@ TEST(lifecycle_pool, leak_is_reported_once_with_the_acquire_site_and_again_on_re
         std::uint_least32_t line = 0;
         std::string file;
         std::chrono::nanoseconds held{};
-        void on_leak_suspected(std::chrono::nanoseconds h, const std::source_location& where) override {
+        void on_leak_suspected(std::chrono::nanoseconds h, const respool::source_location& where) override {
             ++suspected;
             line = where.line();
             file = where.file_name();
             held = h;
         }
-        void on_leak_returned(std::chrono::nanoseconds, const std::source_location&) override { ++returned; }
+        void on_leak_returned(std::chrono::nanoseconds, const respool::source_location&) override {
+            ++returned;
+        }
     };
     asio::io_context io;
     auto t = std::make_shared<tracker>();
@@ -164,7 +166,7 @@ TEST(lifecycle_pool, leak_is_reported_once_with_the_acquire_site_and_again_on_re
     p.set_observer(o);
     std::ostringstream log;
     p.set_log_sink(respool::make_ostream_log_sink(log, respool::log_level::info, "test-pool"));
-    const auto expected_line = std::source_location::current().line() + 1;
+    const auto expected_line = respool::source_location::current().line() + 1;
     auto leaked = p.try_acquire();
     ASSERT_TRUE(test::run_until(io, [&] { return p.stats().leaks == 1; }));
     EXPECT_EQ(o->suspected, 1);

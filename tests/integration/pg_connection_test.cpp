@@ -459,3 +459,17 @@ TEST(pg_masking, passwords_are_masked_in_every_form) {
               "postgres://app@db/x?password=***&sslmode=require");
     EXPECT_EQ(pg::masked("host=db user=app"), "host=db user=app");
 }
+
+// What tests/fuzz/fuzz_conninfo_masking found, checked against libpq's reading of each string.
+TEST(pg_masking, the_fuzzer_s_finds_stay_masked) {
+    EXPECT_EQ(pg::masked("password\r=s3cret"), "password\r=***") << "any blank around '=', as libpq";
+    EXPECT_EQ(pg::masked("password=\ts3cret host=db"), "password=\t*** host=db");
+    EXPECT_EQ(pg::masked("password=s3\\ cret host=db"), "password=*** host=db") << "an escaped blank";
+    EXPECT_EQ(pg::masked("user=bob'password='x password='s3cret'"), "user=bob'password='x password=***")
+        << "a password inside another value is that value";
+    EXPECT_EQ(pg::masked("postgresql://u?x:y@h?password=s3cret"), "postgresql://u?x:***@h?password=***")
+        << "the query starts after the credentials";
+    EXPECT_EQ(pg::masked("postgresql://h/db?pass%77ord=s3cret"), "postgresql://h/db?pass%77ord=***")
+        << "a percent-encoded key";
+    EXPECT_EQ(pg::masked("password=s3cret host"), "password=*** ***") << "what libpq refuses is masked";
+}

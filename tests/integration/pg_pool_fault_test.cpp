@@ -2,9 +2,9 @@
 // restart and reconfigure): busy backends terminated, a restart with borrowers waiting, the server
 // stopped (acquires fail within the borrow timeout, the circuit opens, the pool recovers by itself when
 // the server is back), a failover (writes meet read_only: the connection is closed, every other one
-// retired) and pipelined statements across a restart. The pool runs on an event loop of its own thread; the test thread drives the server with
-// test::pg_server's blocking calls and waits on the pool's futures and on server state, never on a
-// guessed time.
+// retired) and pipelined statements across a restart. The pool runs on an event loop of its own
+// thread; the test thread drives the server with test::pg_server's blocking calls and waits on the
+// pool's futures and on server state, never on a guessed time.
 #include "pg_server.hpp"
 #include "pg_test_support.hpp"
 

@@ -22,7 +22,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <source_location>
+#include <respool/source_location.hpp>
 #include <string>
 
 namespace respool::detail {
@@ -35,7 +35,7 @@ struct resource_node {
     static constexpr std::size_t core_size = 80;
     alignas(8) unsigned char core_part[core_size];     // the core's header (constructed by the library)
     std::chrono::steady_clock::time_point taken_at{};  // precise; stamped only when hold times are wanted
-    std::source_location acquired_at{};                // the acquire call that holds it (leak reports)
+    respool::source_location acquired_at{};            // the acquire call that holds it (leak reports)
     std::uint64_t uses = 0;                            // leases handed out (only when a hook reads it)
 };
 
@@ -93,7 +93,7 @@ struct acquire_op_base {
     // queue (one posted drain for many hand-offs) instead of a post of its own.
     bool direct = false;
     acquire_op_base* ready_next = nullptr;
-    std::source_location where{};  // the async_acquire call site
+    respool::source_location where{};  // the async_acquire call site
     // Completes the op exactly once and frees it; `post` when not already on the handler's executor.
     void (*complete)(acquire_op_base*, error_code, resource_node*, bool post) = nullptr;
     // Posts the resumption to the handler's executor (thread_safe pools, ops that are not `direct`).
@@ -138,7 +138,7 @@ std::shared_ptr<pool_impl> shared_from(pool_impl& p);
 
 // The immediate part of async_acquire when no check on the way out is a coroutine (pool_facts::
 // acquire_inline): a node, an error, or (nullptr, no error) = must wait.
-resource_node* acquire_now(pool_impl& p, error_code& ec, const std::source_location& where) noexcept;
+resource_node* acquire_now(pool_impl& p, error_code& ec, const respool::source_location& where) noexcept;
 // The waiting path: steps 1-3 again, then park. Completion is posted.
 void start_acquire(pool_impl& p, acquire_op_base* op) noexcept;
 void resume(pool_impl& p, acquire_op_base* op, bool on_handler_executor) noexcept;
@@ -146,7 +146,7 @@ void cancel(pool_impl& p, acquire_op_base* op) noexcept;
 // The common take (no checks, stamps or observer; an unreserved idle resource): nullptr otherwise.
 resource_node* take_inline(pool_impl& p) noexcept;
 // try_acquire after take_inline found nothing.
-resource_node* try_acquire(pool_impl& p, error_code& ec, const std::source_location& where) noexcept;
+resource_node* try_acquire(pool_impl& p, error_code& ec, const respool::source_location& where) noexcept;
 // The lease's way back (the lease may outlive the pool object).
 void release_node(pool_impl* p, resource_node* n, bool poisoned) noexcept;
 
