@@ -178,8 +178,9 @@ int main(int argc, char** argv) {
         else if (k == "--coroutines")
             coroutines = std::stoi(argv[i + 1]);
         else {
-            std::fprintf(stderr, "usage: respool_sqlite_bench [--seconds S] [--readers N] [--only "
-                                 "read|upsert|hop] [--coroutines N]\n");
+            std::fprintf(stderr,
+                         "usage: respool_sqlite_bench [--seconds S] [--readers N] [--only "
+                         "read|upsert|hop] [--coroutines N]\n");
             return 2;
         }
     }

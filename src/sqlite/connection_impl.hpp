@@ -127,7 +127,11 @@ struct offload_op final : detail::offload_job, detail::completion_node {
     using handler_type = boost::asio::any_completion_handler<void(Args...)>;
     offload_op(std::shared_ptr<connection::impl> s, handler_type h, boost::asio::any_io_executor g, Work w,
                std::shared_ptr<detail::completion_batch> b)
-        : self(std::move(s)), handler(std::move(h)), guard(std::move(g)), work(std::move(w)), batch(std::move(b)) {}
+        : self(std::move(s)),
+          handler(std::move(h)),
+          guard(std::move(g)),
+          work(std::move(w)),
+          batch(std::move(b)) {}
 
     void run() noexcept override {
         out.emplace(work(*self));
@@ -168,8 +172,8 @@ void offload(const std::shared_ptr<connection::impl>& self, const boost::asio::a
     if (self->fast) {
         if (!self->batch || self->batch->executor() != hex) self->batch = self->fast->batches().get(hex);
         self->batch->expect();
-        self->fast->submit(new offload_op<Work, Args...>(self, std::move(h), std::move(guard), std::move(work),
-                                                         self->batch));
+        self->fast->submit(new offload_op<Work, Args...>(self, std::move(h), std::move(guard),
+                                                         std::move(work), self->batch));
         return;
     }
     // Any other executor (a connection made by hand on an asio::thread_pool): a post each way.

@@ -63,7 +63,8 @@ error_code run_group(connection::impl& s, const group& g) {
                 rest.insert(rest.end(), todo.begin() + static_cast<std::ptrdiff_t>(i) + 1, todo.end());
                 todo = std::move(rest);
                 again = true;
-            } else if (exec_cached(s, "ROLLBACK TO respool_group") || exec_cached(s, "RELEASE respool_group")) {
+            } else if (exec_cached(s, "ROLLBACK TO respool_group") ||
+                       exec_cached(s, "RELEASE respool_group")) {
                 // The savepoint cannot be undone: nothing of this transaction may be committed.
                 const error_code broken = from_result_code(SQLITE_ERROR);
                 for (group_entry* d : done) d->ec = broken;

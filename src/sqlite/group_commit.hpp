@@ -38,7 +38,7 @@ struct group_entry {
 
 struct group_queue {
     std::deque<std::shared_ptr<group_entry>> pending;
-    bool active = false;  // the writer is being acquired for a group, or runs one
+    bool active = false;                           // the writer is being acquired for a group, or runs one
     static constexpr std::size_t max_group = 256;  // statements per transaction
 };
 

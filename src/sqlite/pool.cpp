@@ -22,7 +22,6 @@ namespace asio = boost::asio;
 
 namespace respool::sqlite {
 
-
 namespace {
 
 using detail::pool_state;
@@ -277,8 +276,8 @@ void pool::start_acquire(role r, asio::any_completion_handler<void(error_code, l
 void pool::start_query(std::string sql, std::optional<params> p, query_handler handler) {
     // A single write with parameters: queued for the writer's next group commit (group_commit.hpp).
     if (p && detail::groupable(sql))
-        return detail::submit_write(state_, std::make_shared<detail::group_entry>(std::move(sql), std::move(*p),
-                                                                                  std::move(handler)));
+        return detail::submit_write(
+            state_, std::make_shared<detail::group_entry>(std::move(sql), std::move(*p), std::move(handler)));
     auto op = std::make_shared<pool_query>(state_, std::move(handler), std::move(sql), std::move(p));
     const bool writes = !state_->readers || state_->writes.count(op->sql) > 0;
     op->start(writes ? role::writer : role::reader);

@@ -167,7 +167,8 @@ error_code query_on_worker(connection::impl& s, const std::string& sql, const pa
 
 namespace detail {
 
-error_code run_statement(connection::impl& s, const std::string& sql, const params& p, bool bound, result& out) {
+error_code run_statement(connection::impl& s, const std::string& sql, const params& p, bool bound,
+                         result& out) {
     error_code ec = query_on_worker(s, sql, p, bound, out);
     if (!ec) s.last = {};
     s.has_deadline = false;

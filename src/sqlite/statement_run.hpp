@@ -10,7 +10,8 @@ namespace respool::sqlite::detail {
 
 // Runs `sql` as async_query does (the statement cache, the deadline, the reader's refusal, scripts when
 // not `bound`); the failure's message in s.last.
-error_code run_statement(connection::impl& s, const std::string& sql, const params& p, bool bound, result& out);
+error_code run_statement(connection::impl& s, const std::string& sql, const params& p, bool bound,
+                         result& out);
 
 // Runs a statement without parameters or rows (SAVEPOINT, COMMIT, ...) through the statement cache.
 error_code exec_cached(connection::impl& s, const std::string& sql);
