@@ -34,7 +34,7 @@ protected:
 };
 
 struct batch_settings {
-    std::chrono::nanoseconds spin_for = std::chrono::microseconds(20);
+    std::chrono::nanoseconds spin_for = std::chrono::microseconds(10);
     std::size_t spin_while_at_most = 1;  // jobs out
     std::chrono::nanoseconds budget = std::chrono::microseconds(200);
 };
