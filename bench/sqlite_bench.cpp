@@ -4,7 +4,8 @@
 // to the pool's thread pool and back (connection::async_run of an empty function, one coroutine).
 // A table of operations per second and ratios to the raw loop; docs/benchmarks.md has the figures.
 //
-//   respool_sqlite_bench [--seconds 3] [--readers 4]
+//   respool_sqlite_bench [--seconds 3] [--readers 4] [--only read|upsert|hop --coroutines N]
+// --only runs one case (for perf stat / perf record): the pool at N coroutines (0: the raw loop).
 // The database lives in a temporary folder (WAL, synchronous=NORMAL, as the pool opens it), removed
 // at the end.
 #include <respool/sqlite/pool.hpp>
@@ -164,14 +165,22 @@ double hop_us(const std::string& path, double seconds) {
 int main(int argc, char** argv) {
     double seconds = 3;
     std::size_t readers = 4;
+    std::string only;
+    int coroutines = 8;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string k = argv[i];
         if (k == "--seconds")
             seconds = std::stod(argv[i + 1]);
         else if (k == "--readers")
             readers = static_cast<std::size_t>(std::stoul(argv[i + 1]));
+        else if (k == "--only")
+            only = argv[i + 1];
+        else if (k == "--coroutines")
+            coroutines = std::stoi(argv[i + 1]);
         else {
-            std::fprintf(stderr, "usage: respool_sqlite_bench [--seconds S] [--readers N]\n");
+            std::fprintf(stderr,
+                         "usage: respool_sqlite_bench [--seconds S] [--readers N] [--only "
+                         "read|upsert|hop] [--coroutines N]\n");
             return 2;
         }
     }
@@ -180,6 +189,18 @@ int main(int argc, char** argv) {
     const std::string dir = tmpl, path = dir + "/bench.db";
     try {
         create(path);
+        if (!only.empty()) {
+            const bool upsert = only == "upsert";
+            if (only == "hop")
+                std::printf("hop: %.2f us\n", hop_us(path, seconds));
+            else if (coroutines == 0)
+                std::printf("%s raw: %.0f/s\n", only.c_str(), raw_loop(path, upsert, seconds));
+            else
+                std::printf("%s pool, %d: %.0f/s\n", only.c_str(), coroutines,
+                            through_pool(path, readers, upsert, coroutines, seconds));
+            std::filesystem::remove_all(dir);
+            return 0;
+        }
         std::printf("| workload | raw sqlite3* loop | pool, 1 coroutine | pool, 8 | pool, 64 | 8 / raw |\n");
         std::printf("|---|---:|---:|---:|---:|---:|\n");
         for (bool upsert : {false, true}) {

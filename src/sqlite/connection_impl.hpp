@@ -12,6 +12,8 @@
 
 #include <respool/sqlite/connection.hpp>
 
+#include "completion_batch.hpp"
+#include "offload_pool.hpp"
 #include "statement_cache.hpp"
 
 #include <boost/asio/append.hpp>
@@ -26,6 +28,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -36,11 +39,18 @@ enum class stop_reason : int { none = 0, cancelled = 1, deadline = 2 };
 
 struct connection::impl {
     impl(boost::asio::any_io_executor e, boost::asio::any_io_executor o)
-        : ex(std::move(e)), offload(std::move(o)) {}
+        : ex(std::move(e)), offload(std::move(o)) {
+        if (auto* own = offload.target<detail::offload_executor>()) fast = &own->pool();
+    }
     ~impl();  // closes the handle if no job did (the offload executor was torn down first)
 
     boost::asio::any_io_executor ex;
     boost::asio::any_io_executor offload;
+    // Set when `offload` is sqlite::pool's own offload_pool: jobs go straight into its queue and
+    // completions through a completion_batch (no allocation of Asio's, no wake-up per statement).
+    detail::offload_pool* fast = nullptr;
+    // The batch of the last completion executor (caller's side, touched only by the claimant).
+    std::shared_ptr<detail::completion_batch> batch;
 
     std::mutex m;                      // the handle against sqlite3_interrupt; `close_after_job`
     ::sqlite3* db = nullptr;           // written by jobs only; read by the interrupter under m
@@ -100,6 +110,54 @@ struct canceller {
     }
 };
 
+// Ends a job on its thread: gives the handle back, and closes it when ~connection asked for that.
+inline void end_job(connection::impl& s) noexcept {
+    bool close = false;
+    {
+        std::lock_guard lock(s.m);
+        close = s.close_after_job;
+        s.running.store(false, std::memory_order_release);
+    }
+    if (close) s.close_now();
+}
+
+// One operation on sqlite::pool's offload_pool: the job and its completion in one allocation.
+template <class Work, class... Args>
+struct offload_op final : detail::offload_job, detail::completion_node {
+    using handler_type = boost::asio::any_completion_handler<void(Args...)>;
+    offload_op(std::shared_ptr<connection::impl> s, handler_type h, boost::asio::any_io_executor g, Work w,
+               std::shared_ptr<detail::completion_batch> b)
+        : self(std::move(s)),
+          handler(std::move(h)),
+          guard(std::move(g)),
+          work(std::move(w)),
+          batch(std::move(b)) {}
+
+    void run() noexcept override {
+        out.emplace(work(*self));
+        end_job(*self);
+        auto b = std::move(batch);  // `this` may be completed and gone once pushed
+        b->push(this);
+    }
+    void complete() noexcept override {
+        handler_type h = std::move(handler);
+        std::tuple<Args...> o = std::move(*out);
+        boost::asio::any_io_executor g = std::move(guard);  // the loop's work, until the handler ran
+        delete this;
+        // The slot is the caller's: cleared on its executor, before the handler may reuse it.
+        if (auto slot = boost::asio::get_associated_cancellation_slot(h); slot.is_connected()) slot.clear();
+        std::apply([&h](auto&&... a) { std::move(h)(std::move(a)...); }, std::move(o));
+    }
+    void discard() noexcept override { delete this; }
+
+    std::shared_ptr<connection::impl> self;
+    handler_type handler;
+    boost::asio::any_io_executor guard;
+    Work work;
+    std::shared_ptr<detail::completion_batch> batch;
+    std::optional<std::tuple<Args...>> out;
+};
+
 // Runs work(impl&) -> std::tuple<Args...> on the offload executor, then completes `h` with that tuple
 // on `hex` (the handler's associated executor, found while the handler's type was still known),
 // never inside this call. `running` must already be set (claim()). While the job runs, `hex` has
@@ -111,18 +169,19 @@ void offload(const std::shared_ptr<connection::impl>& self, const boost::asio::a
     asio::any_io_executor guard = asio::prefer(hex, asio::execution::outstanding_work.tracked);
     if (auto slot = asio::get_associated_cancellation_slot(h); slot.is_connected())
         slot.template emplace<canceller>(canceller{self});
+    if (self->fast) {
+        if (!self->batch || self->batch->executor() != hex) self->batch = self->fast->batches().get(hex);
+        self->batch->expect();
+        self->fast->submit(new offload_op<Work, Args...>(self, std::move(h), std::move(guard),
+                                                         std::move(work), self->batch));
+        return;
+    }
+    // Any other executor (a connection made by hand on an asio::thread_pool): a post each way.
     asio::post(self->offload,
                [self, h = std::move(h), guard = std::move(guard), work = std::move(work)]() mutable {
                    std::tuple<Args...> out = work(*self);
-                   bool close = false;
-                   {
-                       std::lock_guard lock(self->m);
-                       close = self->close_after_job;
-                       self->running.store(false, std::memory_order_release);
-                   }
-                   if (close) self->close_now();
+                   end_job(*self);
                    asio::post(guard, [h = std::move(h), out = std::move(out)]() mutable {
-                       // The slot is the caller's: cleared on its executor, before the handler may reuse it.
                        if (auto slot = asio::get_associated_cancellation_slot(h); slot.is_connected())
                            slot.clear();
                        std::apply([&h](auto&&... a) { std::move(h)(std::move(a)...); }, std::move(out));

@@ -8,14 +8,15 @@
 //                   connection that cannot be reset is destroyed
 #include <respool/sqlite/pool.hpp>
 
+#include "group_commit.hpp"
+#include "pool_state.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include <stdexcept>
-#include <unordered_set>
 
 namespace asio = boost::asio;
 
@@ -23,36 +24,9 @@ namespace respool::sqlite {
 
 namespace {
 
-// The thread pool, joined (not stopped) at the end: close jobs still queued run before it goes. Its
-// last owner is never one of its own threads (jobs own connections' insides, not this).
-struct workers {
-    explicit workers(std::size_t n) : tp(n) {}
-    ~workers() { tp.join(); }
-    asio::thread_pool tp;
-};
-
-}  // namespace
-
-namespace detail {
-
-struct pool_state {
-    pool_config cfg;
-    std::shared_ptr<workers> threads;
-    std::optional<respool::pool<connection>> writer;
-    std::optional<respool::pool<connection>> readers;  // none with readers = 0
-    // Statements a reader refused (they may write): straight to the writer next time. Bounded: cleared
-    // when full (a service has a bounded set of statement texts; this only saves a reader's prepare).
-    std::unordered_set<std::string> writes;
-
-    respool::pool<connection>& of(role r) { return r == role::reader && readers ? *readers : *writer; }
-};
-
-}  // namespace detail
-
-namespace {
-
 using detail::pool_state;
 using detail::role;
+using detail::workers;
 
 [[noreturn]] void bad_config(const std::string& what) {
     throw std::invalid_argument("respool::sqlite::pool: " + what);
@@ -300,6 +274,10 @@ void pool::start_acquire(role r, asio::any_completion_handler<void(error_code, l
 }
 
 void pool::start_query(std::string sql, std::optional<params> p, query_handler handler) {
+    // A single write with parameters: queued for the writer's next group commit (group_commit.hpp).
+    if (p && detail::groupable(sql))
+        return detail::submit_write(
+            state_, std::make_shared<detail::group_entry>(std::move(sql), std::move(*p), std::move(handler)));
     auto op = std::make_shared<pool_query>(state_, std::move(handler), std::move(sql), std::move(p));
     const bool writes = !state_->readers || state_->writes.count(op->sql) > 0;
     op->start(writes ? role::writer : role::reader);

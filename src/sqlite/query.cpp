@@ -3,6 +3,7 @@
 // statement deadline and the mapping of an interrupt to what stopped it.
 #include "connection_impl.hpp"
 #include "result_builder.hpp"
+#include "statement_run.hpp"
 
 #include <boost/asio/error.hpp>
 
@@ -164,6 +165,30 @@ error_code query_on_worker(connection::impl& s, const std::string& sql, const pa
 
 }  // namespace
 
+namespace detail {
+
+error_code run_statement(connection::impl& s, const std::string& sql, const params& p, bool bound,
+                         result& out) {
+    error_code ec = query_on_worker(s, sql, p, bound, out);
+    if (!ec) s.last = {};
+    s.has_deadline = false;
+    return ec;
+}
+
+error_code exec_cached(connection::impl& s, const std::string& sql) {
+    ::sqlite3_stmt* st = nullptr;
+    bool cached = false, more = false;
+    if (error_code ec = prepare(s, sql, st, cached, more)) return ec;
+    const int rc = ::sqlite3_step(st);
+    error_code ec;
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) ec = s.fail(rc);
+    ::sqlite3_reset(st);
+    if (!cached) ::sqlite3_finalize(st);
+    return ec;
+}
+
+}  // namespace detail
+
 void connection::start_query(std::string sql, params p, bool bound, hex_t hex,
                              asio::any_completion_handler<void(error_code, result)> handler) {
     if (!claim(*impl_))
@@ -174,9 +199,7 @@ void connection::start_query(std::string sql, params p, bool bound, hex_t hex,
     }
     offload(impl_, hex, std::move(handler), [sql = std::move(sql), p = std::move(p), bound](impl& s) {
         result out;
-        error_code ec = query_on_worker(s, sql, p, bound, out);
-        if (!ec) s.last = {};
-        s.has_deadline = false;
+        error_code ec = detail::run_statement(s, sql, p, bound, out);
         s.snapshot();
         return std::make_tuple(ec, std::move(out));
     });

@@ -33,6 +33,10 @@ struct sqlite3;  // SQLite's connection handle (sqlite3.h stays out of respool's
 
 namespace respool::sqlite {
 
+namespace detail {
+struct connection_access;  // the pool's own jobs on a connection (group commit), in src/sqlite
+}
+
 // How a connection is opened. Every pragma is set per connection, after the open; an empty string
 // leaves SQLite's default.
 struct connection_options {
@@ -156,6 +160,7 @@ public:
     struct impl;  // the sqlite3 handle, the statement cache, the operation under way
 
 private:
+    friend struct detail::connection_access;
     // Where a handler completes: its associated executor, or the connection's (read while the
     // handler's type is known; the type-erased handler's executor cannot be posted to).
     template <class Handler>

@@ -116,7 +116,10 @@ public:
 
     // Borrows a connection, runs `sql`, returns it. A single read-only statement (sqlite3_stmt_readonly)
     // runs on a reader; anything else (a write, DDL, a script, a pragma that sets) on the writer. The
-    // pool learns which statement is which from the first run and remembers it.
+    // pool learns which statement is which from the first run and remembers it. A write with bound
+    // parameters (INSERT, UPDATE, DELETE, REPLACE) joins the writer's next group commit: one transaction
+    // for the writes queued meanwhile, each in a savepoint of its own, acknowledged after the COMMIT
+    // (docs/07-sqlite.md, "Group commit").
     //  Handler: void(error_code, result). Executor: the handler's associated executor; never inline.
     //  Cancellation (terminal, partial, total): of the wait, or of the statement (interrupted).
     //  Errors: the acquire's (exhausted, closed, cancelled, an open's failure), the statement's.

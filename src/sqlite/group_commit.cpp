@@ -1,0 +1,218 @@
+// Group commit: the queue on the caller's side (submit, a group per writer lease, delivery) and the
+// group's job on the writer's thread (run_group). The rules are in group_commit.hpp and docs/07-sqlite.md.
+#include "group_commit.hpp"
+
+#include "pool_state.hpp"
+#include "statement_run.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+#include <vector>
+
+namespace asio = boost::asio;
+
+namespace respool::sqlite::detail {
+
+struct connection_access {
+    static const std::shared_ptr<connection::impl>& impl_of(const connection& c) noexcept { return c.impl_; }
+};
+
+namespace {
+
+using group = std::vector<std::shared_ptr<group_entry>>;
+
+// ---- the job, on the writer's thread --------------------------------------------------------------
+
+// Runs the group in one transaction; every entry gets its own outcome. Returns the COMMIT's error
+// (then no entry is in the database, and each that had not failed already carries it).
+error_code run_group(connection::impl& s, const group& g) {
+    std::vector<group_entry*> todo;
+    todo.reserve(g.size());
+    for (const auto& e : g) todo.push_back(e.get());
+    for (;;) {
+        if (error_code ec = exec_cached(s, "BEGIN IMMEDIATE")) {
+            for (group_entry* e : todo) e->ec = ec;
+            return ec;
+        }
+        std::vector<group_entry*> done;  // ran and released its savepoint
+        bool again = false;
+        for (std::size_t i = 0; i < todo.size() && !again; ++i) {
+            group_entry* e = todo[i];
+            if (e->cancelled.load(std::memory_order_relaxed)) {
+                e->ec = asio::error::operation_aborted;
+                continue;
+            }
+            error_code ec = exec_cached(s, "SAVEPOINT respool_group");
+            if (!ec) ec = run_statement(s, e->sql, e->p, true, e->res);
+            if (!ec) ec = exec_cached(s, "RELEASE respool_group");
+            if (!ec) {
+                done.push_back(e);
+                continue;
+            }
+            e->ec = ec;
+            e->res = {};
+            if (::sqlite3_get_autocommit(s.db) != 0) {
+                // SQLite ended the whole transaction (an interrupt, I/O, a full disk): the statements
+                // before this one were undone with it; they run again in a new one, with the rest.
+                std::vector<group_entry*> rest(done.begin(), done.end());
+                rest.insert(rest.end(), todo.begin() + static_cast<std::ptrdiff_t>(i) + 1, todo.end());
+                todo = std::move(rest);
+                again = true;
+            } else if (exec_cached(s, "ROLLBACK TO respool_group") ||
+                       exec_cached(s, "RELEASE respool_group")) {
+                // The savepoint cannot be undone: nothing of this transaction may be committed.
+                const error_code broken = from_result_code(SQLITE_ERROR);
+                for (group_entry* d : done) d->ec = broken;
+                for (std::size_t j = i + 1; j < todo.size(); ++j) todo[j]->ec = broken;
+                exec_cached(s, "ROLLBACK");
+                return broken;
+            }
+        }
+        if (again) continue;
+        error_code ec = exec_cached(s, "COMMIT");
+        if (ec) {
+            if (::sqlite3_get_autocommit(s.db) == 0) exec_cached(s, "ROLLBACK");
+            for (group_entry* d : done) {
+                d->ec = ec;
+                d->res = {};
+            }
+        }
+        return ec;
+    }
+}
+
+// ---- the caller's side ------------------------------------------------------------------------------
+
+// Completes an entry on its handler's associated executor (dispatch: at once when that is where
+// this runs, the pool's executor, as usual), its cancellation slot cleared first (the slot is the
+// caller's, and this runs on the pool's executor, where the caller initiated the query).
+void deliver(group_entry& e) {
+    if (auto slot = asio::get_associated_cancellation_slot(e.handler); slot.is_connected()) slot.clear();
+    asio::dispatch(asio::append(std::move(e.handler), e.ec, std::move(e.res)));
+}
+
+void fail_pending(pool_state& s, error_code ec) {
+    auto pending = std::move(s.groups.pending);
+    s.groups.pending.clear();
+    for (auto& e : pending) {
+        e->ec = ec;
+        deliver(*e);
+    }
+}
+
+void start_group(std::shared_ptr<pool_state> s);
+
+// The group's job ended: give the writer back, acknowledge every entry, start the next group with
+// what queued meanwhile (the resumed callers' next writes among it).
+void finish_group(const std::shared_ptr<pool_state>& s, lease<connection>& l, group& g, error_code ec) {
+    if (ec == condition::connection_broken)
+        l.poison();
+    else
+        l.release();
+    for (auto& e : g) deliver(*e);
+    if (s->groups.pending.empty())
+        s->groups.active = false;
+    else
+        start_group(s);
+}
+
+void run_on_writer(const std::shared_ptr<pool_state>& s, lease<connection> l, group g) {
+    const auto& impl = connection_access::impl_of(*l);
+    const auto ex = s->writer->get_executor();
+    error_code refused;
+    if (!claim(*impl))
+        refused = make_error_code(error::operation_in_progress);
+    else if (!impl->open) {
+        release_claim(*impl);
+        refused = make_error_code(error::not_open);
+    }
+    if (refused) {
+        for (auto& e : g) e->ec = refused;
+        return finish_group(s, l, g, refused);
+    }
+    auto shared = std::make_shared<group>(std::move(g));
+    asio::any_completion_handler<void(error_code)> done(
+        [s, l = std::move(l), shared](error_code ec) mutable { finish_group(s, l, *shared, ec); });
+    offload(impl, ex, std::move(done), [shared](connection::impl& c) {
+        error_code ec = run_group(c, *shared);
+        c.snapshot();
+        return std::make_tuple(ec);
+    });
+}
+
+void start_group(std::shared_ptr<pool_state> s) {
+    s->groups.active = true;
+    auto& writer = *s->writer;
+    writer.async_acquire(s->cfg.borrow_timeout, [s](error_code ec, lease<connection> l) mutable {
+        auto& q = s->groups;
+        if (ec) {
+            fail_pending(*s, ec == respool::errc::timeout ? make_error_code(respool::errc::exhausted) : ec);
+            q.active = false;
+            return;
+        }
+        group g;
+        while (!q.pending.empty() && g.size() < group_queue::max_group) {
+            g.push_back(std::move(q.pending.front()));
+            q.pending.pop_front();
+            g.back()->taken = true;
+        }
+        if (g.empty()) {  // every one was cancelled while the writer was on its way
+            l.release();
+            q.active = false;
+            return;
+        }
+        run_on_writer(s, std::move(l), std::move(g));
+    });
+}
+
+// Cancellation of a queued write: still waiting, it leaves the queue and completes with
+// operation_aborted; taken into a group, it is skipped if it has not run yet (a statement is never
+// interrupted inside a group: that would undo the whole transaction).
+struct group_canceller {
+    std::weak_ptr<pool_state> state;
+    std::weak_ptr<group_entry> entry;
+    void operator()(asio::cancellation_type t) const {
+        using ct = asio::cancellation_type;
+        if (!(t & (ct::terminal | ct::partial | ct::total))) return;
+        auto s = state.lock();
+        auto e = entry.lock();
+        if (!s || !e) return;
+        if (e->taken) {
+            e->cancelled.store(true, std::memory_order_relaxed);
+            return;
+        }
+        auto& pending = s->groups.pending;
+        auto it = std::find(pending.begin(), pending.end(), e);
+        if (it == pending.end()) return;
+        pending.erase(it);
+        e->ec = asio::error::operation_aborted;
+        // Not inside the slot's own handler (delivering clears the slot, destroying this).
+        asio::post(s->writer->get_executor(), [e] { deliver(*e); });
+    }
+};
+
+}  // namespace
+
+bool groupable(const std::string& sql) noexcept {
+    std::size_t i = 0;
+    while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
+    std::size_t j = i;
+    while (j < sql.size() && std::isalpha(static_cast<unsigned char>(sql[j]))) ++j;
+    std::string word(sql, i, j - i);
+    for (char& c : word) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return word == "INSERT" || word == "UPDATE" || word == "DELETE" || word == "REPLACE";
+}
+
+void submit_write(const std::shared_ptr<pool_state>& s, std::shared_ptr<group_entry> e) {
+    if (auto slot = asio::get_associated_cancellation_slot(e->handler); slot.is_connected())
+        slot.template emplace<group_canceller>(group_canceller{s, e});
+    s->groups.pending.push_back(std::move(e));
+    if (!s->groups.active) start_group(s);
+}
+
+}  // namespace respool::sqlite::detail

@@ -1,0 +1,53 @@
+// Group commit on the writer (docs/07-sqlite.md, "Group commit"). pool::async_query's single-statement
+// writes with bound parameters (INSERT, UPDATE, DELETE, REPLACE) queue for the writer; whatever queued
+// while it was busy runs as one group in one job: BEGIN IMMEDIATE, each statement inside a SAVEPOINT of
+// its own (a failing one is rolled back to it and fails alone), COMMIT, and only then are the group's
+// statements acknowledged. One commit (one WAL append, one fsync with synchronous=FULL) for the group
+// instead of one per statement, and one hop for the group instead of one per statement; an
+// acknowledged write is as durable as it was in autocommit.
+#pragma once
+
+#include <respool/sqlite/connection.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <string>
+
+namespace respool::sqlite::detail {
+
+struct pool_state;
+using query_handler = boost::asio::any_completion_handler<void(error_code, result)>;
+
+// One queued write. The caller's side owns everything but `ec`, `res` (written by the group's job,
+// read after its completion) and `cancelled`.
+struct group_entry {
+    group_entry(std::string q, params pr, query_handler h)
+        : sql(std::move(q)), p(std::move(pr)), handler(std::move(h)) {}
+    std::string sql;
+    params p;
+    query_handler handler;
+    error_code ec;
+    result res;
+    std::atomic<bool> cancelled{false};  // cancelled after it was taken into a group: skipped if not run yet
+    bool taken = false;                  // in a group handed to the writer
+};
+
+struct group_queue {
+    std::deque<std::shared_ptr<group_entry>> pending;
+    bool active = false;                           // the writer is being acquired for a group, or runs one
+    static constexpr std::size_t max_group = 256;  // statements per transaction
+};
+
+// Whether pool::async_query may group `sql` (bound): its first keyword is INSERT, UPDATE, DELETE or
+// REPLACE. Anything else (DDL, transaction control, PRAGMA, a CTE, a script) runs alone as before.
+[[nodiscard]] bool groupable(const std::string& sql) noexcept;
+
+// Queues `e` for the writer (starting a group when none is under way). Completes e->handler on its
+// associated executor, never inside this call.
+void submit_write(const std::shared_ptr<pool_state>& s, std::shared_ptr<group_entry> e);
+
+}  // namespace respool::sqlite::detail
