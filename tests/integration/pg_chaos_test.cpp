@@ -1,0 +1,276 @@
+// Faults under load (issue 14): 64 coroutines on a pool of max 8, each running short transactions with
+// a deadline of its own (and every eleventh cancelled by its caller before the deadline), while the
+// network (test::chaos_proxy between the pool and the pg_cluster_faults server) or the server
+// misbehaves, then heals. Each scenario asserts:
+//   - every attempt ended as exactly one of ok / failed / timed out / cancelled, and the four add up to
+//     the attempts (no attempt hung: the workers all finished);
+//   - no attempt took longer than its deadline plus a margin (see overrun_limit);
+//   - no lease was lost: after the load, nothing is active and idle + active = total <= max; the
+//     server never saw more than max of the pool's backends (sampled throughout);
+//   - once the fault ends, transactions succeed again without restarting anything, within the pool's
+//     health-check interval plus the deadline.
+// The test thread drives the faults and the server (blocking calls); the pool runs on an event loop of
+// its own thread. Waits are on counters and server state; a fault lasts a fixed time by design.
+#include "chaos_proxy.hpp"
+#include "pg_server.hpp"
+#include "pg_test_support.hpp"
+
+#include <respool/pg/pool.hpp>
+
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include <atomic>
+#include <functional>
+#include <random>
+#include <thread>
+
+using namespace pg_test;
+using namespace boost::asio::experimental::awaitable_operators;
+using respool::error_code;
+
+namespace {
+
+constexpr int workers = 64;
+constexpr std::size_t max_connections = 8;
+constexpr auto deadline = 500ms;
+constexpr auto health_interval = 1s;
+
+struct tally {
+    std::atomic<int> attempts{0}, ok{0}, failed{0}, timed_out{0}, cancelled{0}, finished_workers{0};
+    std::atomic<long long> worst_ms{0};  // the longest attempt
+    void took(std::chrono::steady_clock::duration d) {
+        const long long ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+        for (long long w = worst_ms; ms > w && !worst_ms.compare_exchange_weak(w, ms);) {
+        }
+    }
+};
+
+// One attempt: a short transaction. Its outcome as an error code (none: committed).
+asio::awaitable<error_code> transact(pg::pool& db, int id) {
+    try {
+        co_await db.transaction(
+            [id](pg::connection& c) -> asio::awaitable<void> {
+                co_await c.async_query("UPDATE chaos_kv SET v = v + 1 WHERE id = $1", pg::params(id),
+                                       asio::use_awaitable);
+                co_await c.async_query("SELECT v FROM chaos_kv WHERE id = $1", pg::params(id),
+                                       asio::use_awaitable);
+            },
+            {}, asio::use_awaitable);
+        co_return error_code{};
+    } catch (const boost::system::system_error& e) {
+        co_return e.code();
+    }
+}
+
+asio::awaitable<void> worker(pg::pool& db, tally& t, const std::atomic<bool>& stop, unsigned seed) {
+    std::minstd_rand rng(seed);
+    auto ex = co_await asio::this_coro::executor;
+    for (int i = 0; !stop && i < 100000; ++i) {  // bounded
+        ++t.attempts;
+        const bool caller_cancels = i % 11 == 10;
+        asio::steady_timer limit(ex, caller_cancels ? deadline / 4 : deadline);
+        const auto t0 = std::chrono::steady_clock::now();
+        auto r = co_await (transact(db, static_cast<int>(rng() % 100) + 1) ||
+                           limit.async_wait(asio::use_awaitable));
+        t.took(std::chrono::steady_clock::now() - t0);
+        if (r.index() == 1)
+            ++(caller_cancels ? t.cancelled : t.timed_out);
+        else
+            ++(std::get<0>(r) ? t.failed : t.ok);
+    }
+    ++t.finished_workers;
+}
+
+// An event loop on a thread of its own.
+struct loop {
+    asio::io_context io;
+    asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(io);
+    std::thread thread{[this] { io.run(); }};
+    ~loop() {
+        work.reset();
+        thread.join();
+    }
+    template <class F>
+    auto run(F f) {
+        return asio::co_spawn(io, f(), asio::use_future).get();
+    }
+};
+
+class pg_chaos : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!test::pg_server::available()) GTEST_SKIP() << "run through ctest -L integration";
+        server.query("CREATE TABLE IF NOT EXISTS chaos_kv (id int PRIMARY KEY, v bigint NOT NULL)");
+        server.query(
+            "INSERT INTO chaos_kv SELECT i, 0 FROM generate_series(1, 100) i ON CONFLICT DO NOTHING");
+    }
+    void TearDown() override {
+        if (!test::pg_server::available()) return;
+        try {  // a failed scenario must not leave the server down for the next test
+            server.start();
+        } catch (...) {
+        }
+    }
+
+    test::pg_server server;
+
+    // Runs the load through a proxy, applies `fault` once transactions flow, keeps it for `hold`,
+    // calls `heal`, and checks everything the file's header lists. `overrun_limit`: how much longer
+    // than its deadline an attempt may take.
+    void scenario(const std::string& app, const std::function<void(test::chaos_proxy&)>& fault,
+                  std::chrono::milliseconds hold, const std::function<void(test::chaos_proxy&)>& heal,
+                  std::chrono::milliseconds overrun_limit = 1000ms) {
+        test::chaos_proxy proxy(static_cast<std::uint16_t>(server.port()));
+        loop l;
+        std::optional<pg::pool> db;
+        l.run([&]() -> asio::awaitable<void> {
+            pg::pool_config c;
+            c.conninfo =
+                server.conninfo() + " port=" + std::to_string(proxy.port()) + " application_name=" + app;
+            c.max = max_connections;
+            c.min_idle = 2;
+            c.borrow_timeout = 1s;
+            c.connect_timeout = 1s;
+            c.check_timeout = 1s;
+            c.reset_timeout = 1s;
+            c.healthcheck_interval = health_interval;
+            c.circuit = respool::breaker_options{.cool_down = 500ms};
+            db.emplace(co_await asio::this_coro::executor, c);
+            co_await db->async_wait_ready(asio::as_tuple(asio::use_awaitable));
+        });
+        tally t;
+        std::atomic<bool> stop{false};
+        for (int w = 0; w < workers; ++w)
+            asio::co_spawn(l.io, worker(*db, t, stop, static_cast<unsigned>(w) + 1), asio::detached);
+        int most = 0;
+        auto sample = [&] { most = std::max(most, server.count_backends(app)); };
+        test::pg_server::wait_until(
+            [&] {
+                sample();
+                return t.ok >= 100;
+            },
+            10s, "transactions flowing");
+        fault(proxy);
+        for (const auto end = std::chrono::steady_clock::now() + hold;
+             std::chrono::steady_clock::now() < end;) {
+            sample();
+            std::this_thread::sleep_for(20ms);  // the fault's length, not a wait for an outcome
+        }
+        heal(proxy);
+        const int ok_at_heal = t.ok;
+        const auto healed = std::chrono::steady_clock::now();
+        test::pg_server::wait_until(
+            [&] {
+                sample();
+                return t.ok >= ok_at_heal + 50;
+            },
+            std::chrono::duration_cast<std::chrono::milliseconds>(health_interval + deadline + 5s),
+            "transactions succeeding again after the fault");
+        const auto recovery = std::chrono::steady_clock::now() - healed;
+        stop = true;
+        test::pg_server::wait_until([&] { return t.finished_workers == workers; },
+                                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline + 10s),
+                                    "every worker's last attempt ended");
+        EXPECT_EQ(t.attempts.load(), t.ok + t.failed + t.timed_out + t.cancelled)
+            << "each attempt ended once";
+        EXPECT_LE(t.worst_ms.load(),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline + overrun_limit).count())
+            << "no attempt waited past its deadline plus " << overrun_limit.count() << " ms";
+        EXPECT_LT(recovery, health_interval + deadline + 2s) << "success resumed by itself";
+        respool::pool_stats s{};
+        test::pg_server::wait_until(
+            [&] {
+                s = l.run([&]() -> asio::awaitable<respool::pool_stats> { co_return db->stats(); });
+                return s.active == 0;
+            },
+            10s, "every lease back");
+        EXPECT_EQ(s.idle + s.active, s.total);
+        EXPECT_LE(s.total, max_connections);
+        EXPECT_LE(most, static_cast<int>(max_connections)) << "pg_stat_activity never above max";
+        std::printf(
+            "[ figures  ] %s: %d attempts: %d ok, %d failed, %d timed out, %d cancelled; longest %lld ms; "
+            "recovered in %lld ms; at most %d backends\n",
+            app.c_str(), t.attempts.load(), t.ok.load(), t.failed.load(), t.timed_out.load(),
+            t.cancelled.load(), t.worst_ms.load(),
+            static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(recovery).count()),
+            most);
+        l.run([&]() -> asio::awaitable<void> {
+            co_await db->async_close(5s, asio::as_tuple(asio::use_awaitable));
+            db.reset();
+        });
+    }
+};
+
+void plain(test::chaos_proxy& p) {
+    p.normal();
+}
+
+}  // namespace
+
+TEST_F(pg_chaos, latency) {
+    scenario(
+        "c_latency", [](test::chaos_proxy& p) { p.set_latency(30ms); }, 1500ms, plain);
+}
+
+TEST_F(pg_chaos, bandwidth_limit) {
+    scenario(
+        "c_bandwidth", [](test::chaos_proxy& p) { p.set_bandwidth(20 * 1024); }, 1500ms, plain);
+}
+
+TEST_F(pg_chaos, every_write_sliced_into_bytes) {
+    scenario(
+        "c_slicing", [](test::chaos_proxy& p) { p.set_slicing(true); }, 1500ms, plain);
+}
+
+TEST_F(pg_chaos, connections_closed_on_data) {
+    scenario(
+        "c_close_on_data", [](test::chaos_proxy& p) { p.set_close_on_data(true); }, 1500ms, plain);
+}
+
+TEST_F(pg_chaos, connections_reset) {
+    scenario(
+        "c_reset", [](test::chaos_proxy& p) { p.reset_all(); }, 500ms,
+        [](test::chaos_proxy& p) {
+            p.reset_all();
+            p.normal();
+        });
+}
+
+TEST_F(pg_chaos, not_accepting_while_existing_connections_go_on) {
+    scenario(
+        "c_not_accepting",
+        [](test::chaos_proxy& p) {
+            p.set_accepting(false);
+            p.reset_all();  // the pool must make new connections, which now hang in the backlog
+        },
+        1500ms, plain);
+}
+
+// A partition: nothing answers, connections stay open. A cancelled statement's connection is drained
+// for at most 5 s (the server gets that long to end it) before it is closed: that bounds an attempt.
+TEST_F(pg_chaos, blackhole) {
+    scenario(
+        "c_blackhole", [](test::chaos_proxy& p) { p.set_blackhole(true); }, 1500ms, plain, 6500ms);
+}
+
+TEST_F(pg_chaos, backends_terminated_in_a_loop) {
+    std::atomic<bool> stop{false};
+    std::thread killer;
+    scenario(
+        "c_terminate",
+        [&](test::chaos_proxy&) {
+            killer = std::thread([&] {
+                for (int i = 0; !stop && i < 200; ++i) {  // bounded
+                    for (int pid : server.backend_pids("c_terminate")) server.terminate(pid);
+                    std::this_thread::sleep_for(50ms);  // the loop's period
+                }
+            });
+        },
+        1500ms,
+        [&](test::chaos_proxy&) {
+            stop = true;
+            killer.join();
+        });
+}
