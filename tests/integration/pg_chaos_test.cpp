@@ -21,6 +21,8 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include <libpq-fe.h>
+
 #include <atomic>
 #include <functional>
 #include <random>
@@ -54,7 +56,8 @@ asio::awaitable<error_code> transact(pg::pool& db, int id) {
             [id](pg::connection& c) -> asio::awaitable<void> {
                 co_await c.async_query("UPDATE chaos_kv SET v = v + 1 WHERE id = $1", pg::params(id),
                                        asio::use_awaitable);
-                co_await c.async_query("SELECT v FROM chaos_kv WHERE id = $1", pg::params(id),
+                // SELECT *: a column added underneath changes its result type (0A000 for the cached plan)
+                co_await c.async_query("SELECT * FROM chaos_kv WHERE id = $1", pg::params(id),
                                        asio::use_awaitable);
             },
             {}, asio::use_awaitable);
@@ -105,6 +108,7 @@ protected:
         server.query("CREATE TABLE IF NOT EXISTS chaos_kv (id int PRIMARY KEY, v bigint NOT NULL)");
         server.query(
             "INSERT INTO chaos_kv SELECT i, 0 FROM generate_series(1, 100) i ON CONFLICT DO NOTHING");
+        server.query("ALTER TABLE chaos_kv DROP COLUMN IF EXISTS added");
     }
     void TearDown() override {
         if (!test::pg_server::available()) return;
@@ -119,9 +123,11 @@ protected:
     // Runs the load through a proxy, applies `fault` once transactions flow, keeps it for `hold`,
     // calls `heal`, and checks everything the file's header lists. `overrun_limit`: how much longer
     // than its deadline an attempt may take.
+    // `extra_conninfo` is appended to the pool's connection string; `tweak` adjusts its settings.
     void scenario(const std::string& app, const std::function<void(test::chaos_proxy&)>& fault,
                   std::chrono::milliseconds hold, const std::function<void(test::chaos_proxy&)>& heal,
-                  std::chrono::milliseconds overrun_limit = 1000ms) {
+                  std::chrono::milliseconds overrun_limit = 1000ms, const std::string& extra_conninfo = {},
+                  const std::function<void(pg::pool_config&)>& tweak = {}) {
         test::chaos_proxy proxy(static_cast<std::uint16_t>(server.port()));
         loop l;
         std::optional<pg::pool> db;
@@ -136,16 +142,35 @@ protected:
             c.check_timeout = 1s;
             c.reset_timeout = 1s;
             c.healthcheck_interval = health_interval;
+            c.connect_retry_max = health_interval;  // failed connects back off at most that long
             c.circuit = respool::breaker_options{.cool_down = 500ms};
+            c.conninfo += extra_conninfo;
+            if (tweak) tweak(c);
             db.emplace(co_await asio::this_coro::executor, c);
             co_await db->async_wait_ready(asio::as_tuple(asio::use_awaitable));
         });
         tally t;
         std::atomic<bool> stop{false};
+        // Whatever happens below, the workers end before the pool goes (they hold references to it).
+        struct drain_guard {
+            std::atomic<bool>& stop;
+            tally& t;
+            ~drain_guard() {
+                stop = true;
+                for (auto end = std::chrono::steady_clock::now() + 30s;
+                     t.finished_workers < workers && std::chrono::steady_clock::now() < end;)
+                    std::this_thread::sleep_for(10ms);  // polling a counter, bounded
+            }
+        } guard{stop, t};
         for (int w = 0; w < workers; ++w)
             asio::co_spawn(l.io, worker(*db, t, stop, static_cast<unsigned>(w) + 1), asio::detached);
         int most = 0;
-        auto sample = [&] { most = std::max(most, server.count_backends(app)); };
+        auto sample = [&] {
+            try {
+                most = std::max(most, server.count_backends(app));
+            } catch (const std::exception&) {  // the server is down (a scenario stopped it): nothing to count
+            }
+        };
         test::pg_server::wait_until(
             [&] {
                 sample();
@@ -273,4 +298,74 @@ TEST_F(pg_chaos, backends_terminated_in_a_loop) {
             stop = true;
             killer.join();
         });
+}
+
+TEST_F(pg_chaos, server_restarted_fast) {
+    scenario(
+        "c_restart_fast", [&](test::chaos_proxy&) { server.restart(test::pg_server::stop_mode::fast); }, 0ms,
+        plain);
+}
+
+TEST_F(pg_chaos, server_restarted_immediate) {
+    scenario(
+        "c_restart_immediate",
+        [&](test::chaos_proxy&) { server.restart(test::pg_server::stop_mode::immediate); }, 0ms, plain);
+}
+
+// Down for 10 s: attempts fail within their deadlines (the circuit opens, then admits probes), and the
+// pool serves again by itself once the server is back.
+TEST_F(pg_chaos, server_stopped_for_ten_seconds) {
+    scenario(
+        "c_stopped", [&](test::chaos_proxy&) { server.stop(); }, 10000ms,
+        [&](test::chaos_proxy&) { server.start(); });
+}
+
+// A column added under cached statements: SELECT *'s cached plan can no longer run (0A000, inside a
+// transaction: that attempt fails); the statement is forgotten and prepared again by the next.
+TEST_F(pg_chaos, a_table_altered_under_prepared_statements) {
+    scenario(
+        "c_alter", [&](test::chaos_proxy&) { server.query("ALTER TABLE chaos_kv ADD COLUMN added int"); },
+        1000ms, plain);
+}
+
+// New connections must prepare their statements while another session holds the table's lock: the
+// Parse itself runs into statement_timeout (200 ms) and is cancelled; once the lock goes, prepares
+// succeed. (The pool's backends are terminated as the lock is taken, so that new ones must prepare.)
+TEST_F(pg_chaos, statement_timeout_during_a_prepare) {
+    PGconn* locker = PQconnectdb(server.conninfo().c_str());
+    ASSERT_EQ(PQstatus(locker), CONNECTION_OK) << PQerrorMessage(locker);
+    auto exec = [&](const char* sql) {
+        PGresult* r = PQexec(locker, sql);
+        const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        return ok;
+    };
+    scenario(
+        "c_prepare_timeout",
+        [&](test::chaos_proxy&) {
+            EXPECT_TRUE(exec("BEGIN"));
+            EXPECT_TRUE(exec("LOCK TABLE chaos_kv IN ACCESS EXCLUSIVE MODE"));
+            for (int pid : server.backend_pids("c_prepare_timeout")) server.terminate(pid);
+        },
+        1500ms, [&](test::chaos_proxy&) { EXPECT_TRUE(exec("COMMIT")); }, 1000ms, {},
+        [](pg::pool_config& c) { c.statement_timeout = 200ms; });
+    PQfinish(locker);
+}
+
+// The server refuses connections beyond a role's limit (SQLSTATE 53300) while the pool grows: it
+// works with what it has, and grows again once the limit is lifted.
+TEST_F(pg_chaos, connection_limit_reached_during_growth) {
+    server.query(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'chaos_user') THEN "
+        "CREATE ROLE chaos_user LOGIN PASSWORD 'chaos-secret'; END IF; END $$");
+    server.query("GRANT ALL ON chaos_kv TO chaos_user");
+    server.query("ALTER ROLE chaos_user CONNECTION LIMIT -1");
+    scenario(
+        "c_conn_limit",
+        [&](test::chaos_proxy&) {
+            server.query("ALTER ROLE chaos_user CONNECTION LIMIT 2");
+            for (int pid : server.backend_pids("c_conn_limit")) server.terminate(pid);  // regrow under it
+        },
+        1500ms, [&](test::chaos_proxy&) { server.query("ALTER ROLE chaos_user CONNECTION LIMIT -1"); },
+        1000ms, " user=chaos_user password=chaos-secret");
 }
