@@ -1,11 +1,13 @@
 // pg::masked: a connection string without its password, for every text respool produces. It reads the
 // string as libpq does (fe-connect.c's conninfo and URI parsers; tests/fuzz/fuzz_conninfo_masking
 // holds it against libpq's own reading): whitespace is any isspace, values may be quoted or carry
-// backslash escapes, URI query keys may be percent-encoded. Where it cannot tell, it masks more.
+// backslash escapes, URI query keys may be percent-encoded. Text libpq would refuse as a connection
+// string (an error message, say) has every "password = value" in it masked where it stands.
 #include <respool/pg/errors.hpp>
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <string>
 
 namespace respool::pg {
@@ -67,15 +69,33 @@ std::string masked_uri(std::string s, std::size_t scheme_end) {
     return s;
 }
 
-}  // namespace
+// Free text (an error message, a string libpq would refuse): every "password", blanks, '=', blanks,
+// then a value bare or quoted is masked wherever it stands.
+std::string masked_text(std::string s) {
+    for (std::size_t p = s.find("password"); p != std::string::npos; p = s.find("password", p + 1)) {
+        std::size_t q = p + 8;
+        while (q < s.size() && blank(s[q])) ++q;
+        if (q >= s.size() || s[q] != '=') continue;
+        ++q;
+        while (q < s.size() && blank(s[q])) ++q;
+        std::size_t end = q;
+        if (end < s.size() && s[end] == '\'') {
+            for (++end; end < s.size() && s[end] != '\''; ++end)
+                if (s[end] == '\\') ++end;
+            if (end < s.size()) ++end;
+        } else {
+            for (; end < s.size() && !blank(s[end]); ++end)
+                if (s[end] == '\\') ++end;
+        }
+        s.replace(q, std::min(end, s.size()) - q, "***");
+    }
+    return s;
+}
 
-std::string masked(std::string_view info) {
-    std::string s(info);
-    for (std::string_view scheme : {"postgresql://", "postgres://"})
-        if (s.rfind(scheme, 0) == 0) return masked_uri(std::move(s), scheme.size());
-    // keyword = value pairs, read as libpq's conninfo_parse reads them: blanks around '=', the value
-    // bare (to the next blank, backslash escapes) or quoted ('...', the same escapes). What libpq would
-    // refuse (no '=', an unterminated quote) is masked from that parameter to the end.
+// keyword = value pairs, read as libpq's conninfo_parse reads them: blanks around '=', the value bare
+// (to the next blank, backslash escapes) or quoted ('...', the same escapes). nullopt when libpq would
+// refuse the string (a word without '=', an unterminated quote).
+std::optional<std::string> masked_pairs(std::string s) {
     std::size_t p = 0;
     while (p < s.size()) {
         if (blank(s[p])) {
@@ -86,19 +106,13 @@ std::string masked(std::string_view info) {
         while (p < s.size() && s[p] != '=' && !blank(s[p])) ++p;
         const std::size_t name_end = p;
         while (p < s.size() && blank(s[p])) ++p;
-        if (p >= s.size() || s[p] != '=') {
-            s.replace(name, s.size() - name, "***");
-            return s;
-        }
+        if (p >= s.size() || s[p] != '=') return std::nullopt;
         ++p;
         while (p < s.size() && blank(s[p])) ++p;
         const std::size_t value = p;
         if (p < s.size() && s[p] == '\'') {
             for (++p;; ++p) {
-                if (p >= s.size()) {
-                    s.replace(name, s.size() - name, "***");
-                    return s;
-                }
+                if (p >= s.size()) return std::nullopt;
                 if (s[p] == '\\') {
                     if (p + 1 < s.size()) ++p;
                 } else if (s[p] == '\'') {
@@ -116,6 +130,16 @@ std::string masked(std::string_view info) {
         }
     }
     return s;
+}
+
+}  // namespace
+
+std::string masked(std::string_view info) {
+    std::string s(info);
+    for (std::string_view scheme : {"postgresql://", "postgres://"})
+        if (s.rfind(scheme, 0) == 0) return masked_uri(std::move(s), scheme.size());
+    if (auto pairs = masked_pairs(s)) return std::move(*pairs);
+    return masked_text(std::move(s));
 }
 
 }  // namespace respool::pg

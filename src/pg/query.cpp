@@ -285,6 +285,13 @@ struct query_op : std::enable_shared_from_this<query_op> {
         }
         if (PQstatus(c->conn) == CONNECTION_BAD) return broke();
         c->collect_notifications();  // a NOTIFY may have come in with the reply: kept for the next wait
+        if (cancel_reason && box->busy() && first_error == condition::connection_broken) {
+            // The server is ending the session (a shutdown's 57P01, a crash): no next statement will
+            // run on this connection for a late cancel request to hit. Close it; the caller need not
+            // wait for the requests (a server restarting may hold them for seconds).
+            c->finish();
+            return finish(first_error);
+        }
         if (cancel_reason && box->busy()) {  // cancel_returned concludes
             statement_ended = true;
             // Nothing else holds the query now: this wait does, until the requests return (then
