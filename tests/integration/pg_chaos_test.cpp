@@ -86,21 +86,6 @@ asio::awaitable<void> worker(pg::pool& db, tally& t, const std::atomic<bool>& st
     ++t.finished_workers;
 }
 
-// An event loop on a thread of its own.
-struct loop {
-    asio::io_context io;
-    asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(io);
-    std::thread thread{[this] { io.run(); }};
-    ~loop() {
-        work.reset();
-        thread.join();
-    }
-    template <class F>
-    auto run(F f) {
-        return asio::co_spawn(io, f(), asio::use_future).get();
-    }
-};
-
 class pg_chaos : public ::testing::Test {
 protected:
     void SetUp() override {

@@ -22,21 +22,6 @@ using respool::error_code;
 
 namespace {
 
-// An event loop on a thread of its own; run(f) runs the coroutine f() there and returns its result.
-struct loop {
-    asio::io_context io;
-    asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(io);
-    std::thread thread{[this] { io.run(); }};
-    ~loop() {
-        work.reset();
-        thread.join();
-    }
-    template <class F>
-    auto run(F f) {
-        return asio::co_spawn(io, f(), asio::use_future).get();
-    }
-};
-
 class pg_pool_faults : public ::testing::Test {
 protected:
     void SetUp() override {

@@ -332,11 +332,7 @@ TEST_F(pg_pool, a_terminated_idle_connection_is_replaced_without_a_round_trip) {
         pg::pool db(co_await asio::this_coro::executor, c);
         admin a = co_await admin::open();
         const int pid = co_await db.with_connection(pid_of, asio::use_awaitable);
-        co_await a.query("SELECT pg_terminate_backend(" + std::to_string(pid) + ")");
-        co_await a.wait_until([pid](admin& x) -> asio::awaitable<bool> {
-            co_return co_await x.count("SELECT count(*) FROM pg_stat_activity WHERE pid = " +
-                                       std::to_string(pid)) == 0;
-        });
+        co_await a.terminate(pid);
         const int next = co_await db.with_connection(pid_of, asio::use_awaitable);
         EXPECT_NE(next, pid);
         EXPECT_EQ(db.stats().rejected, 1u) << "before_acquire (alive_nowait) said no";
@@ -355,11 +351,7 @@ TEST_F(pg_pool, a_connection_that_answered_within_alive_check_after_is_trusted) 
         pg::pool db(co_await asio::this_coro::executor, c);
         admin a = co_await admin::open();
         const int pid = co_await db.with_connection(pid_of, asio::use_awaitable);
-        co_await a.query("SELECT pg_terminate_backend(" + std::to_string(pid) + ")");
-        co_await a.wait_until([pid](admin& x) -> asio::awaitable<bool> {
-            co_return co_await x.count("SELECT count(*) FROM pg_stat_activity WHERE pid = " +
-                                       std::to_string(pid)) == 0;
-        });
+        co_await a.terminate(pid);
         auto [ec, r] = co_await db.async_query("SELECT 1", asio::as_tuple(asio::use_awaitable));
         EXPECT_EQ(ec, pg::condition::connection_broken) << ec.message();
         EXPECT_EQ(db.stats().rejected, 0u) << "not looked at";

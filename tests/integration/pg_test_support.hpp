@@ -7,6 +7,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace pg_test {
 
@@ -91,11 +93,34 @@ public:
             co_await t.async_wait(asio::use_awaitable);
         }
     }
+    // pg_terminate_backend(pid), then waits until the backend is gone from pg_stat_activity.
+    asio::awaitable<void> terminate(int pid) {
+        co_await query("SELECT pg_terminate_backend(" + std::to_string(pid) + ")");
+        co_await wait_until([pid](admin& x) -> asio::awaitable<bool> {
+            co_return co_await x.count("SELECT count(*) FROM pg_stat_activity WHERE pid = " +
+                                       std::to_string(pid)) == 0;
+        });
+    }
     pg::connection& connection() { return c_; }
 
 private:
     explicit admin(asio::any_io_executor ex) : c_(std::move(ex)) {}
     pg::connection c_;
+};
+
+// An event loop on a thread of its own; run(f) runs the coroutine f() there and returns its result.
+struct loop {
+    asio::io_context io;
+    asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(io);
+    std::thread thread{[this] { io.run(); }};
+    ~loop() {
+        work.reset();
+        thread.join();
+    }
+    template <class F>
+    auto run(F f) {
+        return asio::co_spawn(io, f(), asio::use_future).get();
+    }
 };
 
 // A pool connection string with an application_name of its own, so the server can count its backends.
