@@ -1,6 +1,8 @@
 // respool::http::borrow in a Beast handler, called with a Beast request: a connection when one is free,
 // 503 + Retry-After: 1 with a JSON body when the pool stays exhausted past the request's deadline.
 // respool::pool<int> takes the deadline as its acquire timeout; sqlite::pool has its acquire cancelled.
+#include "../sqlite/sqlite_test_support.hpp"
+
 #include <respool/http/request_lease.hpp>
 #include <respool/pg/pool.hpp>
 #include <respool/pool.hpp>
@@ -133,24 +135,7 @@ TEST_F(int_pool_test, a_deadline_already_past_still_takes_a_free_connection) {
 
 // ---- sqlite::pool: no acquire timeout of its own; the request's deadline cancels the wait.
 
-class temp_dir {
-public:
-    temp_dir() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "respool-http-XXXXXX").string();
-        if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = tmpl;
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-    [[nodiscard]] std::string file(const char* name) const { return (path_ / name).string(); }
-
-private:
-    std::filesystem::path path_;
-};
+using sqlite_test::temp_dir;  // a temporary folder, removed with its files
 
 asio::awaitable<std::string> select_42(respool::sqlite::connection& c) {
     auto r = co_await c.async_query("SELECT 42", asio::use_awaitable);
