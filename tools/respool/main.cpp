@@ -1,7 +1,9 @@
 // respool — the command-line tool.
+//   respool demo      the service on a temporary SQLite database, driven by built-in HTTP clients
 //   respool serve     the HTTP key-value service of SPEC.md §6 on SQLite or PostgreSQL
 //   respool simulate  simulated resources, to explore pool sizing without a database
 // Exit status 2 for a malformed flag or URL, with a message naming it (SPEC.md §6).
+#include "demo.hpp"
 #include "serve_flags.hpp"
 #include "server.hpp"
 #include "simulate.hpp"
@@ -16,10 +18,24 @@
 
 using namespace respool_cli;
 
+namespace {
+
+// What CLI11's validators cannot see alone: one flag against another.
+void check_pool_flags(const std::string& db, const serve_config& cfg) {
+    if (parse_db_url(db).kind == db_kind::postgresql && cfg.min_idle > cfg.max)
+        throw std::invalid_argument("--min-idle (" + std::to_string(cfg.min_idle) +
+                                    ") must not exceed --max (" + std::to_string(cfg.max) + ")");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     CLI::App app{"respool: an asynchronous resource pool for C++/Asio"};
     app.set_version_flag("--version", std::string("respool ") + RESPOOL_VERSION_STRING);
     app.require_subcommand(1);
+
+    demo_config demo_cfg;
+    auto* demo = add_demo_command(app, demo_cfg);
 
     serve_config serve_cfg;
     auto* serve = app.add_subcommand("serve",
@@ -33,22 +49,28 @@ int main(int argc, char** argv) {
     CLI::App* current = &app;
     try {
         app.parse(argc, argv);
+        if (demo->parsed()) {
+            current = demo;
+            check_pool_flags(demo_cfg.serve.db.empty() ? "sqlite:x" : demo_cfg.serve.db, demo_cfg.serve);
+            return run_demo(demo_cfg);
+        }
         if (simulate->parsed()) {
             current = simulate;
             respool::validate({.min = sim_cfg.min, .max = sim_cfg.max});
             return run_simulate(sim_cfg);
         }
         current = serve;
-        if (parse_db_url(serve_cfg.db).kind == db_kind::postgresql && serve_cfg.min_idle > serve_cfg.max)
-            throw std::invalid_argument("--min-idle (" + std::to_string(serve_cfg.min_idle) +
-                                        ") must not exceed --max (" + std::to_string(serve_cfg.max) + ")");
+        check_pool_flags(serve_cfg.db, serve_cfg);
         return run_serve(serve_cfg);
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForVersion& e) {  // --version: the version alone, on stdout, status 0
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        const CLI::App* shown = serve->parsed() ? serve : simulate->parsed() ? simulate : &app;
+        const CLI::App* shown = serve->parsed()      ? serve
+                                : demo->parsed()     ? demo
+                                : simulate->parsed() ? simulate
+                                                     : &app;
         std::cerr << "respool: " << e.what() << "\n\n" << shown->help();
         return 2;
     } catch (const std::invalid_argument& e) {  // a setting a pool refused (messages are masked)

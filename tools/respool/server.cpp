@@ -78,11 +78,11 @@ asio::awaitable<void> wait_for(asio::steady_timer& timer, const std::atomic<std:
     co_await timer.async_wait(tuple_awaitable);
 }
 
-asio::awaitable<void> shutdown_on_signal(service& svc, asio::signal_set& signals, tcp::acceptor& acceptor) {
-    auto [sec, sig] = co_await signals.async_wait(tuple_awaitable);
-    if (sec) co_return;
-    std::fprintf(stderr, "respool serve: %s: finishing requests in flight, closing the pools\n",
-                 sig == SIGINT ? "SIGINT" : "SIGTERM");
+// The graceful shutdown, on worker 0 (the acceptor's loop). Runs once: `started` is only touched there.
+asio::awaitable<void> shutdown(service& svc, tcp::acceptor& acceptor, bool& started, const char* why) {
+    if (started) co_return;
+    started = true;
+    std::fprintf(stderr, "respool serve: %s: finishing requests in flight, closing the pools\n", why);
     beast::error_code ignored;
     acceptor.close(ignored);
     worker& w0 = *svc.workers[0];
@@ -127,6 +127,13 @@ asio::awaitable<void> shutdown_on_signal(service& svc, asio::signal_set& signals
     for (auto& wp : svc.workers) wp->io.stop();
 }
 
+asio::awaitable<void> shutdown_on_signal(service& svc, asio::signal_set& signals, tcp::acceptor& acceptor,
+                                         bool& started) {
+    auto [ec, sig] = co_await signals.async_wait(tuple_awaitable);
+    if (ec) co_return;
+    co_await shutdown(svc, acceptor, started, sig == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
 std::string show_endpoint(const tcp::endpoint& ep) {
     const auto a = ep.address();
     const std::string host = a.is_v6() ? "[" + a.to_string() + "]" : a.to_string();
@@ -135,7 +142,7 @@ std::string show_endpoint(const tcp::endpoint& ep) {
 
 }  // namespace
 
-int run_serve(const serve_config& cfg) {
+int run_serve(const serve_config& cfg, serve_hooks* hooks) {
     service svc{cfg, parse_db_url(cfg.db), {}};
     for (std::size_t i = 0; i < cfg.threads; ++i) {
         svc.workers.push_back(std::make_unique<worker>(i));
@@ -163,7 +170,13 @@ int run_serve(const serve_config& cfg) {
 
     // Registered before the ready line: a signal right after it is a graceful shutdown.
     asio::signal_set signals(w0.io, SIGINT, SIGTERM);
-    asio::co_spawn(w0.io, shutdown_on_signal(svc, signals, acceptor), asio::detached);
+    bool shutdown_started = false;
+    asio::co_spawn(w0.io, shutdown_on_signal(svc, signals, acceptor, shutdown_started), asio::detached);
+    if (hooks)
+        hooks->stop = [&] {
+            asio::co_spawn(w0.io, shutdown(svc, acceptor, shutdown_started, "stop requested"),
+                           asio::detached);
+        };
 
     // Ready once every worker's first probe is done (the database answered, or it did not) or 2 s
     // have passed (a database that neither answers nor refuses: the service starts, /health says down).
@@ -186,8 +199,12 @@ int run_serve(const serve_config& cfg) {
             std::fprintf(stderr, "respool serve: %s %s, %zu thread(s), pool max %zu per thread\n",
                          svc.target.kind == db_kind::sqlite ? "sqlite" : "postgresql",
                          svc.target.shown.c_str(), svc.workers.size(), cfg.max);
-            std::printf("listening on http://%s\n", bound.c_str());
-            std::fflush(stdout);
+            if (hooks && hooks->on_listening) {
+                hooks->on_listening(bound);
+            } else {
+                std::printf("listening on http://%s\n", bound.c_str());
+                std::fflush(stdout);
+            }
             co_await accept_loop(svc, acceptor);
         },
         asio::detached);
@@ -207,6 +224,7 @@ int run_serve(const serve_config& cfg) {
     for (std::size_t i = 1; i < svc.workers.size(); ++i) threads.emplace_back(run, std::ref(*svc.workers[i]));
     run(w0);
     for (auto& t : threads) t.join();
+    signals.cancel();
     for (auto& wp : svc.workers) wp->store.reset();  // the loops are stopped: nothing runs on them
     return 0;
 }
