@@ -71,11 +71,25 @@ asio::awaitable<void> accept_loop(service& svc, tcp::acceptor& acceptor) {
     }
 }
 
-// Waits for `timer` unless `pending` is already zero; whoever brings it to zero cancels the timer on
-// this loop (so a cancellation cannot come before the wait: both run on this thread).
-asio::awaitable<void> wait_for(asio::steady_timer& timer, const std::atomic<std::size_t>& pending) {
-    if (pending.load() == 0) co_return;
-    co_await timer.async_wait(tuple_awaitable);
+// Workers still busy with a step (the first probe, the sessions, the pools' close); the last one to
+// finish wakes worker 0, which waits on `timer` (its deadline bounds the step). Shared: a worker that
+// finishes after the deadline, when worker 0 has moved on, still touches live memory.
+struct countdown : std::enable_shared_from_this<countdown> {
+    countdown(asio::io_context& io, std::size_t n, std::chrono::steady_clock::time_point until)
+        : timer(io, until), left(n) {}
+    void done() {
+        if (--left == 0)
+            asio::post(timer.get_executor(), [self = shared_from_this()] { self->timer.cancel(); });
+    }
+    asio::steady_timer timer;
+    std::atomic<std::size_t> left;
+};
+
+// On the timer's loop. A cancellation cannot come before the wait: both run on this loop, and the
+// check runs first.
+asio::awaitable<void> wait_for(countdown& c) {
+    if (c.left.load() == 0) co_return;
+    co_await c.timer.async_wait(tuple_awaitable);
 }
 
 // The graceful shutdown, on worker 0 (the acceptor's loop). Runs once: `started` is only touched there.
@@ -88,21 +102,16 @@ asio::awaitable<void> shutdown(service& svc, tcp::acceptor& acceptor, bool& star
     worker& w0 = *svc.workers[0];
     const auto deadline = std::chrono::steady_clock::now() + svc.cfg.shutdown_timeout;
 
-    asio::steady_timer drained_timer(w0.io, deadline);
-    std::atomic<std::size_t> busy{svc.workers.size()};
+    auto busy = std::make_shared<countdown>(w0.io, svc.workers.size(), deadline);
     for (auto& wp : svc.workers) {
         worker* w = wp.get();
-        asio::post(w->io, [w, &w0, &busy, &drained_timer] {
-            stop_sessions(*w, [&w0, &busy, &drained_timer] {
-                if (--busy == 0) asio::post(w0.io, [&drained_timer] { drained_timer.cancel(); });
-            });
-        });
+        asio::post(w->io, [w, busy] { stop_sessions(*w, [busy] { busy->done(); }); });
     }
-    co_await wait_for(drained_timer, busy);
-    if (busy.load() != 0) {
+    co_await wait_for(*busy);
+    if (busy->left.load() != 0) {
         std::fprintf(stderr,
                      "respool serve: shutdown deadline: closing %zu worker(s)' remaining connections\n",
-                     busy.load());
+                     busy->left.load());
         for (auto& wp : svc.workers) {
             worker* w = wp.get();
             asio::post(w->io, [w] { abort_sessions(*w); });
@@ -112,17 +121,15 @@ asio::awaitable<void> shutdown(service& svc, tcp::acceptor& acceptor, bool& star
     // The pools, all at once, within what is left of the deadline (at least a moment, so that idle
     // connections are closed politely even when the sessions took it all).
     const auto left = std::max<std::chrono::nanoseconds>(deadline - std::chrono::steady_clock::now(), 500ms);
-    asio::steady_timer closed_timer(w0.io, left + 1s);
-    std::atomic<std::size_t> open{svc.workers.size()};
+    auto open =
+        std::make_shared<countdown>(w0.io, svc.workers.size(), std::chrono::steady_clock::now() + left + 1s);
     for (auto& wp : svc.workers) {
         worker* w = wp.get();
-        asio::co_spawn(w->io, w->store->close(left), [&w0, &open, &closed_timer](std::exception_ptr) {
-            if (--open == 0) asio::post(w0.io, [&closed_timer] { closed_timer.cancel(); });
-        });
+        asio::co_spawn(w->io, w->store->close(left), [open](std::exception_ptr) { open->done(); });
     }
-    co_await wait_for(closed_timer, open);
-    if (open.load() != 0)
-        std::fprintf(stderr, "respool serve: %zu pool(s) did not close in time\n", open.load());
+    co_await wait_for(*open);
+    if (open->left.load() != 0)
+        std::fprintf(stderr, "respool serve: %zu pool(s) did not close in time\n", open->left.load());
     // Nothing is left that must run: stop every loop (what a pool still has queued is destroyed with it).
     for (auto& wp : svc.workers) wp->io.stop();
 }
@@ -180,22 +187,16 @@ int run_serve(const serve_config& cfg, serve_hooks* hooks) {
 
     // Ready once every worker's first probe is done (the database answered, or it did not) or 2 s
     // have passed (a database that neither answers nor refuses: the service starts, /health says down).
-    asio::steady_timer ready_timer(w0.io, 2s);
-    std::atomic<std::size_t> unprobed{svc.workers.size()};
+    auto unprobed =
+        std::make_shared<countdown>(w0.io, svc.workers.size(), std::chrono::steady_clock::now() + 2s);
     for (auto& wp : svc.workers) {
         worker* w = wp.get();
-        asio::co_spawn(w->io,
-                       probe_loop(*w,
-                                  [&w0, &unprobed, &ready_timer] {
-                                      if (--unprobed == 0)
-                                          asio::post(w0.io, [&ready_timer] { ready_timer.cancel(); });
-                                  }),
-                       asio::detached);
+        asio::co_spawn(w->io, probe_loop(*w, [unprobed] { unprobed->done(); }), asio::detached);
     }
     asio::co_spawn(
         w0.io,
         [&]() -> asio::awaitable<void> {
-            co_await wait_for(ready_timer, unprobed);
+            co_await wait_for(*unprobed);
             std::fprintf(stderr, "respool serve: %s %s, %zu thread(s), pool max %zu per thread\n",
                          svc.target.kind == db_kind::sqlite ? "sqlite" : "postgresql",
                          svc.target.shown.c_str(), svc.workers.size(), cfg.max);
