@@ -242,6 +242,10 @@ int run_demo(const demo_config& cfg) {
                 co_await t.async_wait(asio::use_awaitable);
             }
             if (tty && !cfg.quiet) std::fprintf(stderr, "\n");
+            if (service_ended) {  // SIGINT or SIGTERM reached the service: nobody to ask
+                check.detail = "not run: the service was stopped";
+                co_return;
+            }
             // The increment check: every acknowledged increment is in the database.
             for (unsigned c = 0; c < cfg.counters; ++c) {
                 const long acked = tally.acknowledged[c];
