@@ -288,6 +288,24 @@ TEST(serve_sqlite, sigint_on_an_idle_server_exits_zero_at_once) {
     EXPECT_EQ(s.process->wait_exit(5s), 0);
 }
 
+TEST(serve_sqlite, idle_connections_and_slow_requests_are_closed_at_their_timeouts) {
+    service s({"--idle-timeout", "300ms", "--request-timeout", "300ms"});
+    // Nothing sent: the keep-alive wait ends at the idle timeout.
+    auto idle = time_until_closed(s.port, "", 20s);
+    ASSERT_TRUE(idle);
+    EXPECT_GE(*idle, 250ms);
+    // A header, then a body that never comes: the request timeout.
+    auto slow =
+        time_until_closed(s.port, "PUT /kv/slow HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc", 20s);
+    ASSERT_TRUE(slow);
+    EXPECT_GE(*slow, 250ms);
+    // A connection that keeps asking is not cut.
+    client c(s.port);
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(c.request("GET", "/health").status, 200u);
+    EXPECT_EQ(c.connects(), 1);
+    EXPECT_EQ(client(s.port).request("GET", "/kv/slow").status, 404u);  // the partial PUT stored nothing
+}
+
 TEST(serve_sqlite, bad_flags_and_urls_exit_2_naming_them) {
     struct bad {
         std::vector<std::string> args;

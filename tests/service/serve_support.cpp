@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -227,6 +228,25 @@ response client::raw(const std::string& bytes) {
     response r = impl_->read_response();
     impl_->socket.close();
     return r;
+}
+
+std::optional<std::chrono::milliseconds> time_until_closed(std::uint16_t port, const std::string& bytes,
+                                                           std::chrono::seconds limit) {
+    asio::io_context io;
+    tcp::socket socket(io);
+    socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+    timeval tv{static_cast<time_t>(limit.count()), 0};
+    setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!bytes.empty()) asio::write(socket, asio::buffer(bytes));
+    char buf[4096];
+    for (;;) {  // a response may come first (a 408 would be fine too); the end of the stream is the answer
+        const auto n = recv(socket.native_handle(), buf, sizeof buf, 0);
+        if (n == 0 || (n < 0 && errno == ECONNRESET))
+            return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                         t0);
+        if (n < 0) return std::nullopt;  // the receive timeout: still open
+    }
 }
 
 void wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit, const std::string& what) {

@@ -82,6 +82,11 @@ private:
     int connects_ = 0;
 };
 
+// Connects, sends `bytes` (maybe an incomplete request) and waits (at most `limit`) for the server to
+// close the connection; returns how long that took, or nullopt when it did not close in time.
+std::optional<std::chrono::milliseconds> time_until_closed(std::uint16_t port, const std::string& bytes,
+                                                           std::chrono::seconds limit);
+
 // Polls `done` every 10 ms until true; throws std::runtime_error naming `what` after `limit`.
 void wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit, const std::string& what);
 
