@@ -225,6 +225,13 @@ TEST(serve_sqlite, metrics_pass_promtool_and_count_the_requests_sent) {
     EXPECT_EQ(
         sample(m.body, R"(respool_http_request_duration_seconds_count{route="/kv/{key}",method="GET"})"),
         6);  // with the 400
+    // The pools' wait and hold histograms count the borrows: 3 PUTs and an incr on the writers.
+    auto both_loops = [&](const std::string& family) {
+        return sample(m.body, family + R"({pool="writer",thread="0"})").value_or(0) +
+               sample(m.body, family + R"({pool="writer",thread="1"})").value_or(0);
+    };
+    EXPECT_GE(both_loops("respool_pool_acquire_wait_seconds_count"), 4);
+    EXPECT_GE(both_loops("respool_pool_hold_seconds_count"), 4);
     // Pool families for every loop's writer and readers.
     EXPECT_TRUE(sample(m.body, R"(respool_pool_resources_max{pool="writer",thread="1"})"));
     EXPECT_TRUE(sample(m.body, R"(respool_pool_acquires_total{pool="reader",thread="0"})"));

@@ -34,7 +34,9 @@ std::string string_of(const std::vector<std::byte>& b) {
 class pg_store final : public kv_store {
 public:
     pg_store(asio::any_io_executor ex, pg::pool_config c)
-        : borrow_timeout_(c.borrow_timeout), db_(std::move(ex), std::move(c)) {}
+        : borrow_timeout_(c.borrow_timeout), db_(std::move(ex), std::move(c)) {
+        db_.base().add_observer(timings_);
+    }
 
     asio::awaitable<kv_result> get(std::string key) override {
         auto conn = co_await borrow();
@@ -112,7 +114,9 @@ public:
         co_return ec;
     }
 
-    std::vector<pool_view> pools() const override { return {{"postgresql", db_.stats()}}; }
+    std::vector<pool_view> pools() const override {
+        return {{"postgresql", timings_->with_timings(db_.stats())}};
+    }
 
     asio::awaitable<void> close(std::chrono::nanoseconds grace) override {
         co_await db_.async_close(std::chrono::duration_cast<respool::duration>(grace), tuple_awaitable);
@@ -146,6 +150,7 @@ private:
     }
 
     respool::duration borrow_timeout_;
+    std::shared_ptr<timing_observer> timings_ = std::make_shared<timing_observer>();
     pg::pool db_;
     bool schema_ready_ = false;
 };

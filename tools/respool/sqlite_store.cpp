@@ -29,7 +29,10 @@ std::span<const std::byte> bytes_of(const std::string& s) {
 class sqlite_store final : public kv_store {
 public:
     sqlite_store(asio::any_io_executor ex, sqlite::pool_config c)
-        : borrow_timeout_(c.borrow_timeout), db_(std::move(ex), std::move(c)) {}
+        : borrow_timeout_(c.borrow_timeout), db_(std::move(ex), std::move(c)) {
+        db_.writer_pool().add_observer(writer_timings_);
+        db_.reader_pool().add_observer(reader_timings_);
+    }
 
     asio::awaitable<kv_result> get(std::string key) override {
         error_code ec = co_await ensure_schema();
@@ -116,7 +119,8 @@ public:
     }
 
     std::vector<pool_view> pools() const override {
-        return {{"writer", db_.writer_stats()}, {"reader", db_.reader_stats()}};
+        return {{"writer", writer_timings_->with_timings(db_.writer_stats())},
+                {"reader", reader_timings_->with_timings(db_.reader_stats())}};
     }
 
     asio::awaitable<void> close(std::chrono::nanoseconds grace) override {
@@ -156,6 +160,8 @@ private:
     }
 
     respool::duration borrow_timeout_;
+    std::shared_ptr<timing_observer> writer_timings_ = std::make_shared<timing_observer>();
+    std::shared_ptr<timing_observer> reader_timings_ = std::make_shared<timing_observer>();
     sqlite::pool db_;
     bool schema_ready_ = false;
 };
