@@ -1,0 +1,61 @@
+// `respool serve` while its PostgreSQL server goes away and comes back (pg_cluster_faults: these tests
+// stop the server, so they have a cluster of their own and its RESOURCE_LOCK). While it is down,
+// requests get 503 + Retry-After within the borrow timeout and /health says down; once it is back the
+// service serves again by itself.
+#include "pg_server.hpp"
+#include "serve_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+using namespace serve_test;
+using namespace std::chrono_literals;
+
+TEST(serve_pg_faults, a_stopped_server_gives_503_and_health_down_then_the_service_recovers) {
+    if (!test::pg_server::available()) GTEST_SKIP() << "run through ctest -L integration";
+    test::pg_server server;
+    struct restart_on_exit {  // a failed test must not leave the server down for the next one
+        test::pg_server& s;
+        ~restart_on_exit() {
+            try {
+                s.start();
+            } catch (...) {
+            }
+        }
+    } guard{server};
+
+    serve_process p({"serve", "--db", server.conninfo() + " application_name=serve_fault", "--listen",
+                     "127.0.0.1:0", "--borrow-timeout", "500ms", "--connect-timeout", "1s", "--cool-down",
+                     "500ms", "--threads", "2"});
+    const auto port = p.wait_listening();
+    client c(port);
+    ASSERT_EQ(c.request("PUT", "/kv/k", "41").status, 204u);
+    ASSERT_EQ(c.request("GET", "/health").status, 200u);
+
+    server.stop();
+    wait_until([&] { return c.request("GET", "/health").status == 503; }, 30s, "/health down");
+    EXPECT_EQ(c.request("GET", "/health").body, R"({"status":"down"})");
+    for (int i = 0; i < 3; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto r = c.request("POST", "/kv/k/incr");
+        EXPECT_EQ(r.status, 503u) << r.body;
+        EXPECT_EQ(r.header("retry-after"), "1");
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);  // within the borrow/connect timeouts
+    }
+
+    server.start();
+    wait_until([&] { return c.request("GET", "/health").status == 200; }, 60s, "/health up again");
+    // /health is up only when every loop's pool answers: fresh connections (round-robin over both
+    // loops) are served at once, and the value from before the outage is there.
+    for (int i = 0; i < 4; ++i) {
+        auto r = client(port).request("GET", "/kv/k");
+        EXPECT_EQ(r.status, 200u) << r.body;
+        EXPECT_EQ(r.body, "41");
+    }
+    auto r = c.request("POST", "/kv/k/incr");
+    EXPECT_EQ(r.status, 200u) << r.body;
+    EXPECT_EQ(r.body, "42");
+    p.signal(SIGTERM);
+    EXPECT_EQ(p.wait_exit(), 0);
+}

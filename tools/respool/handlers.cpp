@@ -1,0 +1,233 @@
+#include "handlers.hpp"
+
+#include <respool/http/metrics.hpp>
+#include <respool/http/request_metrics.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/field.hpp>
+
+#include <cstdio>
+#include <string>
+
+namespace asio = boost::asio;
+namespace bh = boost::beast::http;
+
+namespace respool_cli {
+namespace {
+
+enum class route_kind { health, metrics, kv, incr, unmatched };
+
+struct route {
+    route_kind kind = route_kind::unmatched;
+    std::string_view key;
+};
+
+// The path without its query. Keys are not percent-decoded (SPEC.md §6): "%41" is a bad key, not "A".
+route match(std::string_view target) {
+    const auto q = target.find('?');
+    const std::string_view path = target.substr(0, q);
+    if (path == "/health") return {route_kind::health, {}};
+    if (path == "/metrics") return {route_kind::metrics, {}};
+    constexpr std::string_view kv = "/kv/";
+    if (path.substr(0, kv.size()) != kv) return {};
+    std::string_view rest = path.substr(kv.size());
+    const auto slash = rest.find('/');
+    if (slash == std::string_view::npos) return {route_kind::kv, rest};
+    if (rest.substr(slash) == "/incr") return {route_kind::incr, rest.substr(0, slash)};
+    return {};
+}
+
+bool valid_key(std::string_view key) {
+    if (key.empty() || key.size() > 200) return false;
+    for (const char c : key)
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '-'))
+            return false;
+    return true;
+}
+
+response make_response(bh::status status, const request& req, std::string body, std::string_view type) {
+    response res(status, req.version());
+    res.keep_alive(req.keep_alive());
+    if (!type.empty()) res.set(bh::field::content_type, type);
+    res.body() = std::move(body);
+    res.prepare_payload();
+    return res;
+}
+
+response method_not_allowed(const request& req, std::string_view allow) {
+    auto res = json_error(405, "method_not_allowed", "this path does not take that method", req.version(),
+                          req.keep_alive());
+    res.set(bh::field::allow, allow);
+    return res;
+}
+
+// What the worker's loop sees of every worker's pools: stats() belongs to the pool's own thread, so
+// each snapshot is taken there.
+asio::awaitable<std::vector<std::vector<pool_view>>> all_pools(service& svc, worker& self) {
+    std::vector<std::vector<pool_view>> out;
+    for (auto& w : svc.workers) {
+        if (w.get() == &self) {
+            out.push_back(w->store->pools());
+            continue;
+        }
+        kv_store* store = w->store.get();
+        auto views = co_await asio::co_spawn(
+            w->io, [store]() -> asio::awaitable<std::vector<pool_view>> { co_return store->pools(); },
+            asio::use_awaitable);
+        out.push_back(std::move(views));
+    }
+    co_return out;
+}
+
+const char* circuit_name(respool::circuit_state s) {
+    switch (s) {
+    case respool::circuit_state::closed: return "closed";
+    case respool::circuit_state::open: return "open";
+    case respool::circuit_state::half_open: return "half_open";
+    }
+    return "closed";
+}
+
+asio::awaitable<response> health(service& svc, worker& self, const request& req) {
+    const auto pools = co_await all_pools(svc, self);
+    bool up = true;
+    for (auto& w : svc.workers) up = up && w->store->probed() && w->store->reachable();
+    for (const auto& per_worker : pools)
+        for (const auto& p : per_worker) up = up && p.stats.circuit != respool::circuit_state::open;
+    if (!up) {
+        auto res =
+            make_response(bh::status::service_unavailable, req, R"({"status":"down"})", "application/json");
+        co_return res;
+    }
+    std::string body = R"({"status":"up","database":")";
+    body += svc.target.kind == db_kind::sqlite ? "sqlite" : "postgresql";
+    body += R"(","threads":)" + std::to_string(svc.workers.size()) + R"(,"pools":[)";
+    bool first = true;
+    for (std::size_t i = 0; i < pools.size(); ++i)
+        for (const auto& p : pools[i]) {
+            char item[320];
+            std::snprintf(item, sizeof item,
+                          R"(%s{"thread":%zu,"pool":"%s","idle":%u,"active":%u,"total":%u,"max":%u,)"
+                          R"("waiting":%u,"circuit":"%s"})",
+                          first ? "" : ",", i, p.name.c_str(), p.stats.idle, p.stats.active, p.stats.total,
+                          p.stats.max, p.stats.waiting, circuit_name(p.stats.circuit));
+            body += item;
+            first = false;
+        }
+    body += "]}";
+    co_return make_response(bh::status::ok, req, std::move(body), "application/json");
+}
+
+asio::awaitable<response> metrics(service& svc, worker& self, const request& req) {
+    const auto pools = co_await all_pools(svc, self);
+    std::vector<respool::http::pool_sample> samples;
+    for (std::size_t i = 0; i < pools.size(); ++i)
+        for (const auto& p : pools[i]) {
+            std::vector<respool::http::label> labels;
+            labels.push_back({"pool", p.name});
+            labels.push_back({"thread", std::to_string(i)});
+            samples.push_back({std::move(labels), p.stats});
+        }
+    std::vector<const respool::http::request_metrics*> shards;
+    for (auto& w : svc.workers) shards.push_back(&w->metrics);
+    std::string out;
+    respool::http::write_pool_metrics(out, samples);
+    respool::http::write_request_metrics(out, shards);
+    co_return make_response(bh::status::ok, req, std::move(out), respool::http::exposition_content_type);
+}
+
+// A failure of the store: SPEC.md §6's mapping (respool::http). 500s are logged with the error's
+// code; a code's message carries no connection string (pg's are "SQLSTATE ..." or fixed texts).
+response store_error(const respool::error_code& ec, const request& req) {
+    auto res = respool::http::error_response(ec, req.version(), req.keep_alive());
+    if (res.result_int() == 500)
+        std::fprintf(stderr, "respool serve: %s %s: %s\n", std::string(req.method_string()).c_str(),
+                     std::string(route_of(req.target())).c_str(), ec.message().c_str());
+    return res;
+}
+
+asio::awaitable<response> kv(worker& w, const request& req, std::string key) {
+    kv_store& store = *w.store;
+    kv_result r;
+    switch (req.method()) {
+    case bh::verb::get: r = co_await store.get(std::move(key)); break;
+    case bh::verb::put: r = co_await store.put(std::move(key), req.body()); break;
+    case bh::verb::delete_: r = co_await store.erase(std::move(key)); break;
+    default: co_return method_not_allowed(req, "GET, PUT, DELETE");
+    }
+    if (r.ec) co_return store_error(r.ec, req);
+    if (r.what == kv_result::outcome::absent)
+        co_return json_error(404, "not_found", "no such key", req.version(), req.keep_alive());
+    if (req.method() == bh::verb::get)
+        co_return make_response(bh::status::ok, req, std::move(r.value), "application/octet-stream");
+    co_return make_response(bh::status::no_content, req, {}, {});
+}
+
+asio::awaitable<response> incr(worker& w, const request& req, std::string key) {
+    kv_result r = co_await w.store->incr(std::move(key));
+    if (r.ec) co_return store_error(r.ec, req);
+    if (r.what == kv_result::outcome::not_integer)
+        co_return json_error(409, "not_an_integer",
+                             "the stored value is not an integer within signed 64 bits", req.version(),
+                             req.keep_alive());
+    if (r.what == kv_result::outcome::overflow)
+        co_return json_error(409, "overflow", "the increment would overflow signed 64 bits", req.version(),
+                             req.keep_alive());
+    co_return make_response(bh::status::ok, req, std::move(r.value), "text/plain");
+}
+
+}  // namespace
+
+std::string_view route_of(std::string_view target) {
+    switch (match(target).kind) {
+    case route_kind::health: return "/health";
+    case route_kind::metrics: return "/metrics";
+    case route_kind::kv: return "/kv/{key}";
+    case route_kind::incr: return "/kv/{key}/incr";
+    case route_kind::unmatched: break;
+    }
+    return "unmatched";
+}
+
+response json_error(unsigned status, std::string_view error, std::string_view message, unsigned version,
+                    bool keep_alive) {
+    response res(static_cast<bh::status>(status), version);
+    res.keep_alive(keep_alive);
+    res.set(bh::field::content_type, "application/json");
+    res.body() = std::string(R"({"error":")") + std::string(error) + R"(","message":")" +
+                 std::string(message) + R"("})";
+    res.prepare_payload();
+    return res;
+}
+
+asio::awaitable<response> handle(service& svc, worker& w, const request& req) {
+    const route r = match(req.target());
+    switch (r.kind) {
+    case route_kind::health:
+        if (req.method() != bh::verb::get) co_return method_not_allowed(req, "GET");
+        co_return co_await health(svc, w, req);
+    case route_kind::metrics:
+        if (req.method() != bh::verb::get) co_return method_not_allowed(req, "GET");
+        co_return co_await metrics(svc, w, req);
+    case route_kind::kv:
+    case route_kind::incr: {
+        const bool is_incr = r.kind == route_kind::incr;
+        const auto m = req.method();
+        if (is_incr && m != bh::verb::post) co_return method_not_allowed(req, "POST");
+        if (!is_incr && m != bh::verb::get && m != bh::verb::put && m != bh::verb::delete_)
+            co_return method_not_allowed(req, "GET, PUT, DELETE");
+        if (!valid_key(r.key))
+            co_return json_error(400, "bad_key", "a key is 1 to 200 characters of A-Z a-z 0-9 . _ -",
+                                 req.version(), req.keep_alive());
+        if (is_incr) co_return co_await incr(w, req, std::string(r.key));
+        co_return co_await kv(w, req, std::string(r.key));
+    }
+    case route_kind::unmatched: break;
+    }
+    co_return json_error(404, "not_found", "no such path", req.version(), req.keep_alive());
+}
+
+}  // namespace respool_cli

@@ -1,0 +1,54 @@
+#include "kv_store.hpp"
+
+#include <respool/http/status.hpp>
+#include <respool/sqlite/errors.hpp>
+
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+
+namespace respool_cli {
+
+std::unique_ptr<kv_store> make_sqlite_store(boost::asio::any_io_executor ex, const db_target& target,
+                                            const serve_config& cfg);
+std::unique_ptr<kv_store> make_pg_store(boost::asio::any_io_executor ex, const db_target& target,
+                                        const serve_config& cfg);
+
+std::unique_ptr<kv_store> make_store(boost::asio::any_io_executor ex, const db_target& target,
+                                     const serve_config& cfg) {
+    if (target.kind == db_kind::sqlite) return make_sqlite_store(std::move(ex), target, cfg);
+    return make_pg_store(std::move(ex), target, cfg);
+}
+
+void kv_store::note(const respool::error_code& ec) noexcept {
+    if (!ec) {
+        reachable_.store(true, std::memory_order_relaxed);
+        return;
+    }
+    // The mapping already sorts "no connection can be made / the server went away" into
+    // database_unavailable. SQLITE_BUSY is there too (503), but a file locked by another process is
+    // a busy database, not an unreachable one: /health stays up.
+    if (ec == respool::sqlite::condition::busy) return;
+    if (respool::http::map_error(ec).error == "database_unavailable")
+        reachable_.store(false, std::memory_order_relaxed);
+}
+
+kv_result increment(const std::string* current) {
+    std::int64_t value = 0;
+    if (current) {
+        std::string_view text = *current;
+        std::string_view digits = text;
+        if (!digits.empty() && (digits.front() == '+' || digits.front() == '-')) digits.remove_prefix(1);
+        if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos)
+            return {{}, kv_result::outcome::not_integer, {}};
+        if (text.front() == '+') text.remove_prefix(1);  // from_chars takes '-' but not '+'
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc() || end != text.data() + text.size())  // beyond 64 bits
+            return {{}, kv_result::outcome::not_integer, {}};
+    }
+    if (value == std::numeric_limits<std::int64_t>::max()) return {{}, kv_result::outcome::overflow, {}};
+    return {{}, kv_result::outcome::ok, std::to_string(value + 1)};
+}
+
+}  // namespace respool_cli

@@ -1,0 +1,123 @@
+// The database adapter of `respool serve`: the four key-value operations of SPEC.md §6 over
+// respool::sqlite::pool or respool::pg::pool, one store per event loop (its pool lives on that loop:
+// every member is called on the loop's thread only).
+//
+// Each operation borrows its connection with respool::http::borrow / borrow_reader within the borrow
+// timeout, so that a full pool is a 503 at that deadline. A failure comes back as an error_code that
+// respool::http::error_response turns into the response; the store also remembers whether the
+// database answered, for /health (which never waits for a connection).
+#pragma once
+
+#include "serve_flags.hpp"
+
+#include <respool/error.hpp>
+#include <respool/http/metrics.hpp>
+#include <respool/observer.hpp>
+#include <respool/stats.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace respool_cli {
+
+struct kv_result {
+    enum class outcome {
+        ok,
+        absent,       // GET/DELETE of a missing key (404)
+        not_integer,  // incr of a stored value that is not [+-]?[0-9]+ within 64 bits (409)
+        overflow,     // incr past INT64_MAX (409)
+    };
+    respool::error_code ec;  // a database or pool failure (respool::http::error_response)
+    outcome what = outcome::ok;
+    std::string value;  // GET: the stored bytes; incr: the new value in decimal
+};
+
+// The wait and hold histograms of one pool, for /metrics: pg::pool_config and sqlite::pool_config do
+// not expose pool_options::record_timings, so the service records them from the pool's events. The
+// pool calls these on whichever thread decided (the loop, or SQLite's thread pool): a mutex, held for
+// an increment.
+class timing_observer final : public respool::observer {
+public:
+    void on_taken(std::chrono::nanoseconds wait) override {
+        std::lock_guard lock(m_);
+        wait_.record(wait);
+    }
+    void on_released(std::chrono::nanoseconds held) override {
+        std::lock_guard lock(m_);
+        hold_.record(held);
+    }
+    // Fills the histograms of a snapshot the pool left empty.
+    respool::pool_stats with_timings(respool::pool_stats s) const {
+        std::lock_guard lock(m_);
+        if (s.wait_time.total() == 0) s.wait_time = wait_;
+        if (s.hold_time.total() == 0) s.hold_time = hold_;
+        return s;
+    }
+
+private:
+    mutable std::mutex m_;
+    respool::histogram wait_, hold_;
+};
+
+// One pool's state for /health and the demo's progress line.
+struct pool_view {
+    std::string name;  // "postgresql", "writer", "reader"
+    respool::pool_stats stats;
+};
+
+class kv_store {
+public:
+    virtual ~kv_store() = default;
+
+    virtual boost::asio::awaitable<kv_result> get(std::string key) = 0;
+    virtual boost::asio::awaitable<kv_result> put(std::string key, std::string value) = 0;
+    virtual boost::asio::awaitable<kv_result> erase(std::string key) = 0;
+    virtual boost::asio::awaitable<kv_result> incr(std::string key) = 0;
+
+    // Creates the table when it is not there yet and runs a trivial statement: what the background
+    // probe runs so that /health follows the database even when no request comes.
+    virtual boost::asio::awaitable<respool::error_code> probe() = 0;
+
+    // The pools' snapshots (pool_stats is no credential: safe on /metrics).
+    virtual std::vector<pool_view> pools() const = 0;
+    // Closes the pools: waiters fail with closed, idle connections go, lent ones as they come back;
+    // completes when they are gone or `grace` has passed.
+    virtual boost::asio::awaitable<void> close(std::chrono::nanoseconds grace) = 0;
+
+    // Up: the database answered the last time it was asked and no pool's circuit is open (read from any
+    // thread: /health on one loop reads every loop's stores).
+    bool reachable() const noexcept { return reachable_.load(std::memory_order_relaxed); }
+    bool probed() const noexcept { return probed_.load(std::memory_order_relaxed); }
+
+protected:
+    // Records what an operation's outcome says about the database: success means it answered; a
+    // failure to connect, a connection lost, a file that cannot be opened means it did not. Other
+    // errors (an exhausted pool, a constraint, a timeout) say nothing about reachability.
+    void note(const respool::error_code& ec) noexcept;
+    void note_probe(const respool::error_code& ec) noexcept {
+        note(ec);
+        probed_.store(true, std::memory_order_relaxed);
+    }
+
+private:
+    std::atomic<bool> reachable_{false};
+    std::atomic<bool> probed_{false};
+};
+
+// The store for `target` on `ex` (the loop's executor). Throws std::invalid_argument (masked) for a
+// setting the pool refuses.
+std::unique_ptr<kv_store> make_store(boost::asio::any_io_executor ex, const db_target& target,
+                                     const serve_config& cfg);
+
+// The increment rule of SPEC.md §6 on a stored value: `[+-]?[0-9]+` within signed 64 bits, plus one
+// without overflow. `current` is nullptr for a missing key (which starts at 0).
+kv_result increment(const std::string* current);
+
+}  // namespace respool_cli

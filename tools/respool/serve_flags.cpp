@@ -1,0 +1,134 @@
+#include "serve_flags.hpp"
+
+#include "duration.hpp"
+
+#include <respool/pg/errors.hpp>
+
+#include <libpq-fe.h>
+
+#include <charconv>
+
+namespace respool_cli {
+
+namespace {
+
+bool starts_with(const std::string& s, std::string_view prefix) {
+    return s.rfind(prefix, 0) == 0;
+}
+
+bool is_pg_uri(const std::string& url) {
+    return starts_with(url, "postgresql://") || starts_with(url, "postgres://");
+}
+
+// A libpq conninfo is keyword=value pairs; anything else without a known scheme is a typo, not a
+// connection string (libpq would read "foo" as a database name on the default socket).
+bool looks_like_conninfo(const std::string& url) {
+    return url.find('=') != std::string::npos;
+}
+
+void add_duration(CLI::App& cmd, const std::string& name, std::chrono::nanoseconds& target,
+                  const std::string& help) {
+    cmd.add_option_function<std::string>(
+           name, [&target](const std::string& s) { target = *parse_duration(s); }, help)
+        ->default_str(format_duration(target))
+        ->check(CLI::Validator(duration_error, "DURATION"));
+}
+
+}  // namespace
+
+std::string db_url_error(const std::string& url) {
+    if (starts_with(url, "sqlite:")) {
+        if (url.size() == std::string_view("sqlite:").size()) return "'sqlite:' names no file (sqlite:PATH)";
+        return {};
+    }
+    if (!is_pg_uri(url) && !looks_like_conninfo(url))
+        return "'" + respool::pg::masked(url) +
+               "' is not a database URL (sqlite:PATH, postgresql://..., or a libpq conninfo \"host=... "
+               "dbname=...\")";
+    char* err = nullptr;
+    PQconninfoOption* opts = PQconninfoParse(url.c_str(), &err);
+    if (opts) {
+        PQconninfoFree(opts);
+        return {};
+    }
+    std::string reason = err ? err : "out of memory";
+    if (err) PQfreemem(err);
+    while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) reason.pop_back();
+    // libpq may quote part of the string in its reason: both go through masking.
+    return "'" + respool::pg::masked(url) +
+           "' is not a valid PostgreSQL connection string: " + respool::pg::masked(reason);
+}
+
+db_target parse_db_url(const std::string& url) {
+    if (starts_with(url, "sqlite:")) {
+        auto path = url.substr(std::string_view("sqlite:").size());
+        return {db_kind::sqlite, path, path};
+    }
+    return {db_kind::postgresql, url, respool::pg::masked(url)};
+}
+
+std::string listen_error(const std::string& text) {
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+        return "'" + text + "' is not HOST:PORT (e.g. 127.0.0.1:8080, [::1]:0)";
+    std::string host = text.substr(0, colon);
+    if (host.front() == '[' && (host.size() < 3 || host.back() != ']'))
+        return "'" + text + "': an IPv6 address goes in brackets, [::1]:8080";
+    const auto port = text.substr(colon + 1);
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535)
+        return "'" + text + "': the port must be a number from 0 to 65535 (0 picks a free port)";
+    return {};
+}
+
+listen_address parse_listen(const std::string& text) {
+    const auto colon = text.rfind(':');
+    std::string host = text.substr(0, colon);
+    if (host.front() == '[') host = host.substr(1, host.size() - 2);
+    return {host, static_cast<std::uint16_t>(std::stoul(text.substr(colon + 1)))};
+}
+
+void add_pool_flags(CLI::App& cmd, serve_config& cfg) {
+    cmd.add_option("--db", cfg.db,
+                   "sqlite:PATH (embedded SQLite file), or a PostgreSQL URI (postgresql://...) or conninfo")
+        ->capture_default_str()
+        ->check(CLI::Validator(db_url_error, "URL"));
+    cmd.add_option("--max", cfg.max,
+                   "connections per pool (PostgreSQL); reader connections per pool (SQLite: one writer more)")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t{1}, std::size_t{10000}));
+    cmd.add_option("--min-idle", cfg.min_idle, "connections kept open and ready (PostgreSQL)")
+        ->capture_default_str();
+    cmd.add_option("--max-waiters", cfg.max_waiters, "requests that may wait for a connection (0 = no bound)")
+        ->capture_default_str();
+    add_duration(cmd, "--borrow-timeout", cfg.borrow_timeout,
+                 "wait for a connection at most this long (then 503)");
+    add_duration(cmd, "--statement-timeout", cfg.statement_timeout,
+                 "statement deadline (then 504); 0 = none");
+    add_duration(cmd, "--connect-timeout", cfg.connect_timeout, "PostgreSQL connect deadline");
+    add_duration(cmd, "--busy-timeout", cfg.busy_timeout, "SQLite: wait for another process's lock");
+    add_duration(cmd, "--idle-ttl", cfg.idle_ttl, "close connections idle longer");
+    add_duration(cmd, "--max-lifetime", cfg.max_lifetime, "PostgreSQL: retire connections older; 0 = off");
+    cmd.add_option("--breaker-failures", cfg.breaker_failures,
+                   "PostgreSQL: failed connects in a row that open the circuit (0 = no circuit)")
+        ->capture_default_str();
+    add_duration(cmd, "--cool-down", cfg.cool_down, "open circuit: time before a probe connect");
+}
+
+void add_serve_flags(CLI::App& cmd, serve_config& cfg) {
+    add_pool_flags(cmd, cfg);
+    cmd.add_option("--listen", cfg.listen, "HOST:PORT to listen on (port 0 picks a free port)")
+        ->capture_default_str()
+        ->check(CLI::Validator(listen_error, "HOST:PORT"));
+    cmd.add_option("--threads", cfg.threads, "event loops, each with its own pool")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t{1}, std::size_t{256}));
+    add_duration(cmd, "--request-timeout", cfg.request_timeout,
+                 "read a request's body and write its response");
+    add_duration(cmd, "--idle-timeout", cfg.idle_timeout, "keep-alive: wait this long for the next request");
+    add_duration(cmd, "--shutdown-timeout", cfg.shutdown_timeout,
+                 "SIGINT/SIGTERM: in-flight requests and pools get this long");
+}
+
+}  // namespace respool_cli

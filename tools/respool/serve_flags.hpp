@@ -1,0 +1,64 @@
+// `respool serve`'s settings: the flags (SPEC.md §6), the --db URL and the --listen address. Parsing
+// is CLI11's; a malformed value is a CLI11 validation error naming the flag, which main() turns into
+// exit status 2. Nothing here prints a connection string unmasked.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace respool_cli {
+
+enum class db_kind { sqlite, postgresql };
+
+// What --db names: sqlite:PATH, or a PostgreSQL URI (postgresql://, postgres://) or libpq conninfo.
+struct db_target {
+    db_kind kind = db_kind::sqlite;
+    std::string location;  // the SQLite path, or the conninfo / URI as given
+    std::string shown;     // for messages: the path, or pg::masked(conninfo)
+};
+
+// Why `url` is not a --db value (empty when it is one). For PostgreSQL, libpq parses it
+// (PQconninfoParse): a typo in a keyword fails here, at startup, not at the first connect.
+std::string db_url_error(const std::string& url);
+db_target parse_db_url(const std::string& url);  // url must have passed db_url_error
+
+struct listen_address {
+    std::string host;  // numeric address or a name resolved at startup
+    std::uint16_t port = 0;
+};
+std::string listen_error(const std::string& text);  // empty when HOST:PORT
+listen_address parse_listen(const std::string& text);
+
+struct serve_config {
+    std::string db = "sqlite:respool.db";
+    std::string listen = "127.0.0.1:8080";
+    std::size_t threads = 1;
+    // Pool flags (per thread: N threads make N pools).
+    std::size_t max = 16;      // pg: connections; sqlite: reader connections (the writer is one)
+    std::size_t min_idle = 2;  // pg only (sqlite opens connections on first use)
+    std::size_t max_waiters = 0;
+    std::chrono::nanoseconds borrow_timeout = std::chrono::seconds(5);
+    std::chrono::nanoseconds statement_timeout{};                         // 0 = none
+    std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);  // pg
+    std::chrono::nanoseconds busy_timeout = std::chrono::seconds(5);      // sqlite
+    std::chrono::nanoseconds idle_ttl = std::chrono::seconds(300);
+    std::chrono::nanoseconds max_lifetime{};  // pg; 0 = off
+    std::uint32_t breaker_failures = 5;  // pg: consecutive failed connects that open the circuit; 0 = off
+    std::chrono::nanoseconds cool_down = std::chrono::seconds(1);
+    // HTTP.
+    std::chrono::nanoseconds request_timeout = std::chrono::seconds(30);  // body read, response write
+    std::chrono::nanoseconds idle_timeout = std::chrono::seconds(60);     // keep-alive wait for a header
+    std::chrono::nanoseconds shutdown_timeout = std::chrono::seconds(10);
+    std::size_t body_limit = 1024 * 1024;  // SPEC.md §6: 1 MiB, 413 beyond
+};
+
+// Adds serve's flags to `cmd`, filling `cfg` (validated: durations, URL, address, ranges).
+void add_serve_flags(CLI::App& cmd, serve_config& cfg);
+// The pool and database flags alone (shared with `respool demo`).
+void add_pool_flags(CLI::App& cmd, serve_config& cfg);
+
+}  // namespace respool_cli

@@ -1,0 +1,141 @@
+// One HTTP/1.1 connection of `respool serve`, as a coroutine on its worker's loop.
+//  Keep-alive: requests are read one after another until the client or the response says close.
+//  Timeouts: a request's header must arrive within --idle-timeout of the previous response (the
+//  keep-alive wait and a slow header share it); its body and its response get --request-timeout.
+//  Body limit: 1 MiB (SPEC.md §6). A larger Content-Length is refused after the header alone, a
+//  chunked body once it grows past it: 413, then the connection is closed.
+#include "handlers.hpp"
+#include "service.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <array>
+#include <chrono>
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bh = boost::beast::http;
+
+namespace respool_cli {
+namespace {
+
+constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+
+// Removes the session from its worker when it ends, and tells a stopping worker when it was the last.
+struct registration {
+    worker& w;
+    std::list<worker::session_entry>::iterator it;
+    ~registration() {
+        w.sessions.erase(it);
+        if (w.stopping && w.sessions.empty() && w.on_drained) {
+            auto drained = std::move(w.on_drained);
+            w.on_drained = nullptr;
+            drained();
+        }
+    }
+};
+
+bool is_http_parse_error(const beast::error_code& ec) {
+    return ec.category() == beast::error_code(bh::error::bad_target).category() &&
+           ec != bh::error::end_of_stream && ec != bh::error::partial_message;
+}
+
+// After a refused request the client may still be sending its body: read and discard a bounded amount
+// so that closing does not reset the connection before the client has read the response.
+asio::awaitable<void> drain(beast::tcp_stream& stream) {
+    std::array<char, 16384> sink;
+    std::size_t total = 0;
+    stream.expires_after(std::chrono::seconds(2));
+    while (total < 8 * 1024 * 1024) {
+        auto [ec, n] = co_await stream.async_read_some(asio::buffer(sink), tuple_awaitable);
+        if (ec) break;
+        total += n;
+    }
+}
+
+}  // namespace
+
+asio::awaitable<void> run_session(service& svc, worker& w, beast::tcp_stream stream) {
+    registration reg{w, w.sessions.insert(w.sessions.end(), worker::session_entry{&stream})};
+    const serve_config& cfg = svc.cfg;
+    beast::flat_buffer buffer;
+    bool refused = false;  // a 413 or 400 was sent: drain, then close
+    for (;;) {
+        if (w.stopping) break;
+        bh::request_parser<bh::string_body> parser;
+        parser.body_limit(cfg.body_limit);
+        reg.it->busy = false;
+        stream.expires_after(cfg.idle_timeout);
+        auto [hec, hn] = co_await bh::async_read_header(stream, buffer, parser, tuple_awaitable);
+        reg.it->busy = true;
+        const auto start = std::chrono::steady_clock::now();
+        beast::error_code ec = hec;
+        if (!ec && !parser.is_done()) {
+            if (beast::iequals(parser.get()[bh::field::expect], "100-continue")) {
+                bh::response<bh::empty_body> go_on(bh::status::continue_, parser.get().version());
+                stream.expires_after(cfg.request_timeout);
+                auto [cec, cn] = co_await bh::async_write(stream, go_on, tuple_awaitable);
+                if (cec) break;
+            }
+            stream.expires_after(cfg.request_timeout);
+            auto [bec, bn] = co_await bh::async_read(stream, buffer, parser, tuple_awaitable);
+            ec = bec;
+        }
+        if (ec) {
+            const bool too_large = ec == bh::error::body_limit;
+            if (!too_large && !is_http_parse_error(ec)) break;  // closed, timed out, stopped
+            // The header was parsed for a body too large; a parse error may have left none.
+            const auto target = too_large ? std::string(parser.get().target()) : std::string();
+            const auto method =
+                too_large ? std::string(parser.get().method_string()) : std::string("UNKNOWN");
+            auto res =
+                too_large ? json_error(413, "payload_too_large", "a request body is at most 1 MiB", 11, false)
+                          : json_error(400, "bad_request", "malformed HTTP request", 11, false);
+            stream.expires_after(cfg.request_timeout);
+            auto [wec, wn] = co_await bh::async_write(stream, res, tuple_awaitable);
+            w.metrics.record(too_large ? route_of(target) : "unmatched", method, res.result_int(),
+                             std::chrono::steady_clock::now() - start);
+            refused = !wec;
+            break;
+        }
+        request req = parser.release();
+        response res = co_await handle(svc, w, req);
+        if (w.stopping) res.keep_alive(false);  // shutting down: this response is the last
+        stream.expires_after(cfg.request_timeout);
+        auto [wec, wn] = co_await bh::async_write(stream, res, tuple_awaitable);
+        w.metrics.record(route_of(req.target()), req.method_string(), res.result_int(),
+                         std::chrono::steady_clock::now() - start);
+        if (wec || !res.keep_alive()) break;
+    }
+    beast::error_code ignored;
+    stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+    if (refused) co_await drain(stream);
+    stream.close();
+}
+
+void stop_sessions(worker& w, std::function<void()> drained) {
+    w.stopping = true;
+    if (w.probe_timer) w.probe_timer->cancel();
+    if (w.sessions.empty()) {
+        asio::post(w.io, std::move(drained));
+        return;
+    }
+    w.on_drained = std::move(drained);
+    for (auto& s : w.sessions)
+        if (!s.busy) s.stream->cancel();  // waiting for a request: ends now
+}
+
+void abort_sessions(worker& w) {
+    for (auto& s : w.sessions) s.stream->cancel();
+}
+
+}  // namespace respool_cli
