@@ -198,6 +198,7 @@ int run_demo(const demo_config& cfg) {
     load_tally tally;
     tally.acknowledged.assign(cfg.counters, 0);
     tally.latencies.reserve(1 << 20);
+    tally.answered.reserve(1 << 20);
     const bool tty = isatty(STDERR_FILENO) != 0;
     asio::io_context io(1);
     const auto start = std::chrono::steady_clock::now();
@@ -290,6 +291,7 @@ int run_demo(const demo_config& cfg) {
     row("latency p90", show_ms(percentile(lat, 0.90)));
     row("latency p99", show_ms(percentile(lat, 0.99)));
     row("latency max", show_ms(lat.empty() ? 0 : *std::max_element(lat.begin(), lat.end())));
+    row("p99 of requests served (< 500)", show_ms(percentile(tally.answered, 0.99)));
     row("status counts", show_statuses(tally.statuses));
     row("5xx (503: pool busy or down)", std::to_string(errors));
     row("no answer (connection failed)", std::to_string(tally.transport_errors));

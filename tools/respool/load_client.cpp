@@ -114,6 +114,7 @@ asio::awaitable<void> load_client(const load_settings& s, load_tally& tally, uns
         const double ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         tally.latencies.push_back(ms);
+        if (res.result_int() < 500) tally.answered.push_back(ms);
         tally.window.push_back(ms);
         ++tally.statuses[res.result_int()];
         ++tally.window_statuses[res.result_int()];

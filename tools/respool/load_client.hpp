@@ -35,6 +35,7 @@ struct load_tally {
     std::map<unsigned, long> window_statuses;
     long transport_errors = 0;       // connect, write or read failed
     std::vector<double> latencies;   // ms, whole run
+    std::vector<double> answered;    // ms, whole run, of the requests the service served (below 500)
     std::vector<double> window;      // ms, since the last progress line
     std::vector<long> acknowledged;  // 200s of incr, per counter
     long uncertain_increments = 0;   // incr answered 500 or not at all: applied or not, nobody knows
