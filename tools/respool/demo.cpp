@@ -2,6 +2,7 @@
 
 #include "duration.hpp"
 #include "load_client.hpp"
+#include "report_format.hpp"
 #include "server.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -27,24 +28,6 @@ using namespace std::chrono_literals;
 
 namespace respool_cli {
 namespace {
-
-std::string show_ms(double ms) {
-    char buf[32];
-    if (ms < 1)
-        std::snprintf(buf, sizeof buf, "%.0fus", ms * 1000);
-    else if (ms < 100)
-        std::snprintf(buf, sizeof buf, "%.1fms", ms);
-    else
-        std::snprintf(buf, sizeof buf, "%.0fms", ms);
-    return buf;
-}
-
-double percentile(std::vector<double>& v, double q) {
-    if (v.empty()) return 0;
-    const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-    return v[k];
-}
 
 std::string show_statuses(const std::map<unsigned, long>& m) {
     std::string out;

@@ -22,10 +22,16 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace respool_cli {
+
+// A value's bytes, as the databases take a blob parameter.
+inline std::span<const std::byte> bytes_of(const std::string& s) {
+    return std::as_bytes(std::span<const char>(s.data(), s.size()));
+}
 
 struct kv_result {
     enum class outcome {

@@ -3,6 +3,7 @@
 #include "simulate.hpp"
 
 #include "duration.hpp"
+#include "report_format.hpp"
 
 #include <respool/pool.hpp>
 
@@ -32,24 +33,6 @@ using respool::error_code;
 namespace respool_cli {
 
 namespace {
-
-std::string show_ms(double ms) {
-    char buf[32];
-    if (ms < 1)
-        std::snprintf(buf, sizeof buf, "%.0fus", ms * 1000);
-    else if (ms < 100)
-        std::snprintf(buf, sizeof buf, "%.1fms", ms);
-    else
-        std::snprintf(buf, sizeof buf, "%.0fms", ms);
-    return buf;
-}
-
-double percentile_ms(std::vector<double>& v, double q) {
-    if (v.empty()) return 0;
-    const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-    return v[k];
-}
 
 // Writes pool log lines above the live progress line.
 class demo_log final : public respool::log_sink {
@@ -195,8 +178,8 @@ int run_simulate(const simulate_config& cfg) {
                               "errors %ld  circuit %s  leaks %llu",
                               std::chrono::duration<double>(now - start).count(),
                               static_cast<double>(window.ok) / secs,
-                              show_ms(percentile_ms(waits_window, 0.5)).c_str(),
-                              show_ms(percentile_ms(waits_window, 0.99)).c_str(), s.idle, s.active, s.waiting,
+                              show_ms(percentile(waits_window, 0.5)).c_str(),
+                              show_ms(percentile(waits_window, 0.99)).c_str(), s.idle, s.active, s.waiting,
                               total.errors(), circuit, static_cast<unsigned long long>(s.leaks));
                 if (tty)
                     std::fprintf(stderr, "\r%s\033[K", line);
@@ -230,9 +213,9 @@ int run_simulate(const simulate_config& cfg) {
     row("leases handed out", std::to_string(total.ok));
     row("throughput",
         std::to_string(static_cast<long>(static_cast<double>(total.ok) / elapsed)) + " acquires/s");
-    row("wait p50", show_ms(percentile_ms(w, 0.50)));
-    row("wait p90", show_ms(percentile_ms(w, 0.90)));
-    row("wait p99", show_ms(percentile_ms(w, 0.99)));
+    row("wait p50", show_ms(percentile(w, 0.50)));
+    row("wait p90", show_ms(percentile(w, 0.90)));
+    row("wait p99", show_ms(percentile(w, 0.99)));
     row("wait max", show_ms(w.empty() ? 0 : *std::max_element(w.begin(), w.end())));
     row("acquires that had to wait", std::to_string(s.waits));
     row("timeouts", std::to_string(total.timeouts));

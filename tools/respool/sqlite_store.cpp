@@ -22,10 +22,6 @@ namespace {
 
 constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 
-std::span<const std::byte> bytes_of(const std::string& s) {
-    return std::as_bytes(std::span<const char>(s.data(), s.size()));
-}
-
 class sqlite_store final : public kv_store {
 public:
     sqlite_store(asio::any_io_executor ex, sqlite::pool_config c)
