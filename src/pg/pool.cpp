@@ -71,6 +71,7 @@ respool::pool_options options_of(const pool_config& c) {
     o.acquire_timeout = c.borrow_timeout;
     o.max_waiters = c.max_waiters;
     o.thread_safe = c.thread_safe;
+    o.record_timings = c.record_timings;
     o.idle_ttl = c.idle_ttl;
     o.acquire_ttl = c.acquire_ttl;
     o.max_lifetime = c.max_lifetime;

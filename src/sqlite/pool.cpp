@@ -70,6 +70,7 @@ respool::pool_options options_of(const pool_config& c, role r) {
     o.acquire_ttl = c.acquire_ttl;
     o.create_timeout = c.busy_timeout + std::chrono::seconds(10);  // the open may wait for a lock
     o.reset_timeout = c.reset_timeout;
+    o.record_timings = c.record_timings;
     return o;
 }
 

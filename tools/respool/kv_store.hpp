@@ -12,7 +12,6 @@
 
 #include <respool/error.hpp>
 #include <respool/http/metrics.hpp>
-#include <respool/observer.hpp>
 #include <respool/stats.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -21,7 +20,6 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,33 +41,6 @@ struct kv_result {
     respool::error_code ec;  // a database or pool failure (respool::http::error_response)
     outcome what = outcome::ok;
     std::string value;  // GET: the stored bytes; incr: the new value in decimal
-};
-
-// The wait and hold histograms of one pool, for /metrics: pg::pool_config and sqlite::pool_config do
-// not expose pool_options::record_timings, so the service records them from the pool's events. The
-// pool calls these on whichever thread decided (the loop, or SQLite's thread pool): a mutex, held for
-// an increment.
-class timing_observer final : public respool::observer {
-public:
-    void on_taken(std::chrono::nanoseconds wait) override {
-        std::lock_guard lock(m_);
-        wait_.record(wait);
-    }
-    void on_released(std::chrono::nanoseconds held) override {
-        std::lock_guard lock(m_);
-        hold_.record(held);
-    }
-    // Fills the histograms of a snapshot the pool left empty.
-    respool::pool_stats with_timings(respool::pool_stats s) const {
-        std::lock_guard lock(m_);
-        if (s.wait_time.total() == 0) s.wait_time = wait_;
-        if (s.hold_time.total() == 0) s.hold_time = hold_;
-        return s;
-    }
-
-private:
-    mutable std::mutex m_;
-    respool::histogram wait_, hold_;
 };
 
 // One pool's state for /health and the demo's progress line.

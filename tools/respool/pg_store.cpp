@@ -31,9 +31,7 @@ std::string string_of(const std::vector<std::byte>& b) {
 class pg_store final : public kv_store {
 public:
     pg_store(asio::any_io_executor ex, pg::pool_config c)
-        : borrow_timeout_(c.borrow_timeout), db_(std::move(ex), std::move(c)) {
-        db_.base().add_observer(timings_);
-    }
+        : borrow_timeout_(c.borrow_timeout), db_(std::move(ex), std::move(c)) {}
 
     asio::awaitable<kv_result> get(std::string key) override {
         auto conn = co_await borrow();
@@ -111,9 +109,7 @@ public:
         co_return ec;
     }
 
-    std::vector<pool_view> pools() const override {
-        return {{"postgresql", timings_->with_timings(db_.stats())}};
-    }
+    std::vector<pool_view> pools() const override { return {{"postgresql", db_.stats()}}; }
 
     asio::awaitable<void> close(std::chrono::nanoseconds grace) override {
         co_await db_.async_close(std::chrono::duration_cast<respool::duration>(grace), tuple_awaitable);
@@ -147,7 +143,6 @@ private:
     }
 
     respool::duration borrow_timeout_;
-    std::shared_ptr<timing_observer> timings_ = std::make_shared<timing_observer>();
     pg::pool db_;
     bool schema_ready_ = false;
 };
@@ -176,6 +171,7 @@ std::unique_ptr<kv_store> make_pg_store(asio::any_io_executor ex, const db_targe
     c.max_lifetime = d(cfg.max_lifetime);
     c.statement_timeout = d(cfg.statement_timeout);
     c.connect_timeout = d(cfg.connect_timeout);
+    c.record_timings = true;  // /metrics' wait and hold histograms
     if (cfg.breaker_failures == 0)
         c.circuit.reset();
     else

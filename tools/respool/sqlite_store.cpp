@@ -25,10 +25,7 @@ constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 class sqlite_store final : public kv_store {
 public:
     sqlite_store(asio::any_io_executor ex, sqlite::pool_config c)
-        : borrow_timeout_(c.borrow_timeout), db_(std::move(ex), std::move(c)) {
-        db_.writer_pool().add_observer(writer_timings_);
-        db_.reader_pool().add_observer(reader_timings_);
-    }
+        : borrow_timeout_(c.borrow_timeout), db_(std::move(ex), std::move(c)) {}
 
     asio::awaitable<kv_result> get(std::string key) override {
         error_code ec = co_await ensure_schema();
@@ -115,8 +112,7 @@ public:
     }
 
     std::vector<pool_view> pools() const override {
-        return {{"writer", writer_timings_->with_timings(db_.writer_stats())},
-                {"reader", reader_timings_->with_timings(db_.reader_stats())}};
+        return {{"writer", db_.writer_stats()}, {"reader", db_.reader_stats()}};
     }
 
     asio::awaitable<void> close(std::chrono::nanoseconds grace) override {
@@ -156,8 +152,6 @@ private:
     }
 
     respool::duration borrow_timeout_;
-    std::shared_ptr<timing_observer> writer_timings_ = std::make_shared<timing_observer>();
-    std::shared_ptr<timing_observer> reader_timings_ = std::make_shared<timing_observer>();
     sqlite::pool db_;
     bool schema_ready_ = false;
 };
@@ -175,6 +169,7 @@ std::unique_ptr<kv_store> make_sqlite_store(asio::any_io_executor ex, const db_t
     c.idle_ttl = d(cfg.idle_ttl);
     c.statement_timeout = d(cfg.statement_timeout);
     c.busy_timeout = d(cfg.busy_timeout);
+    c.record_timings = true;  // /metrics' wait and hold histograms
     return std::make_unique<sqlite_store>(std::move(ex), std::move(c));
 }
 

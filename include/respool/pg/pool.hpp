@@ -69,7 +69,8 @@ struct pool_config {
     duration connect_retry_max = std::chrono::seconds(10);
     // The failure-threshold circuit (SPEC.md §1.7); nullopt turns it off.
     std::optional<breaker_options> circuit = breaker_options{};
-    bool thread_safe = false;  // acquire and release from any thread (a strand as executor, then)
+    bool thread_safe = false;     // acquire and release from any thread (a strand as executor, then)
+    bool record_timings = false;  // stats() fills the wait and hold histograms (pool_options::record_timings)
 };
 
 enum class isolation { server_default, read_committed, repeatable_read, serializable };

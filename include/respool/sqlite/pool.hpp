@@ -51,6 +51,8 @@ struct pool_config {
     std::string synchronous = "NORMAL";
     bool foreign_keys = true;
     std::size_t statement_cache_capacity = 128;
+    bool record_timings =
+        false;  // the stats fill the wait and hold histograms (pool_options::record_timings)
 };
 
 struct transaction_options {
