@@ -151,16 +151,22 @@ void pipeline::flush() {
     if (f < 0) return broke(PQerrorMessage(c_->conn));
     if (f == 0) return;
     // The server may be answering while we send: read while waiting to write, or both could block.
-    flushing_ = true;
-    c_->sock.async_wait(asio::posix::stream_descriptor::wait_write,
-                        [self = shared_from_this()](boost::system::error_code ec) {
-                            self->flushing_ = false;
-                            if (self->broken_) return;
-                            if (ec || !self->c_->conn || !PQconsumeInput(self->c_->conn))
-                                return self->broke("the connection closed while sending");
-                            self->flush();
-                            self->read();
-                        });
+    wait(asio::posix::stream_descriptor::wait_write, flushing_);
+}
+
+// One wait on libpq's socket (`out` marks it under way). Ready, whatever arrived is read in, then
+// both sides go on: the rest of the statements are sent, the replies read.
+void pipeline::wait(asio::posix::stream_descriptor::wait_type w, bool& out) {
+    out = true;
+    c_->sock.async_wait(w, [self = shared_from_this(), &out](boost::system::error_code ec) {
+        out = false;
+        if (self->broken_) return;
+        if (ec || !self->c_->conn || !PQconsumeInput(self->c_->conn))
+            return self->broke("the connection closed");
+        self->c_->collect_notifications();
+        self->flush();
+        self->read();
+    });
 }
 
 void pipeline::read() {
@@ -177,17 +183,7 @@ void pipeline::read() {
 void pipeline::read_replies() {
     while (!broken_ && !statements_.empty()) {
         if (PQisBusy(c_->conn)) {
-            if (reading_) return;
-            reading_ = true;
-            c_->sock.async_wait(asio::posix::stream_descriptor::wait_read,
-                                [self = shared_from_this()](boost::system::error_code ec) {
-                                    self->reading_ = false;
-                                    if (self->broken_) return;
-                                    if (ec || !self->c_->conn || !PQconsumeInput(self->c_->conn))
-                                        return self->broke("the connection closed");
-                                    self->c_->collect_notifications();
-                                    self->read();
-                                });
+            if (!reading_) wait(asio::posix::stream_descriptor::wait_read, reading_);
             return;
         }
         PGresult* r = PQgetResult(c_->conn);

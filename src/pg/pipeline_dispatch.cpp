@@ -24,9 +24,10 @@ pipeline_dispatch::carrier* pipeline_dispatch::roomiest() noexcept {
 void pipeline_dispatch::submit(std::string sql, params p, query_handler h) {
     if (closed_) return complete(ex_, std::move(h), error_code(respool::errc::closed), result{});
     carrier* c = roomiest();
-    // Another carrier while every one has work: spreading over connections beats queueing behind
-    // another caller's statement, as long as the pool has a connection to spare (the acquire says).
-    if ((!c || c->pipe->in_flight() > 0) && waiting_.empty()) grow();
+    // Another carrier when none has room, or while every one has work: spreading over connections
+    // beats queueing behind another caller's statement, as long as the pool has a connection to
+    // spare (the acquire says).
+    if (!c || (waiting_.empty() && c->pipe->in_flight() > 0)) grow();
     if (c && waiting_.empty()) return c->pipe->submit(std::move(sql), std::move(p), std::move(h));
     const auto deadline = std::chrono::steady_clock::now() + s_.borrow_timeout;
     waiting_.push_back({std::move(sql), std::move(p), std::move(h), deadline});
@@ -43,7 +44,6 @@ void pipeline_dispatch::submit(std::string sql, params p, query_handler h) {
             complete(self->ex_, std::move(handler), error_code(asio::error::operation_aborted), result{});
         });
     if (waiting_.size() == 1) arm_wait_timer();
-    if (!c) grow();
     feed();
 }
 
