@@ -69,61 +69,50 @@ std::string masked_uri(std::string s, std::size_t scheme_end) {
     return s;
 }
 
+std::size_t skip_blanks(const std::string& s, std::size_t p) {
+    while (p < s.size() && blank(s[p])) ++p;
+    return p;
+}
+
+// Where the value starting at `p` ends, as libpq reads it: quoted ('...') to past the closing quote,
+// bare to the next blank; a backslash escapes the next character in both. npos: the quote is never
+// closed.
+std::size_t value_end(const std::string& s, std::size_t p) {
+    const bool quoted = p < s.size() && s[p] == '\'';
+    for (p += quoted ? 1 : 0; p < s.size(); ++p) {
+        if (s[p] == '\\') {
+            if (p + 1 < s.size()) ++p;
+        } else if (quoted ? s[p] == '\'' : blank(s[p])) {
+            return quoted ? p + 1 : p;
+        }
+    }
+    return quoted ? std::string::npos : p;
+}
+
 // Free text (an error message, a string libpq would refuse): every "password", blanks, '=', blanks,
 // then a value bare or quoted is masked wherever it stands.
 std::string masked_text(std::string s) {
     for (std::size_t p = s.find("password"); p != std::string::npos; p = s.find("password", p + 1)) {
-        std::size_t q = p + 8;
-        while (q < s.size() && blank(s[q])) ++q;
+        std::size_t q = skip_blanks(s, p + 8);
         if (q >= s.size() || s[q] != '=') continue;
-        ++q;
-        while (q < s.size() && blank(s[q])) ++q;
-        std::size_t end = q;
-        if (end < s.size() && s[end] == '\'') {
-            for (++end; end < s.size() && s[end] != '\''; ++end)
-                if (s[end] == '\\') ++end;
-            if (end < s.size()) ++end;
-        } else {
-            for (; end < s.size() && !blank(s[end]); ++end)
-                if (s[end] == '\\') ++end;
-        }
-        s.replace(q, std::min(end, s.size()) - q, "***");
+        q = skip_blanks(s, q + 1);
+        s.replace(q, std::min(value_end(s, q), s.size()) - q, "***");
     }
     return s;
 }
 
-// keyword = value pairs, read as libpq's conninfo_parse reads them: blanks around '=', the value bare
-// (to the next blank, backslash escapes) or quoted ('...', the same escapes). nullopt when libpq would
-// refuse the string (a word without '=', an unterminated quote).
+// keyword = value pairs, read as libpq's conninfo_parse reads them (see value_end). nullopt when libpq
+// would refuse the string (a word without '=', an unterminated quote).
 std::optional<std::string> masked_pairs(std::string s) {
-    std::size_t p = 0;
-    while (p < s.size()) {
-        if (blank(s[p])) {
-            ++p;
-            continue;
-        }
+    for (std::size_t p = skip_blanks(s, 0); p < s.size(); p = skip_blanks(s, p)) {
         const std::size_t name = p;
         while (p < s.size() && s[p] != '=' && !blank(s[p])) ++p;
         const std::size_t name_end = p;
-        while (p < s.size() && blank(s[p])) ++p;
+        p = skip_blanks(s, p);
         if (p >= s.size() || s[p] != '=') return std::nullopt;
-        ++p;
-        while (p < s.size() && blank(s[p])) ++p;
-        const std::size_t value = p;
-        if (p < s.size() && s[p] == '\'') {
-            for (++p;; ++p) {
-                if (p >= s.size()) return std::nullopt;
-                if (s[p] == '\\') {
-                    if (p + 1 < s.size()) ++p;
-                } else if (s[p] == '\'') {
-                    ++p;
-                    break;
-                }
-            }
-        } else {
-            for (; p < s.size() && !blank(s[p]); ++p)
-                if (s[p] == '\\' && p + 1 < s.size()) ++p;
-        }
+        const std::size_t value = skip_blanks(s, p + 1);
+        p = value_end(s, value);
+        if (p == std::string::npos) return std::nullopt;
         if (std::string_view(s).substr(name, name_end - name) == "password") {
             s.replace(value, p - value, "***");
             p = value + 3;
