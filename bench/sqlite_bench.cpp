@@ -4,8 +4,10 @@
 // to the pool's thread pool and back (connection::async_run of an empty function, one coroutine).
 // A table of operations per second and ratios to the raw loop; docs/benchmarks.md has the figures.
 //
-//   respool_sqlite_bench [--seconds 3] [--readers 4] [--only read|upsert|hop --coroutines N]
-// --only runs one case (for perf stat / perf record): the pool at N coroutines (0: the raw loop).
+//   respool_sqlite_bench [--seconds 3] [--readers 4] [--threads N] [--only CASE --coroutines N]
+// --only runs one case (for perf stat / perf record): read or upsert through the pool at N coroutines
+// (0: the raw loop); hop; raw-2 (the raw read loop on two threads at once: what parallel readers can
+// give on this machine); raw-tx (raw reads, 8 to a read transaction: what batching them can give).
 // The database lives in a temporary folder (WAL, synchronous=NORMAL, as the pool opens it), removed
 // at the end.
 #include <respool/sqlite/pool.hpp>
@@ -26,6 +28,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace asio = boost::asio;
 namespace sqlite = respool::sqlite;
@@ -85,10 +88,12 @@ double raw_loop(const std::string& path, bool upsert, double seconds) {
 }
 
 // Through the pool: `coroutines` loops of async_query on one event loop.
+std::size_t threads = 0;  // --threads: the pool's thread count (0: its default)
+
 double through_pool(const std::string& path, std::size_t readers, bool upsert, int coroutines,
                     double seconds) {
     asio::io_context io(1);
-    sqlite::pool db(io.get_executor(), {.path = path, .readers = readers});
+    sqlite::pool db(io.get_executor(), {.path = path, .readers = readers, .threads = threads});
     std::uint64_t n = 0, failures = 0;
     bool running = true;
     clock_type::time_point t0, t1;
@@ -160,6 +165,40 @@ double hop_us(const std::string& path, double seconds) {
     return secs * 1e6 / static_cast<double>(n);
 }
 
+// Point reads as raw_loop, `per` of them to an explicit read transaction (BEGIN ... COMMIT): what the
+// read transaction around each autocommit read costs (read batches pay it once per batch).
+double raw_in_transactions(const std::string& path, int per, double seconds) {
+    sqlite3* db = nullptr;
+    check(sqlite3_open(path.c_str(), &db), db, "open");
+    sqlite3_stmt *st = nullptr, *begin = nullptr, *commit = nullptr;
+    check(sqlite3_prepare_v2(db, read_sql, -1, &st, nullptr), db, "prepare");
+    check(sqlite3_prepare_v2(db, "BEGIN", -1, &begin, nullptr), db, "prepare");
+    check(sqlite3_prepare_v2(db, "COMMIT", -1, &commit, nullptr), db, "prepare");
+    std::minstd_rand rng(7);
+    std::uniform_int_distribution<int> id(1, rows);
+    std::uint64_t n = 0;
+    const auto t0 = clock_type::now();
+    const auto end =
+        t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds));
+    while (clock_type::now() < end) {
+        sqlite3_step(begin);
+        sqlite3_reset(begin);
+        for (int k = 0; k < per; ++k, ++n) {
+            sqlite3_bind_int(st, 1, id(rng));
+            if (const int rc = sqlite3_step(st); rc != SQLITE_ROW) check(rc, db, "step");
+            sqlite3_reset(st);
+        }
+        check(sqlite3_step(commit) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR, db, "commit");
+        sqlite3_reset(commit);
+    }
+    const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+    sqlite3_finalize(st);
+    sqlite3_finalize(begin);
+    sqlite3_finalize(commit);
+    sqlite3_close(db);
+    return static_cast<double>(n) / secs;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -173,14 +212,16 @@ int main(int argc, char** argv) {
             seconds = std::stod(argv[i + 1]);
         else if (k == "--readers")
             readers = static_cast<std::size_t>(std::stoul(argv[i + 1]));
+        else if (k == "--threads")
+            threads = static_cast<std::size_t>(std::stoul(argv[i + 1]));
         else if (k == "--only")
             only = argv[i + 1];
         else if (k == "--coroutines")
             coroutines = std::stoi(argv[i + 1]);
         else {
             std::fprintf(stderr,
-                         "usage: respool_sqlite_bench [--seconds S] [--readers N] [--only "
-                         "read|upsert|hop] [--coroutines N]\n");
+                         "usage: respool_sqlite_bench [--seconds S] [--readers N] [--threads N] [--only "
+                         "read|upsert|hop|raw-2|raw-tx] [--coroutines N]\n");
             return 2;
         }
     }
@@ -191,7 +232,16 @@ int main(int argc, char** argv) {
         create(path);
         if (!only.empty()) {
             const bool upsert = only == "upsert";
-            if (only == "hop")
+            if (only == "raw-tx") {
+                std::printf("raw reads, 8 to a read transaction: %.0f/s\n",
+                            raw_in_transactions(path, 8, seconds));
+            } else if (only == "raw-2") {
+                double a = 0, b = 0;
+                std::thread t([&] { a = raw_loop(path, false, seconds); });
+                b = raw_loop(path, false, seconds);
+                t.join();
+                std::printf("raw reads on 2 threads at once: %.0f/s (%.0f + %.0f)\n", a + b, a, b);
+            } else if (only == "hop")
                 std::printf("hop: %.2f us\n", hop_us(path, seconds));
             else if (coroutines == 0)
                 std::printf("%s raw: %.0f/s\n", only.c_str(), raw_loop(path, upsert, seconds));

@@ -38,6 +38,17 @@ void completion_batch::push(completion_node* n) noexcept {
     if (post) post_drain();
 }
 
+void completion_batch::expect() noexcept {
+    const std::size_t out = outstanding_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (out > settings_.spin_while_at_most || settings_.spin_for <= std::chrono::nanoseconds::zero()) return;
+    {
+        std::lock_guard lock(m_);
+        if (scheduled_) return;
+        scheduled_ = true;
+    }
+    post_drain();
+}
+
 void completion_batch::post_drain() noexcept {
     // The drain keeps the batch alive: the last connection may go while it is queued.
     boost::asio::post(ex_, [self = shared_from_this()] { self->drain(); });

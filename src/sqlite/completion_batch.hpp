@@ -34,7 +34,7 @@ protected:
 };
 
 struct batch_settings {
-    std::chrono::nanoseconds spin_for = std::chrono::microseconds(10);
+    std::chrono::nanoseconds spin_for = std::chrono::microseconds(25);
     std::size_t spin_while_at_most = 1;  // jobs out
     std::chrono::nanoseconds budget = std::chrono::microseconds(200);
 };
@@ -47,8 +47,10 @@ public:
     completion_batch& operator=(const completion_batch&) = delete;
 
     [[nodiscard]] const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
-    // On the caller's side, before the job is submitted: one more completion will come here.
-    void expect() noexcept { outstanding_.fetch_add(1, std::memory_order_relaxed); }
+    // On the caller's side, before the job is submitted: one more completion will come here. With few
+    // jobs out, a drain is queued now (behind the loop's ready handlers) so that the loop, once it has
+    // nothing else to run, waits briefly for the completion instead of sleeping in the reactor.
+    void expect() noexcept;
     // From a worker: the job is done; its completion runs in a drain on the executor.
     void push(completion_node* n) noexcept;
 

@@ -52,11 +52,12 @@ struct connection::impl {
     // The batch of the last completion executor (caller's side, touched only by the claimant).
     std::shared_ptr<detail::completion_batch> batch;
 
-    std::mutex m;                      // the handle against sqlite3_interrupt; `close_after_job`
-    ::sqlite3* db = nullptr;           // written by jobs only; read by the interrupter under m
-    std::atomic<bool> running{false};  // a job owns the handle; released (store) after its results
-    bool close_after_job = false;      // set under m by ~connection while a job runs
-    std::atomic<int> stop{0};          // stop_reason, set by the canceller, read by the progress handler
+    std::mutex m;                        // the handle against sqlite3_interrupt; `close_after_job`
+    ::sqlite3* db = nullptr;             // written by jobs only; read by the interrupter under m
+    std::atomic<bool> running{false};    // a job owns the handle; released (store) after its results
+    bool close_after_job = false;        // set under m by ~connection while a job runs
+    std::atomic<int> stop{0};            // stop_reason, set by the canceller, read by the progress handler
+    const void* current_read = nullptr;  // under m: the read batch's statement under way (read_batch.hpp)
 
     // Owned by the job that runs (the caller reads them only between operations).
     std::chrono::steady_clock::duration busy_timeout{};
@@ -85,6 +86,13 @@ struct connection::impl {
     // Finalizes every statement and closes the handle (job thread, or the destructor).
     void close_now() noexcept;
 };
+
+namespace detail {
+// The inside of a connection, for the pool's own operations (group commit, read batches).
+struct connection_access {
+    static const std::shared_ptr<connection::impl>& impl_of(const connection& c) noexcept { return c.impl_; }
+};
+}  // namespace detail
 
 // Claims the handle for one operation: false (and nothing changed) when one is under way.
 inline bool claim(connection::impl& s) noexcept {

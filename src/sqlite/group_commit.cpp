@@ -18,10 +18,6 @@ namespace asio = boost::asio;
 
 namespace respool::sqlite::detail {
 
-struct connection_access {
-    static const std::shared_ptr<connection::impl>& impl_of(const connection& c) noexcept { return c.impl_; }
-};
-
 namespace {
 
 using group = std::vector<std::shared_ptr<group_entry>>;

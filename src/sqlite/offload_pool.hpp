@@ -49,7 +49,7 @@ class offload_executor;
 
 struct offload_settings {
     std::size_t threads = 1;
-    std::chrono::nanoseconds spin_for = std::chrono::microseconds(10);
+    std::chrono::nanoseconds spin_for = std::chrono::microseconds(25);
     std::size_t max_spinners = 1;
     batch_settings batch;  // of the completions going back to callers (completion_batch.hpp)
 };

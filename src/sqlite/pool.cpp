@@ -178,6 +178,11 @@ struct pool_query : std::enable_shared_from_this<pool_query> {
 
 namespace detail {
 
+void query_on_writer(const std::shared_ptr<pool_state>& s, std::string sql, std::optional<params> p,
+                     query_handler h) {
+    std::make_shared<pool_query>(s, std::move(h), std::move(sql), std::move(p))->start(role::writer);
+}
+
 asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s, role r) {
     respool::diagnostics diag;
     auto& p = s->of(r);
@@ -226,6 +231,7 @@ pool::pool(executor_type ex, pool_config cfg) : state_(std::make_shared<pool_sta
     state_->writer.emplace(ex, options_of(c, role::writer), hooks_of(c, role::writer, state_->threads));
     if (c.readers > 0)
         state_->readers.emplace(ex, options_of(c, role::reader), hooks_of(c, role::reader, state_->threads));
+    state_->reads.timer.emplace(ex);
 }
 pool::~pool() {
     close();
@@ -255,6 +261,8 @@ void pool::close() noexcept {
     if (!state_) return;
     if (state_->writer) state_->writer->close();
     if (state_->readers) state_->readers->close();
+    state_->reads.closed = true;  // the queued reads fail as their batches end
+    if (state_->reads.timer) state_->reads.timer->cancel();
 }
 respool::pool<connection>& pool::writer_pool() noexcept {
     return *state_->writer;
@@ -279,9 +287,11 @@ void pool::start_query(std::string sql, std::optional<params> p, query_handler h
     if (p && detail::groupable(sql))
         return detail::submit_write(
             state_, std::make_shared<detail::group_entry>(std::move(sql), std::move(*p), std::move(handler)));
-    auto op = std::make_shared<pool_query>(state_, std::move(handler), std::move(sql), std::move(p));
-    const bool writes = !state_->readers || state_->writes.count(op->sql) > 0;
-    op->start(writes ? role::writer : role::reader);
+    // Anything else: a reader's batch (read_batch.hpp), unless it is known to write.
+    if (!state_->readers || state_->writes.count(sql) > 0)
+        return detail::query_on_writer(state_, std::move(sql), std::move(p), std::move(handler));
+    detail::submit_read(
+        state_, std::make_shared<detail::read_entry>(std::move(sql), std::move(p), std::move(handler)));
 }
 
 }  // namespace respool::sqlite

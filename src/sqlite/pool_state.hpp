@@ -1,11 +1,12 @@
 // What a sqlite::pool shares with its operations: the settings, the threads SQLite runs on, the two
-// generic pools, what routing has learned, and the writer's group-commit queue.
+// generic pools, what routing has learned, the writer's group-commit queue and the readers' batches.
 #pragma once
 
 #include <respool/sqlite/pool.hpp>
 
 #include "group_commit.hpp"
 #include "offload_pool.hpp"
+#include "read_batch.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -40,8 +41,13 @@ struct pool_state {
     // when full (a service has a bounded set of statement texts; this only saves a reader's prepare).
     std::unordered_set<std::string> writes;
     group_queue groups;  // single-statement writes waiting for the writer (group_commit.hpp)
+    read_queue reads;    // statements waiting for a reader's batch (read_batch.hpp)
 
     respool::pool<connection>& of(role r) { return r == role::reader && readers ? *readers : *writer; }
 };
+
+// pool::async_query on the writer (a statement a reader refused, or every statement with no readers).
+void query_on_writer(const std::shared_ptr<pool_state>& s, std::string sql, std::optional<params> p,
+                     query_handler h);
 
 }  // namespace respool::sqlite::detail
