@@ -101,6 +101,9 @@ const asio::any_io_executor& connection::get_executor() const noexcept {
 void connection::set_statement_timeout(std::chrono::steady_clock::duration timeout) noexcept {
     impl_->statement_timeout = timeout;
 }
+void connection::set_cancel_drain_limit(std::chrono::steady_clock::duration limit) noexcept {
+    impl_->cancel_drain_limit = limit;
+}
 std::chrono::steady_clock::time_point connection::last_reply() const noexcept {
     return impl_->last_reply;
 }

@@ -52,6 +52,9 @@ struct connection::impl {
     boost::asio::steady_timer timer;             // the connect deadline
     boost::asio::steady_timer stmt_timer;  // the statement deadline, then the bound on draining a cancel
     std::chrono::steady_clock::duration statement_timeout{};
+    // After a cancel request: how long the server gets to end the statement before the connection is
+    // closed instead (set_cancel_drain_limit).
+    std::chrono::steady_clock::duration cancel_drain_limit = std::chrono::seconds(1);
     boost::asio::ip::tcp::resolver resolver;
     diagnostics diag;
     std::deque<notification> notifications;  // arrived, not yet delivered

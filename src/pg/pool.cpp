@@ -60,6 +60,7 @@ void check(const pool_config& c) {
     if (c.connect_timeout <= duration::zero()) bad_config("connect_timeout must be positive");
     if (c.borrow_timeout < duration::zero()) bad_config("borrow_timeout must not be negative");
     if (c.statement_timeout < duration::zero()) bad_config("statement_timeout must not be negative");
+    if (c.cancel_drain_limit <= duration::zero()) bad_config("cancel_drain_limit must be positive");
     if (c.alive_check_after < duration::zero()) bad_config("alive_check_after must not be negative");
     if (c.pipeline_depth == 0) bad_config("pipeline_depth must be at least 1 (1: no pipelining)");
 }
@@ -89,13 +90,14 @@ respool::pool_options options_of(const pool_config& c) {
 hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner, asio::any_io_executor ex) {
     hooks<connection> h;
     h.factory = [info = c.conninfo, timeout = c.connect_timeout, mode = c.statements,
-                 capacity = c.statement_cache_capacity,
-                 statement_timeout = c.statement_timeout]() -> asio::awaitable<connection> {
+                 capacity = c.statement_cache_capacity, statement_timeout = c.statement_timeout,
+                 drain_limit = c.cancel_drain_limit]() -> asio::awaitable<connection> {
         connection conn(co_await asio::this_coro::executor);
         auto [ec] = co_await conn.async_connect(info, timeout, asio::as_tuple(asio::use_awaitable));
         if (ec) throw boost::system::system_error(ec, conn.last_error().message);
         conn.set_statement_mode(mode, capacity);
         conn.set_statement_timeout(statement_timeout);
+        conn.set_cancel_drain_limit(drain_limit);
         co_return conn;
     };
     auto ping = [query = c.validation_query](connection& conn) -> asio::awaitable<bool> {

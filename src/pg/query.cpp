@@ -23,8 +23,6 @@ using detail::query_handler;
 
 namespace {
 
-// How long the server gets to end a statement after a cancel request before the connection is closed.
-constexpr std::chrono::seconds cancel_drain_limit{5};
 // How long after a cancel request returned, the statement still running, the next one is sent.
 constexpr std::chrono::milliseconds cancel_resend{100};
 
@@ -90,7 +88,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
     // begun the statement is ignored by the server, so while the statement runs the request is sent
     // again (cancel_resend after each returns). The query completes only when every request has
     // returned: one still on its way could otherwise cancel the next borrower's statement. Should the
-    // server not end the statement within cancel_drain_limit, the connection is closed and the query
+    // server not end the statement within c->cancel_drain_limit, the connection is closed and the query
     // completes with the reason.
     void request_cancel(error_code reason) {
         if (done || cancel_reason || !c->conn) return;
@@ -100,7 +98,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
             if (auto self = weak.lock()) self->cancel_returned();
         };
         const bool sent = send_cancel();
-        c->stmt_timer.expires_after(sent ? std::chrono::steady_clock::duration(cancel_drain_limit)
+        c->stmt_timer.expires_after(sent ? c->cancel_drain_limit
                                          : std::chrono::steady_clock::duration::zero());
         c->stmt_timer.async_wait(
             [weak = std::weak_ptr<query_op>(shared_from_this())](boost::system::error_code ec) {

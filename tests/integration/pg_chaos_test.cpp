@@ -262,10 +262,12 @@ TEST_F(pg_chaos, not_accepting_while_existing_connections_go_on) {
 }
 
 // A partition: nothing answers, connections stay open. A cancelled statement's connection is drained
-// for at most 5 s (the server gets that long to end it) before it is closed: that bounds an attempt.
+// for at most cancel_drain_limit (1 s by default: neither the reply nor the cancel request returns)
+// before it is closed: an attempt ends within its deadline plus that limit (plus scheduling).
 TEST_F(pg_chaos, blackhole) {
     scenario(
-        "c_blackhole", [](test::chaos_proxy& p) { p.set_blackhole(true); }, 1500ms, plain, 6500ms);
+        "c_blackhole", [](test::chaos_proxy& p) { p.set_blackhole(true); }, 1500ms, plain,
+        std::chrono::duration_cast<std::chrono::milliseconds>(pg::pool_config{}.cancel_drain_limit) + 500ms);
 }
 
 TEST_F(pg_chaos, backends_terminated_in_a_loop) {

@@ -464,4 +464,13 @@ TEST_F(pg_pool, bad_settings_are_named_and_the_password_is_masked) {
     c.conninfo = conninfo();
     c.min_idle = 20;
     EXPECT_THROW(pg::pool(io.get_executor(), c), std::invalid_argument);
+    c.min_idle = 0;
+    c.cancel_drain_limit = {};
+    try {
+        pg::pool db(io.get_executor(), c);
+        ADD_FAILURE() << "accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("cancel_drain_limit must be positive"), std::string::npos)
+            << e.what();
+    }
 }

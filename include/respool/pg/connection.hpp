@@ -160,8 +160,13 @@ public:
     // cancelled on the server and the query completes with error::statement_timeout; an Asio
     // cancellation of the query (terminal, partial or total) does the same and completes with
     // asio::error::operation_aborted. Either way the connection is drained and stays usable, or, when
-    // the server has not ended the statement within 5 s of the cancel request, it is closed.
+    // the server has not ended the statement within the cancel drain limit, it is closed.
     void set_statement_timeout(std::chrono::steady_clock::duration timeout) noexcept;
+    // How long after a cancel request (a deadline, an Asio cancellation) the server gets to end the
+    // statement, its reply read and every cancel request returned, before the connection is closed
+    // instead (1 s by default): the query completes at most this long after it was cancelled, also when
+    // the network path to the server is lost (a blackhole: no reply, no returning request).
+    void set_cancel_drain_limit(std::chrono::steady_clock::duration limit) noexcept;
 
     [[nodiscard]] bool is_open() const noexcept;
     [[nodiscard]] const diagnostics& last_error() const noexcept;

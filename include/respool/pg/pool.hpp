@@ -54,6 +54,10 @@ struct pool_config {
     duration reset_timeout =
         std::chrono::seconds(5);   // the reset on release (ROLLBACK, session reset, drain)
     duration statement_timeout{};  // per statement, every connection; 0 = none
+    // After a statement's deadline or cancellation, how long the server gets to end it (its reply read,
+    // every cancel request returned) before its connection is closed instead: a caller waits at most
+    // its deadline plus this, whatever the network does (connection::set_cancel_drain_limit).
+    duration cancel_drain_limit = std::chrono::seconds(1);
     statement_mode statements = statement_mode::cache;
     // pool::async_query statements that may share one connection at a time (libpq's pipeline mode,
     // docs/06-postgresql.md "Pipelined pool statements"): 1 = each borrows a connection of its own.
