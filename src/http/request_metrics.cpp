@@ -69,8 +69,20 @@ struct request_metrics::impl {
 request_metrics::request_metrics() : impl_(std::make_unique<impl>()) {}
 request_metrics::~request_metrics() = default;
 
+namespace {
+
+std::string_view bounded_method(std::string_view method) noexcept {
+    for (std::string_view known :
+         {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"})
+        if (method == known) return known;
+    return "other";
+}
+
+}  // namespace
+
 void request_metrics::record(std::string_view route, std::string_view method, unsigned status,
                              std::chrono::nanoseconds elapsed) {
+    method = bounded_method(method);
     std::lock_guard lock(impl_->m);
     auto c = impl_->counts.find(count_view{route, method, status});
     if (c == impl_->counts.end())

@@ -1,5 +1,6 @@
 // HTTP request counters and latency histograms (respool/http/request_metrics.hpp): series per route,
-// method and status; several objects merged; records from several threads at once all counted.
+// method and status; invented methods in one series; several objects merged; records from several
+// threads at once all counted.
 #include <respool/http/request_metrics.hpp>
 
 #include <gtest/gtest.h>
@@ -67,6 +68,22 @@ TEST(http_request_metrics, label_values_are_escaped) {
     m.write(out);
     EXPECT_TRUE(has_line(out, R"(respool_http_requests_total{route="/a\"b\\c",method="GET",status="200"} 1)"))
         << out;
+}
+
+// Found by fuzz_http_requests: every new method a client invented was a new time series (unbounded
+// memory, an ever slower /metrics).
+TEST(http_request_metrics, methods_a_client_invents_share_one_series) {
+    http::request_metrics m;
+    for (int i = 0; i < 100; ++i) m.record("unmatched", "X" + std::to_string(i), 405, 1ms);
+    m.record("unmatched", "PATCH", 405, 1ms);
+    std::string out;
+    m.write(out);
+    EXPECT_TRUE(
+        has_line(out, R"(respool_http_requests_total{route="unmatched",method="other",status="405"} 100)"))
+        << out;
+    EXPECT_TRUE(
+        has_line(out, R"(respool_http_requests_total{route="unmatched",method="PATCH",status="405"} 1)"));
+    EXPECT_EQ(out.find("X1"), std::string::npos);
 }
 
 TEST(http_request_metrics, records_from_several_threads_and_a_scrape_meanwhile_are_all_counted) {

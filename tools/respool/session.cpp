@@ -95,8 +95,7 @@ asio::awaitable<void> run_session(service& svc, worker& w, beast::tcp_stream str
             if (!too_large && !is_http_parse_error(ec)) break;  // closed, timed out, stopped
             // The header was parsed for a body too large; a parse error may have left none.
             const auto target = too_large ? std::string(parser.get().target()) : std::string();
-            const auto method =
-                too_large ? std::string(parser.get().method_string()) : std::string("UNKNOWN");
+            const auto method = too_large ? std::string(parser.get().method_string()) : std::string("other");
             auto res =
                 too_large ? json_error(413, "payload_too_large", "a request body is at most 1 MiB", 11, false)
                           : json_error(400, "bad_request", "malformed HTTP request", 11, false);

@@ -30,7 +30,9 @@ public:
     request_metrics& operator=(const request_metrics&) = delete;
 
     // One answered request: its route pattern, method ("GET"), status code and time from the request's
-    // first byte read (or its start) to the response written.
+    // first byte read (or its start) to the response written. A method outside RFC 9110's (GET, HEAD,
+    // POST, PUT, DELETE, CONNECT, OPTIONS, TRACE) and PATCH is counted as "other": a label value taken
+    // from the request would let any client create time series without bound.
     void record(std::string_view route, std::string_view method, unsigned status,
                 std::chrono::nanoseconds elapsed);
 
