@@ -83,9 +83,17 @@ struct harness {
     }
 };
 
+harness* the_one = nullptr;
+
 harness& the_harness() {
-    static harness* h = new harness;  // never destroyed: libFuzzer exits without unwinding
-    return *h;
+    if (!the_one) {
+        the_one = new harness;  // never destroyed (its threads may still run at exit)
+        std::atexit([] {        // libFuzzer ends with exit(): the database files go
+            std::error_code ignored;
+            std::filesystem::remove_all(the_one->dir, ignored);
+        });
+    }
+    return *the_one;
 }
 
 bool allowed(unsigned status) {
