@@ -3,6 +3,7 @@
 #include "group_commit.hpp"
 
 #include "pool_state.hpp"
+#include "queued_delivery.hpp"
 #include "statement_run.hpp"
 
 #include <boost/asio/append.hpp>
@@ -83,14 +84,6 @@ error_code run_group(connection::impl& s, const group& g) {
 }
 
 // ---- the caller's side ------------------------------------------------------------------------------
-
-// Completes an entry on its handler's associated executor (dispatch: at once when that is where
-// this runs, the pool's executor, as usual), its cancellation slot cleared first (the slot is the
-// caller's, and this runs on the pool's executor, where the caller initiated the query).
-void deliver(group_entry& e) {
-    if (auto slot = asio::get_associated_cancellation_slot(e.handler); slot.is_connected()) slot.clear();
-    asio::dispatch(asio::append(std::move(e.handler), e.ec, std::move(e.res)));
-}
 
 void fail_pending(pool_state& s, error_code ec) {
     auto pending = std::move(s.groups.pending);
@@ -182,13 +175,7 @@ struct group_canceller {
             e->cancelled.store(true, std::memory_order_relaxed);
             return;
         }
-        auto& pending = s->groups.pending;
-        auto it = std::find(pending.begin(), pending.end(), e);
-        if (it == pending.end()) return;
-        pending.erase(it);
-        e->ec = asio::error::operation_aborted;
-        // Not inside the slot's own handler (delivering clears the slot, destroying this).
-        asio::post(s->writer->get_executor(), [e] { deliver(*e); });
+        withdraw(s->groups.pending, e, s->writer->get_executor());
     }
 };
 

@@ -5,6 +5,7 @@
 
 #include "connection_impl.hpp"
 #include "pool_state.hpp"
+#include "queued_delivery.hpp"
 #include "statement_run.hpp"
 
 #include <boost/asio/append.hpp>
@@ -63,11 +64,6 @@ std::chrono::nanoseconds run_batch(connection::impl& s, const batch& b) {
 }
 
 // ---- the caller's side ------------------------------------------------------------------------------
-
-void deliver(read_entry& e) {
-    if (auto slot = asio::get_associated_cancellation_slot(e.handler); slot.is_connected()) slot.clear();
-    asio::dispatch(asio::append(std::move(e.handler), e.ec, std::move(e.res)));
-}
 
 void start_batch(const std::shared_ptr<pool_state>& s);
 
@@ -259,13 +255,7 @@ struct read_canceller {
             }
             return;
         }
-        auto& pending = s->reads.pending;
-        auto it = std::find(pending.begin(), pending.end(), e);
-        if (it == pending.end()) return;
-        pending.erase(it);
-        e->ec = asio::error::operation_aborted;
-        // Not inside the slot's own handler (delivering clears the slot, destroying this).
-        asio::post(s->writer->get_executor(), [e] { deliver(*e); });
+        withdraw(s->reads.pending, e, s->writer->get_executor());
     }
 };
 

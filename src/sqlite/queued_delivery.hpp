@@ -1,0 +1,45 @@
+// What group commit's and the read batches' queued statements share on the caller's side: delivering
+// an outcome, and a cancelled statement leaving its queue. An Entry has `handler`
+// (void(error_code, result)), `ec` and `res`.
+#pragma once
+
+#include <respool/sqlite/connection.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <deque>
+#include <memory>
+
+namespace respool::sqlite::detail {
+
+// Completes `e` on its handler's associated executor (dispatch: at once when that is where this runs,
+// the pool's executor, as usual), its cancellation slot cleared first (the slot is the caller's, and
+// this runs on the pool's executor, where the caller initiated the query).
+template <class Entry>
+void deliver(Entry& e) {
+    if (auto slot = boost::asio::get_associated_cancellation_slot(e.handler); slot.is_connected())
+        slot.clear();
+    boost::asio::dispatch(boost::asio::append(std::move(e.handler), e.ec, std::move(e.res)));
+}
+
+// A cancelled entry still in `pending`: it leaves the queue and completes with operation_aborted,
+// posted to `ex` (not inside the cancellation slot's own handler: delivering clears the slot, which
+// destroys the handler running). False when it is not queued (taken, or done).
+template <class Entry>
+bool withdraw(std::deque<std::shared_ptr<Entry>>& pending, const std::shared_ptr<Entry>& e,
+              const boost::asio::any_io_executor& ex) {
+    auto it = std::find(pending.begin(), pending.end(), e);
+    if (it == pending.end()) return false;
+    pending.erase(it);
+    e->ec = boost::asio::error::operation_aborted;
+    boost::asio::post(ex, [e] { deliver(*e); });
+    return true;
+}
+
+}  // namespace respool::sqlite::detail
