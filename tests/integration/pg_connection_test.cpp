@@ -153,6 +153,15 @@ TEST_F(pg_connection, a_wrong_password_is_an_authentication_error_and_never_show
     EXPECT_EQ(r.c.last_error().message.find("not-the-secret-42"), std::string::npos);
 }
 
+// A TLS setting libpq does not know is refused at connect with libpq's words, and nothing is opened.
+TEST_F(pg_connection, a_wrong_sslmode_is_a_connect_error_naming_it) {
+    rig r;
+    const error_code ec = r.connect(info + " sslmode=bogus");
+    EXPECT_EQ(ec, pg::error::connect_failed) << ec.message() << ": " << r.c.last_error().message;
+    EXPECT_NE(r.c.last_error().message.find("sslmode"), std::string::npos) << r.c.last_error().message;
+    EXPECT_FALSE(r.c.is_open());
+}
+
 // A listener on loopback that accepts TCP but never speaks the protocol: only the deadline ends it.
 TEST_F(pg_connection, the_connect_deadline_covers_a_server_that_never_answers) {
     rig r;

@@ -46,6 +46,13 @@ int main(int argc, char** argv) {
     simulate_config sim_cfg;
     auto* simulate = add_simulate_command(app, sim_cfg);
 
+    // A first word that is no command: CLI11 would only say that a subcommand is required.
+    const std::string first = argc > 1 ? argv[1] : "";
+    if (!first.empty() && first[0] != '-' && first != "demo" && first != "serve" && first != "simulate") {
+        std::cerr << "respool: unknown command '" << first << "' (demo, serve or simulate)\n\n" << app.help();
+        return 2;
+    }
+
     CLI::App* current = &app;
     try {
         app.parse(argc, argv);
