@@ -464,13 +464,25 @@ TEST_F(pg_pool, bad_settings_are_named_and_the_password_is_masked) {
     c.conninfo = conninfo();
     c.min_idle = 20;
     EXPECT_THROW(pg::pool(io.get_executor(), c), std::invalid_argument);
-    c.min_idle = 0;
-    c.cancel_drain_limit = {};
-    try {
-        pg::pool db(io.get_executor(), c);
-        ADD_FAILURE() << "accepted";
-    } catch (const std::invalid_argument& e) {
-        EXPECT_NE(std::string(e.what()).find("cancel_drain_limit must be positive"), std::string::npos)
-            << e.what();
+    // Each refused setting is named (docs/10-bad-input.md).
+    const std::vector<std::pair<std::function<void(pg::pool_config&)>, std::string>> cases = {
+        {[](pg::pool_config& b) { b.max = 0; }, "max must be at least 1"},
+        {[](pg::pool_config& b) { b.connect_timeout = {}; }, "connect_timeout must be positive"},
+        {[](pg::pool_config& b) { b.borrow_timeout = -1ms; }, "borrow_timeout must not be negative"},
+        {[](pg::pool_config& b) { b.statement_timeout = -1ms; }, "statement_timeout must not be negative"},
+        {[](pg::pool_config& b) { b.cancel_drain_limit = {}; }, "cancel_drain_limit must be positive"},
+        {[](pg::pool_config& b) { b.alive_check_after = -1ms; }, "alive_check_after must not be negative"},
+        {[](pg::pool_config& b) { b.pipeline_depth = 0; }, "pipeline_depth must be at least 1"},
+    };
+    for (const auto& [spoil, says] : cases) {
+        pg::pool_config b;
+        b.conninfo = conninfo();
+        spoil(b);
+        try {
+            pg::pool db(io.get_executor(), b);
+            ADD_FAILURE() << "accepted: " << says;
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+        }
     }
 }

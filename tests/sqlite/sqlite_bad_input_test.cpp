@@ -94,6 +94,12 @@ TEST_F(sqlite_bad_input, bad_settings_are_rejected) {
     c.statement_timeout = std::chrono::seconds(-1);
     EXPECT_THROW(sqlite::pool(io.get_executor(), c), std::invalid_argument);
     c = config(dir.file("x.db"));
+    c.borrow_timeout = std::chrono::seconds(-1);
+    EXPECT_THROW(sqlite::pool(io.get_executor(), c), std::invalid_argument);
+    c = config(dir.file("x.db"));
+    c.busy_timeout = std::chrono::seconds(-1);
+    EXPECT_THROW(sqlite::pool(io.get_executor(), c), std::invalid_argument);
+    c = config(dir.file("x.db"));
     c.journal_mode = "WAL; DROP TABLE t";
     sqlite::pool db(io.get_executor(), c);
     auto [ec, r] = run(io, db.async_query("SELECT 1", asio::as_tuple(asio::use_awaitable)));
