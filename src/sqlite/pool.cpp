@@ -122,8 +122,8 @@ error_code code_of(const std::exception_ptr& e) {
 
 using query_handler = asio::any_completion_handler<void(error_code, result)>;
 
-// pool::async_query: acquire (a reader unless the statement is known to write), query, give back;
-// a reader's refusal sends it to the writer.
+// pool::async_query on the writer: acquire it, query, give it back. (Reads go to read batches,
+// read_batch.hpp; a statement a reader refused comes here from there.)
 struct pool_query : std::enable_shared_from_this<pool_query> {
     pool_query(std::shared_ptr<pool_state> st, query_handler h, std::string q, std::optional<params> pr)
         : s(std::move(st)), handler(std::move(h)), sql(std::move(q)), p(std::move(pr)) {}
@@ -133,27 +133,21 @@ struct pool_query : std::enable_shared_from_this<pool_query> {
     std::optional<params> p;
     lease<connection> l;
 
-    void start(role r) {
+    void start() {
         auto slot = handler.get_cancellation_slot();
-        s->of(r).async_acquire(s->cfg.borrow_timeout,
-                               asio::bind_cancellation_slot(slot, [self = shared_from_this(), r](
-                                                                      error_code ec, lease<connection> got) {
-                                   if (ec)
-                                       return self->deliver(
-                                           ec == respool::errc::timeout ? respool::errc::exhausted : ec, {});
-                                   self->l = std::move(got);
-                                   self->run(r);
-                               }));
+        s->writer->async_acquire(
+            s->cfg.borrow_timeout,
+            asio::bind_cancellation_slot(slot, [self = shared_from_this()](error_code ec,
+                                                                           lease<connection> got) {
+                if (ec)
+                    return self->deliver(ec == respool::errc::timeout ? respool::errc::exhausted : ec, {});
+                self->l = std::move(got);
+                self->run();
+            }));
     }
 
-    void run(role r) {
-        auto done = [self = shared_from_this(), r](error_code ec, result res) {
-            if (ec == error::writes_on_reader && r == role::reader) {
-                if (self->s->writes.size() >= 1024) self->s->writes.clear();
-                self->s->writes.insert(self->sql);
-                self->l.release();
-                return self->start(role::writer);
-            }
+    void run() {
+        auto done = [self = shared_from_this()](error_code ec, result res) {
             if (ec == condition::connection_broken)
                 self->l.poison();
             else
@@ -161,11 +155,11 @@ struct pool_query : std::enable_shared_from_this<pool_query> {
             self->deliver(ec, std::move(res));
         };
         auto slot = handler.get_cancellation_slot();
-        // The text is copied, not moved: a reader's refusal sends the same one to the writer.
         if (p)
-            l->async_query(sql, *p, asio::bind_cancellation_slot(slot, std::move(done)));
+            l->async_query(std::move(sql), std::move(*p),
+                           asio::bind_cancellation_slot(slot, std::move(done)));
         else
-            l->async_query(sql, asio::bind_cancellation_slot(slot, std::move(done)));
+            l->async_query(std::move(sql), asio::bind_cancellation_slot(slot, std::move(done)));
     }
 
     void deliver(error_code ec, result r) {
@@ -180,7 +174,7 @@ namespace detail {
 
 void query_on_writer(const std::shared_ptr<pool_state>& s, std::string sql, std::optional<params> p,
                      query_handler h) {
-    std::make_shared<pool_query>(s, std::move(h), std::move(sql), std::move(p))->start(role::writer);
+    std::make_shared<pool_query>(s, std::move(h), std::move(sql), std::move(p))->start();
 }
 
 asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s, role r) {

@@ -8,8 +8,6 @@
 #include "queued_delivery.hpp"
 #include "statement_run.hpp"
 
-#include <boost/asio/append.hpp>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 

@@ -15,6 +15,7 @@
 
 #include <iostream>
 #include <stdexcept>
+#include <utility>
 
 using namespace respool_cli;
 
@@ -47,10 +48,19 @@ int main(int argc, char** argv) {
     auto* simulate = add_simulate_command(app, sim_cfg);
 
     // A first word that is no command: CLI11 would only say that a subcommand is required.
-    const std::string first = argc > 1 ? argv[1] : "";
-    if (!first.empty() && first[0] != '-' && first != "demo" && first != "serve" && first != "simulate") {
-        std::cerr << "respool: unknown command '" << first << "' (demo, serve or simulate)\n\n" << app.help();
-        return 2;
+    if (argc > 1 && argv[1][0] != '-') {
+        const std::string first = argv[1];
+        std::string known;
+        bool found = false;
+        for (const CLI::App* sub :
+             std::as_const(app).get_subcommands(std::function<bool(const CLI::App*)>{})) {
+            found = found || sub->get_name() == first;
+            known += (known.empty() ? "" : ", ") + sub->get_name();
+        }
+        if (!found) {
+            std::cerr << "respool: unknown command '" << first << "' (" << known << ")\n\n" << app.help();
+            return 2;
+        }
     }
 
     CLI::App* current = &app;
