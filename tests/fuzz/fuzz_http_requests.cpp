@@ -131,7 +131,6 @@ void check_responses(const std::string& bytes) {
         p.body_limit(8 * 1024 * 1024);
         p.eager(true);
         beast::error_code ec;
-        std::size_t used = 0;
         while (!p.is_done()) {
             const std::size_t n = p.put(buf.data(), ec);
             if (ec == bh::error::need_more) {
@@ -142,7 +141,6 @@ void check_responses(const std::string& bytes) {
             }
             if (ec) fail("a response does not parse:", ec.message());
             buf.consume(n);
-            used += n;
         }
         const unsigned status = p.get().result_int();
         if (!allowed(status)) fail("status outside SPEC.md §6's set:", std::to_string(status));
@@ -163,9 +161,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const unsigned splits = size ? data[0] % 4u : 0;
     const std::string input(reinterpret_cast<const char*>(data) + (size ? 1 : 0), size ? size - 1 : 0);
 
+    // Connected asynchronously: libFuzzer's -timeout alarm (SIGALRM) interrupts blocking calls, and a
+    // blocking connect or accept would fail with EINTR now and then.
     tcp::socket client(io);
-    client.connect(h.acceptor->local_endpoint());
-    tcp::socket server = h.acceptor->accept();
+    tcp::socket server(io);
+    beast::error_code connect_ec, accept_ec;
+    int pending = 2;
+    client.async_connect(h.acceptor->local_endpoint(), [&](beast::error_code ec) {
+        connect_ec = ec;
+        --pending;
+    });
+    h.acceptor->async_accept(server, [&](beast::error_code ec) {
+        accept_ec = ec;
+        --pending;
+    });
+    while (pending > 0) io.run_one();
+    io.restart();  // the loop ran out of work with the second completion: it stopped
+    if (connect_ec || accept_ec)
+        fail("the loopback connection failed:", (connect_ec ? connect_ec : accept_ec).message());
     asio::co_spawn(io, respool_cli::run_session(h.svc, *h.w, beast::tcp_stream(std::move(server))),
                    asio::detached);
 
