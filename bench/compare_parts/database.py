@@ -1,0 +1,257 @@
+"""Pools on a real PostgreSQL server: respool::pg::pool (one pool on one thread, per-thread pools on 2
+threads, one shared thread_safe pool, and the opt-in pipelined mode) next to HikariCP + pgjdbc, pgxpool
+v4, asyncpg's pool and node-postgres' pg.Pool, with pgbench (raw libpq) as the floor.
+
+Every pool peer is a long-lived program speaking bench/peers/PROTOCOL.md: started once, warmed up, then
+measured in rotation with the others (rep by rep, the order shifted each rep) so that the shared
+machine's noise hits all alike; medians over the reps. Client CPU per query is the peer process's own
+user + system time over the measurement (/proc/PID/stat); for pgbench, started per measurement, its
+getrusage less the CPU of its connects (measured once per client count). The backends column is the
+most connections to the server the measured client held at once (sampled every 50 ms). Writes docs/benchmarks.md between the compare-pg
+markers."""
+import os
+import re
+import resource
+import select
+import shutil
+import subprocess
+import tempfile
+
+from .common import (RELEASE, ROOT, BackendSampler, build_release, ensure_node, ensure_packages, median,
+                     process_cpu, say, sh, write_section)
+
+PEERS_DIR = os.path.join(ROOT, "bench", "peers")
+POOL = 8
+WORKLOADS = ["select1", "lookup", "txn"]
+CLIENTS = [1, 8, 64]
+PGBENCH_SCRIPTS = {
+    "select1": "SELECT 1;\n",
+    "lookup": "\\set id random(1, 10000)\nSELECT v FROM bench_kv WHERE id = :id;\n",
+    "txn": ("\\set id random(1, 10000)\nBEGIN;\nUPDATE bench_kv SET n = n + 1 WHERE id = :id;\n"
+            "SELECT v, n FROM bench_kv WHERE id = :id;\nCOMMIT;\n"),
+}
+RESULT = re.compile(r"result queries=(\d+) seconds=([\d.]+) p50_us=([\d.]+) p99_us=([\d.]+) errors=(\d+)")
+
+
+class Peer:
+    """A pool peer process: `ready`, then one `result` line per `run` line."""
+
+    def __init__(self, key, label, cmd, env, cwd=None):
+        self.key, self.label = key, label
+        self.proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True, bufsize=1)
+        line = self._line(120)
+        if line.strip() != "ready":
+            self.close()
+            raise RuntimeError(f"{label} did not start: {line!r}")
+
+    def _line(self, timeout):
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            raise RuntimeError(f"{self.label}: no answer within {timeout} s")
+        return self.proc.stdout.readline()
+
+    def run(self, workload, clients, seconds):
+        """(queries/s, p50 us, p99 us, errors, CPU seconds of the peer over the run)."""
+        cpu0 = process_cpu(self.proc.pid)
+        self.proc.stdin.write(f"run {workload} {clients} {seconds}\n")
+        self.proc.stdin.flush()
+        line = self._line(seconds + 60)
+        cpu = process_cpu(self.proc.pid) - cpu0
+        m = RESULT.match(line.strip())
+        if not m:
+            raise RuntimeError(f"{self.label}: not a result: {line!r}")
+        q, s, p50, p99, e = m.groups()
+        return int(q) / float(s), float(p50), float(p99), int(e), cpu, int(q)
+
+    def close(self):
+        try:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Pgbench:
+    """pgbench -M prepared with min(clients, POOL) connections on one thread: raw libpq, no pool."""
+    key, label = "pgbench", "pgbench (libpq, no pool)"
+
+    def __init__(self, cluster, folder, sampler):
+        self.env, self.folder, self.sampler = cluster.env, folder, sampler
+        for name, text in PGBENCH_SCRIPTS.items():
+            with open(os.path.join(folder, name + ".sql"), "w") as f:
+                f.write(text)
+        self.connect_cpu = {}
+
+    def _pgbench(self, workload, conns, args, sample=False):
+        cmd = ["pgbench", "-n", "-M", "prepared", "-c", str(conns), "-j", "1",
+               "-f", os.path.join(self.folder, workload + ".sql")] + args
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc = subprocess.Popen(cmd, env=self.env, cwd=self.folder, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        if sample:
+            self.sampler.start(proc.pid)
+        out, err = proc.communicate()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            raise RuntimeError(f"pgbench failed ({proc.returncode}): {err.strip()}")
+        return out, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+    def _connects(self, conns):
+        """CPU of starting pgbench and connecting `conns` times (scram-sha-256 costs the client too)."""
+        if conns not in self.connect_cpu:
+            self.connect_cpu[conns] = median([self._pgbench("select1", conns, ["-t", "1"])[1] for _ in range(3)])
+        return self.connect_cpu[conns]
+
+    def run(self, workload, clients, seconds):
+        conns = min(clients, POOL)
+        for f in os.listdir(self.folder):
+            if f.startswith("pgbench_log"):
+                os.remove(os.path.join(self.folder, f))
+        # Latencies from a 10 % sample of the per-transaction log: writing every line would cost pgbench
+        # CPU the others do not pay.
+        out, cpu = self._pgbench(workload, conns, ["-T", str(seconds), "-l", "--sampling-rate", "0.1"], sample=True)
+        n = int(re.search(r"number of transactions actually processed: (\d+)", out).group(1))
+        failed = re.search(r"number of failed transactions: (\d+)", out)
+        tps = float(re.search(r"tps = ([\d.]+) \(without initial connection time\)", out).group(1))
+        lat = []
+        for f in os.listdir(self.folder):
+            if f.startswith("pgbench_log"):
+                with open(os.path.join(self.folder, f)) as fh:
+                    lat += [int(line.split()[2]) for line in fh if line.strip()]
+        lat.sort()
+        pct = lambda p: float(lat[min(len(lat) - 1, int(p * len(lat)))]) if lat else 0.0
+        return tps, pct(0.50), pct(0.99), int(failed.group(1)) if failed else 0, max(
+            0.0, cpu - self._connects(conns)), n
+
+    def close(self):
+        pass
+
+
+def prepare_peers(tmp):
+    """Builds or installs every peer; returns a list of (key, label, command, cwd)."""
+    ensure_packages(["python3-asyncpg", "golang-go", "golang-github-jackc-pgx-v4-dev", "libhikaricp-java",
+                     "libpostgresql-jdbc-java", "libslf4j-java", "openjdk-17-jdk-headless"])
+    ensure_node()
+    build_release(["respool_pg_peer"])
+    say("database: building the Java and Go peers, installing node-postgres ...")
+    java_out, go_out = os.path.join(tmp, "java"), os.path.join(tmp, "go")
+    sh([os.path.join(PEERS_DIR, "java", "pg_peer.sh"), "build", java_out], stdout=subprocess.DEVNULL)
+    sh([os.path.join(PEERS_DIR, "go", "build.sh"), go_out], stdout=subprocess.DEVNULL)
+    sh([os.path.join(PEERS_DIR, "node", "install.sh")], stdout=subprocess.DEVNULL)
+    rp = os.path.join(RELEASE, "bench", "respool_pg_peer")
+    pool = ["--pool", str(POOL)]
+    return [
+        ("respool", "respool, one pool, one thread", [rp] + pool + ["--variant", "one-thread"], None),
+        ("respool-per-thread", "respool, a pool per thread, 2 threads", [rp] + pool + ["--variant", "per-thread"],
+         None),
+        ("respool-shared", "respool, one thread_safe pool, 2 threads", [rp] + pool + ["--variant", "shared"], None),
+        ("respool-pipelined", "respool, one pool, one thread, pipeline_depth 8",
+         [rp] + pool + ["--variant", "one-thread", "--pipeline", "8"], None),
+        ("hikaricp", "HikariCP 2.7.9 + pgjdbc 42.5 (threads)",
+         [os.path.join(PEERS_DIR, "java", "pg_peer.sh"), "run", java_out] + pool, None),
+        ("pgxpool", "pgxpool v4.15 (goroutines)", [os.path.join(go_out, "pgxbench")] + pool, None),
+        ("asyncpg", "asyncpg 0.27 pool (asyncio tasks)",
+         ["/usr/bin/python3", os.path.join(PEERS_DIR, "python", "asyncpg_bench.py")] + pool, None),
+        ("node-pg", "node-postgres pg.Pool (async loops)", ["node", "pgbench.js"] + pool,
+         os.path.join(PEERS_DIR, "node")),
+    ]
+
+
+def create_table(cluster):
+    cluster.psql("DROP TABLE IF EXISTS bench_kv; "
+                 "CREATE TABLE bench_kv (id int PRIMARY KEY, v text NOT NULL, n bigint NOT NULL DEFAULT 0); "
+                 "INSERT INTO bench_kv SELECT i, md5(i::text), 0 FROM generate_series(1, 10000) i")
+    cluster.psql("VACUUM ANALYZE bench_kv")  # not in the transaction of the statements above
+
+
+def run(cluster, seconds, reps, write, only=None):
+    tmp = tempfile.mkdtemp(prefix="respool-compare-pg.")
+    peers = []
+    sampler = None
+    results = {}  # (workload, clients, key) -> list of (qps, p50, p99, errors, cpu_us_per_query, backends)
+    try:
+        specs = prepare_peers(tmp)
+        create_table(cluster)
+        sampler = BackendSampler(int(cluster.params["port"]))
+        peers.append(Pgbench(cluster, tmp, sampler))
+        for key, label, cmd, cwd in specs:
+            if only and key not in only:
+                continue
+            say(f"database: starting {label}")
+            p = Peer(key, label, cmd, cluster.env, cwd)
+            peers.append(p)
+            p.run("select1", 64, 1.0)  # warm-up: every connection open, the JIT and caches warm
+            p.run("txn", 8, 0.5)
+        rows = [(w, c) for w in WORKLOADS for c in CLIENTS]
+        for rep in range(reps):
+            for (w, c) in rows:
+                shift = (rep + rows.index((w, c))) % len(peers)
+                for p in peers[shift:] + peers[:shift]:  # the order rotates: no peer always runs first
+                    if isinstance(p, Peer):
+                        # Unmeasured: a pool that closed idle connections while the others ran (node-postgres
+                        # after 10 s) reconnects here, not in the measurement.
+                        p.run(w, c, 0.1)
+                    sampler.start(p.proc.pid if isinstance(p, Peer) else None)
+                    qps, p50, p99, errors, cpu, n = p.run(w, c, seconds)
+                    backends = sampler.stop()
+                    results.setdefault((w, c, p.key), []).append(
+                        (qps, p50, p99, errors, cpu * 1e6 / n if n else 0.0, backends))
+                say(f"database: rep {rep + 1}/{reps} {w} x{c}: " + ", ".join(
+                    f"{p.key} {results[(w, c, p.key)][-1][0]:,.0f}" for p in peers))
+    finally:
+        for p in peers:
+            p.close()
+        if sampler:
+            sampler.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    labels = {p.key: p.label for p in peers}
+    text = report(results, labels, seconds, reps)
+    print(text)
+    if write:
+        write_section("compare-pg", text)
+    return results
+
+
+def report(results, labels, seconds, reps):
+    med = {k: tuple(median([r[i] for r in v]) for i in range(5)) + (max(r[5] for r in v),)
+           for k, v in results.items()}
+    pools = [k for k in labels if k != "pgbench"]
+    peers = [k for k in pools if not k.startswith("respool")]
+    lines = [f"Generated by `bench/compare` (medians of {reps} interleaved runs of {seconds} s; pool size "
+             f"{POOL} for every pool; one 2-core machine runs the server and the client).", "",
+             "| workload | clients | client | queries/s | p50 | p99 | client CPU/query | backends | "
+             "respool ÷ it (q/s) | respool ÷ it (CPU) |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    summary = ["| workload | clients | respool (best variant) | best pool peer | respool ÷ best peer | "
+               "respool (one thread) ÷ pgbench | lowest CPU/query among pools |",
+               "|---|---:|---|---|---:|---:|---|"]
+    for w in WORKLOADS:
+        for c in CLIENTS:
+            ref = med.get((w, c, "respool"))
+            for k in ["pgbench"] + pools:
+                m = med.get((w, c, k))
+                if not m:
+                    continue
+                qps, p50, p99, errors, cpu, backends = m
+                ratio_q = f"{ref[0] / qps:.2f}x" if ref and k != "respool" else ""
+                ratio_c = f"{ref[4] / cpu:.2f}x" if ref and k != "respool" and cpu else ""
+                err = f" ({errors:.0f} failed)" if errors else ""
+                lines.append(f"| {w} | {c} | {labels[k]} | {qps:,.0f}{err} | {p50 / 1000:.2f} ms | "
+                             f"{p99 / 1000:.2f} ms | {cpu:.1f} µs | {backends} | {ratio_q} | {ratio_c} |")
+            ours = [k for k in pools if k.startswith("respool") and (w, c, k) in med]
+            theirs = [k for k in peers if (w, c, k) in med]
+            if not ours or not theirs:
+                continue
+            best = max(ours, key=lambda k: med[(w, c, k)][0])
+            rival = max(theirs, key=lambda k: med[(w, c, k)][0])
+            cheapest = min([k for k in pools if (w, c, k) in med], key=lambda k: med[(w, c, k)][4])
+            floor = med.get((w, c, "pgbench"))
+            summary.append(
+                f"| {w} | {c} | {labels[best]}: {med[(w, c, best)][0]:,.0f} | {labels[rival]}: "
+                f"{med[(w, c, rival)][0]:,.0f} | {med[(w, c, best)][0] / med[(w, c, rival)][0]:.2f}x | "
+                + (f"{ref[0] / floor[0]:.2f}x" if ref and floor else "n/a")
+                + f" | {labels[cheapest]} ({med[(w, c, cheapest)][4]:.1f} µs) |")
+    return "\n".join(lines + [""] + summary) + "\n"
