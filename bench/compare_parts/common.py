@@ -93,13 +93,14 @@ def connections_to(pid, port):
     except OSError:
         return 0  # the process ended
     count = 0
-    with open("/proc/net/tcp") as f:
-        next(f)
-        for line in f:
-            fields = line.split()
-            remote, state, inode = fields[2], fields[3], fields[9]
-            if state == "01" and int(remote.split(":")[1], 16) == port and inode in inodes:
-                count += 1
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):  # the JVM connects through IPv6 sockets (v4-mapped)
+        with open(table) as f:
+            next(f)
+            for line in f:
+                fields = line.split()
+                remote, state, inode = fields[2], fields[3], fields[9]
+                if state == "01" and int(remote.split(":")[1], 16) == port and inode in inodes:
+                    count += 1
     return count
 
 
