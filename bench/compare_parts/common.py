@@ -154,3 +154,10 @@ def write_section(name, text):
     head, rest = doc.split(begin, 1)
     with open(path, "w") as f:
         f.write(head + begin + text.rstrip("\n") + "\n" + end + rest.split(end, 1)[1])
+
+
+def publish(name, text, write):
+    """Prints a part's tables and, when `write`, puts them into docs/benchmarks.md."""
+    print(text)
+    if write:
+        write_section(name, text)

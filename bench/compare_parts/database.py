@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 
 from .common import (RELEASE, ROOT, BackendSampler, build_release, ensure_node, ensure_packages, median,
-                     process_cpu, say, sh, write_section)
+                     process_cpu, say, sh, publish)
 
 PEERS_DIR = os.path.join(ROOT, "bench", "peers")
 POOL = 8
@@ -208,10 +208,7 @@ def run(cluster, seconds, reps, write, only=None):
             sampler.close()
         shutil.rmtree(tmp, ignore_errors=True)
     labels = {p.key: p.label for p in peers}
-    text = report(results, labels, seconds, reps)
-    print(text)
-    if write:
-        write_section("compare-pg", text)
+    publish("compare-pg", report(results, labels, seconds, reps), write)
     return results
 
 

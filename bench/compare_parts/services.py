@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import tempfile
 
-from .common import RELEASE, ROOT, build_release, ensure_node, median, process_cpu, say, sh, write_section
+from .common import RELEASE, ROOT, build_release, ensure_node, median, process_cpu, say, sh, publish
 
 PEERS_DIR = os.path.join(ROOT, "bench", "peers")
 KEYS = 1000
@@ -116,10 +116,7 @@ def run(cluster, seconds, reps, write):
             s.close()
         shutil.rmtree(tmp, ignore_errors=True)
     labels = {s.key: s.label for s in services}
-    text = report(results, labels, seconds, reps)
-    print(text)
-    if write:
-        write_section("compare-http", text)
+    publish("compare-http", report(results, labels, seconds, reps), write)
     return results
 
 
