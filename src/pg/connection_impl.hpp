@@ -78,6 +78,9 @@ struct connection::impl {
     std::vector<std::string> to_deallocate;  // evicted or stale statements, sent with the next query
     std::string key;                         // reused buffer for cache keys (no allocation per query)
     session_state session;
+    // A transaction's BEGIN not sent yet (detail::defer_begin): it goes with the transaction's first
+    // statement, in the same round trip, as pgjdbc does; a transaction that runs nothing sends nothing.
+    std::string deferred_begin;
 
     // Takes the socket back from Asio and closes the connection (libpq closes the socket). Every wait
     // of the operation under way ends now, so nothing keeps the event loop busy for a closed connection.
@@ -128,6 +131,12 @@ void complete_here(const boost::asio::any_io_executor& ex, Handler h, Args... ar
     else
         boost::asio::dispatch(ex, boost::asio::append(std::move(h), std::move(args)...));
 }
+
+// Opens a transaction on `c` lazily: `begin_sql` (BEGIN with its options) is sent with the next
+// statement, in the same round trip (query.cpp). `c` must be idle, outside a transaction.
+void defer_begin(connection& c, std::string begin_sql);
+// Forgets a BEGIN not sent yet; true when there was one (the transaction ran no statement).
+bool drop_deferred_begin(connection& c) noexcept;
 
 // The SQL calls functions whose effects on the session its command tag does not show (advisory
 // locks, set_config). A cheap scan: nothing without a parenthesis.

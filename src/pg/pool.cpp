@@ -10,6 +10,7 @@
 //                   every other one retired
 #include <respool/pg/pool.hpp>
 
+#include "connection_impl.hpp"
 #include "pipeline_dispatch.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -204,11 +205,18 @@ asio::awaitable<void> begin(connection& c, const transaction_options& o) {
     case isolation::serializable: sql += " ISOLATION LEVEL SERIALIZABLE"; break;
     }
     if (o.read_only) sql += " READ ONLY";
+    if (c.is_open() && c.transaction_state() == transaction_status::idle) {
+        // Sent with the first statement, in its round trip (a transaction of n statements costs n + 1
+        // round trips with its COMMIT, not n + 2).
+        detail::defer_begin(c, std::move(sql));
+        co_return;
+    }
     auto [ec, r] = co_await c.async_query(std::move(sql), asio::as_tuple(asio::use_awaitable));
     if (ec) throw boost::system::system_error(ec, c.last_error().message);
 }
 
 asio::awaitable<void> commit(connection& c) {
+    if (detail::drop_deferred_begin(c)) co_return;  // no statement ran: there is nothing to commit
     auto [ec, r] = co_await c.async_query("COMMIT", asio::as_tuple(asio::use_awaitable));
     if (ec) throw boost::system::system_error(ec, c.last_error().message);
     // The server ends a failed transaction's COMMIT as a rollback, without an error.
@@ -218,6 +226,7 @@ asio::awaitable<void> commit(connection& c) {
 }
 
 asio::awaitable<bool> recover(connection& c, std::exception_ptr error, bool attempts_left) {
+    detail::drop_deferred_begin(c);  // failed before its first statement: nothing was sent
     const error_code ec = code_of(error);
     if (ec == condition::connection_broken || !c.is_open()) co_return false;
     const auto st = c.transaction_state();

@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <functional>
+#include <utility>
 
 namespace asio = boost::asio;
 
@@ -53,7 +54,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
     std::shared_ptr<cancel_mailbox> box;  // made at the first cancel request (most queries have none)
 
     // What the server answers, in order: the part of the round trip each result belongs to.
-    enum class part : std::uint8_t { rows, prepare, deallocate, sync };
+    enum class part : std::uint8_t { begin, rows, prepare, deallocate, sync };
     boost::container::small_vector<part, 6> parts;  // inline: no allocation per query
     std::size_t at = 0;
     std::size_t first_deallocate = 0;
@@ -133,7 +134,10 @@ struct query_op : std::enable_shared_from_this<query_op> {
     // Queues the statement (and what the cache needs done) in libpq's buffer; false: libpq refused.
     bool send() {
         PGconn* pc = c->conn;
-        idle_before = PQtransactionStatus(pc) == PQTRANS_IDLE;
+        // A transaction's deferred BEGIN goes first, in this round trip (never again on a retry: a
+        // statement that opened a transaction is not retried).
+        const std::string begin_sql = std::exchange(c->deferred_begin, {});
+        idle_before = PQtransactionStatus(pc) == PQTRANS_IDLE && begin_sql.empty();
         parts.clear();
         at = 0;
         out = {};
@@ -143,28 +147,46 @@ struct query_op : std::enable_shared_from_this<query_op> {
         if (!p) {
             c->track_sent(sql);
             parts.push_back(part::rows);
+            if (!begin_sql.empty())  // one simple-protocol script: its last result is the caller's
+                return PQsendQuery(pc, (begin_sql + ";\n" + sql).c_str()) != 0;
             return PQsendQuery(pc, sql.c_str()) != 0;
         }
         const params_access a(*p);
         const int n = static_cast<int>(p->size());
+        // BEGIN, then the statement, in one pipeline (one Sync: a failed BEGIN skips the statement).
+        auto send_begin = [&] {
+            if (!PQenterPipelineMode(pc)) return false;
+            pipeline = true;
+            parts.push_back(part::begin);
+            return PQsendQueryParams(pc, begin_sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) != 0;
+        };
         if (c->mode == statement_mode::unnamed || c->cache.capacity() == 0) {
             c->track_sent(sql);
+            if (!begin_sql.empty() && !send_begin()) return false;
             parts.push_back(part::rows);
-            return PQsendQueryParams(pc, sql.c_str(), n, a.types(), a.values.data(), a.lengths(), a.formats(),
-                                     0) != 0;
+            if (!PQsendQueryParams(pc, sql.c_str(), n, a.types(), a.values.data(), a.lengths(), a.formats(),
+                                   0))
+                return false;
+            if (!pipeline) return true;
+            parts.push_back(part::sync);
+            return PQpipelineSync(pc) != 0;
         }
         c->key.assign(sql);  // the SQL text and the parameter types: one prepared statement each
         c->key.push_back('\0');
         c->key.append(reinterpret_cast<const char*>(a.types()), p->size() * sizeof(Oid));
         const detail::prepared* cached = c->cache.find(c->key);
         if (cached && cached->session_effects) c->session.dirty = true;
-        if (cached && c->to_deallocate.empty()) {  // the common case: one Bind/Execute/Sync
+        if (cached && c->to_deallocate.empty() && begin_sql.empty()) {  // the common case: Bind/Execute/Sync
             parts.push_back(part::rows);
             return PQsendQueryPrepared(pc, cached->name.c_str(), n, a.values.data(), a.lengths(), a.formats(),
                                        0) != 0;
         }
-        if (!PQenterPipelineMode(pc)) return false;
-        pipeline = true;
+        if (!begin_sql.empty()) {
+            if (!send_begin()) return false;
+        } else {
+            if (!PQenterPipelineMode(pc)) return false;
+            pipeline = true;
+        }
         std::string name;
         if (cached) {
             name = cached->name;

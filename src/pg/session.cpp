@@ -103,7 +103,7 @@ void connection::impl::track_error(const std::string& sqlstate) {
 bool connection::needs_reset(reset_policy policy) const noexcept {
     const auto& c = *impl_;
     if (c.busy || !c.conn || PQstatus(c.conn) != CONNECTION_OK || c.server_fatal) return true;
-    if (PQtransactionStatus(c.conn) != PQTRANS_IDLE) return true;
+    if (PQtransactionStatus(c.conn) != PQTRANS_IDLE || !c.deferred_begin.empty()) return true;
     if (policy == reset_policy::always) return true;
     return policy == reset_policy::tracked && c.session_changed();
 }
@@ -128,7 +128,8 @@ bool connection::failover_detected() const noexcept {
 transaction_status connection::transaction_state() const noexcept {
     if (!impl_->conn) return transaction_status::unknown;
     switch (PQtransactionStatus(impl_->conn)) {
-    case PQTRANS_IDLE: return transaction_status::idle;
+    case PQTRANS_IDLE:  // a transaction whose BEGIN goes with its first statement is open already
+        return impl_->deferred_begin.empty() ? transaction_status::idle : transaction_status::in_transaction;
     case PQTRANS_ACTIVE: return transaction_status::active;
     case PQTRANS_INTRANS: return transaction_status::in_transaction;
     case PQTRANS_INERROR: return transaction_status::in_error;
@@ -225,6 +226,7 @@ struct reset_op : std::enable_shared_from_this<reset_op> {
 }  // namespace
 
 void connection::start_reset(reset_policy policy, connect_handler handler) {
+    impl_->deferred_begin.clear();  // a transaction that never ran a statement: nothing to roll back
     auto op = std::make_shared<reset_op>(impl_, std::move(handler), policy);
     auto slot = op->handler.get_cancellation_slot();
     if (slot.is_connected())
@@ -234,5 +236,20 @@ void connection::start_reset(reset_policy policy, connect_handler handler) {
         });
     asio::post(impl_->ex, [op] { op->start(); });  // never inside the initiating call
 }
+
+namespace detail {
+
+void defer_begin(connection& c, std::string begin_sql) {
+    connection_access::impl_of(c)->deferred_begin = std::move(begin_sql);
+}
+
+bool drop_deferred_begin(connection& c) noexcept {
+    auto& pending = connection_access::impl_of(c)->deferred_begin;
+    const bool was = !pending.empty();
+    pending.clear();
+    return was;
+}
+
+}  // namespace detail
 
 }  // namespace respool::pg

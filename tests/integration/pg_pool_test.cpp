@@ -173,6 +173,75 @@ TEST_F(pg_pool, a_transaction_commits_or_rolls_back_and_the_exception_goes_on) {
     });
 }
 
+// transaction() sends its BEGIN with the first statement, in the same round trip (as pgjdbc does): a
+// simple-protocol statement goes as one script "BEGIN ...;\n<statement>" (pg_stat_activity shows it),
+// a statement with parameters in one pipeline with it; either way it runs inside the transaction, with
+// its options. A transaction that runs no statement sends nothing at all.
+TEST_F(pg_pool, a_transaction_sends_its_begin_with_its_first_statement) {
+    run([]() -> asio::awaitable<void> {
+        auto cfg = config("t_begin", 1, 1);
+        cfg.validate_after = std::chrono::hours(1);  // no validation query in the way
+        pg::pool db(co_await asio::this_coro::executor, cfg);
+        admin a = co_await admin::open();
+        const int pid = co_await db.with_connection(
+            [](pg::connection& c) -> asio::awaitable<int> { co_return co_await pid_of(c); },
+            asio::use_awaitable);
+        auto last = [&]() -> asio::awaitable<std::string> {
+            auto r =
+                co_await a.query("SELECT query FROM pg_stat_activity WHERE pid = " + std::to_string(pid));
+            co_return r.text(0, 0);
+        };
+        const std::string level = co_await db.transaction(
+            [&](pg::connection& c) -> asio::awaitable<std::string> {
+                EXPECT_EQ(c.transaction_state(), pg::transaction_status::in_transaction)
+                    << "open, not sent yet";
+                auto r = co_await c.async_query("SELECT current_setting('transaction_isolation')",
+                                                asio::use_awaitable);
+                EXPECT_EQ(co_await last(),
+                          "BEGIN ISOLATION LEVEL SERIALIZABLE;\nSELECT "
+                          "current_setting('transaction_isolation')");
+                co_return r.get<std::string>(0, 0);
+            },
+            {.level = pg::isolation::serializable}, asio::use_awaitable);
+        EXPECT_EQ(level, "serializable");
+        const std::string bound = co_await db.transaction(
+            [](pg::connection& c) -> asio::awaitable<std::string> {
+                auto r = co_await c.async_query("SELECT current_setting('transaction_isolation'), $1::int",
+                                                pg::params(7), asio::use_awaitable);
+                EXPECT_EQ(r.get<std::int32_t>(0, 1), 7);
+                co_return r.get<std::string>(0, 0);
+            },
+            {.level = pg::isolation::repeatable_read}, asio::use_awaitable);
+        EXPECT_EQ(bound, "repeatable read");
+        EXPECT_EQ(co_await last(), "COMMIT");
+        co_await db.async_query("SELECT 'marker-begin'", asio::use_awaitable);
+        co_await db.transaction([](pg::connection&) -> asio::awaitable<void> { co_return; }, {},
+                                asio::use_awaitable);
+        auto [thrown] = co_await db.transaction(
+            [](pg::connection&) -> asio::awaitable<void> {
+                throw std::runtime_error("before any statement");
+                co_return;
+            },
+            {}, asio::as_tuple(asio::use_awaitable));
+        EXPECT_TRUE(thrown);
+        EXPECT_EQ(co_await last(), "SELECT 'marker-begin'") << "neither transaction sent anything";
+        // The first statement fails: the transaction is rolled back, the connection lent again clean.
+        auto [failed] = co_await db.transaction(
+            [](pg::connection& c) -> asio::awaitable<void> {
+                co_await c.async_query("SELECT 1 / $1::int", pg::params(0), asio::use_awaitable);
+            },
+            {}, asio::as_tuple(asio::use_awaitable));
+        EXPECT_TRUE(failed);
+        const auto state = co_await db.with_connection(
+            [](pg::connection& c) -> asio::awaitable<pg::transaction_status> {
+                co_return c.transaction_state();
+            },
+            asio::use_awaitable);
+        EXPECT_EQ(state, pg::transaction_status::idle);
+        EXPECT_EQ(db.stats().poisoned, 0u);
+    });
+}
+
 TEST_F(pg_pool, a_commit_the_server_turned_into_a_rollback_is_an_error) {
     run([]() -> asio::awaitable<void> {
         pg::pool db(co_await asio::this_coro::executor, config("t_commit_rb", 1, 1));
