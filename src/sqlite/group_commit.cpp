@@ -56,6 +56,7 @@ error_code run_group(connection::impl& s, const group& g) {
             if (::sqlite3_get_autocommit(s.db) != 0) {
                 // SQLite ended the whole transaction (an interrupt, I/O, a full disk): the statements
                 // before this one were undone with it; they run again in a new one, with the rest.
+                // (A deadline's stop ended with its statement, in run_statement: the others run on.)
                 std::vector<group_entry*> rest(done.begin(), done.end());
                 rest.insert(rest.end(), todo.begin() + static_cast<std::ptrdiff_t>(i) + 1, todo.end());
                 todo = std::move(rest);

@@ -172,6 +172,11 @@ error_code run_statement(connection::impl& s, const std::string& sql, const para
     error_code ec = query_on_worker(s, sql, p, bound, out);
     if (!ec) s.last = {};
     s.has_deadline = false;
+    // The deadline was this statement's: the stop it set ends with it, or the next statement of the same
+    // job (a group commit's next write, or its re-run after the rollback) would fail at once in
+    // stopped_early. A cancellation's stop stays (it is the job's, not the statement's).
+    int deadline = static_cast<int>(stop_reason::deadline);
+    s.stop.compare_exchange_strong(deadline, static_cast<int>(stop_reason::none), std::memory_order_relaxed);
     return ec;
 }
 

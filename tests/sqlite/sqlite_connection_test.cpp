@@ -1,6 +1,7 @@
 // sqlite::connection on its own (a thread pool of the test's): every completion token (callback,
 // use_future, deferred, use_awaitable), completion on the handler's associated executor and never
-// inside the initiating call, one operation at a time, an unopened connection, the statement cache.
+// inside the initiating call, one operation at a time, an unopened connection, the statement cache
+// (and that it evicts the least recently used statement).
 #include "sqlite_test_support.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -12,7 +13,10 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <sqlite3.h>
+
 #include <future>
+#include <set>
 #include <thread>
 
 using namespace sqlite_test;
@@ -118,6 +122,31 @@ TEST_F(sqlite_connection, statements_are_cached_per_text) {
         EXPECT_EQ(r2.columns(), 2u);
         EXPECT_EQ(r2.get<int>(0, 1), 5);
     }());
+}
+
+TEST_F(sqlite_connection, the_statement_cache_evicts_the_least_recently_used_statement) {
+    sqlite::connection c(io.get_executor(), workers.get_executor());
+    auto o = options();
+    o.statement_cache_capacity = 2;
+    run(io, c.async_open(o, asio::use_awaitable));
+    const std::string first = "SELECT 1 AS first", second = "SELECT 2 AS second", third = "SELECT 3 AS third";
+    run(io, [&]() -> asio::awaitable<void> {
+        co_await c.async_query(first, asio::use_awaitable);
+        co_await c.async_query(second, asio::use_awaitable);
+        co_await c.async_query(first, asio::use_awaitable);  // used again: now the most recent
+        co_await c.async_query(third, asio::use_awaitable);  // one too many: the second goes
+    }());
+    EXPECT_EQ(c.cached_statements(), 2u);
+    // The statements still prepared on the handle are the cache's (the others were finalized).
+    std::set<std::string> prepared;
+    run(io, c.async_run(
+                [&prepared](::sqlite3* h) {
+                    for (::sqlite3_stmt* st = ::sqlite3_next_stmt(h, nullptr); st;
+                         st = ::sqlite3_next_stmt(h, st))
+                        prepared.insert(::sqlite3_sql(st));
+                },
+                asio::use_awaitable));
+    EXPECT_EQ(prepared, (std::set<std::string>{first, third}));
 }
 
 }  // namespace

@@ -1,19 +1,26 @@
 // Group commit on the writer (docs/07-sqlite.md): writes queued together run in one transaction; one
-// that fails (a constraint) fails alone and the others commit; every acknowledged write is in the file
-// once the pool is gone (read back with a connection of SQLite's own); a write cancelled while it
-// waits for the writer does not run. Every wait is on a completion, none on a guessed time.
+// that fails (a constraint, its statement deadline) fails alone and the others commit; every
+// acknowledged write is in the file once the pool is gone (read back with a connection of SQLite's
+// own); a write cancelled while it waits for the writer does not run, and one cancelled while its group
+// runs fails no other. Every wait is on a completion, none on a guessed time.
 #include "sqlite_test_support.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/post.hpp>
 
 #include <sqlite3.h>
 
+#include <array>
+#include <functional>
+#include <future>
+#include <optional>
 #include <set>
 
 using namespace sqlite_test;
 using respool::error_code;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -140,6 +147,115 @@ TEST_F(sqlite_group_commit, a_write_cancelled_while_it_waits_does_not_run) {
     EXPECT_EQ(got, asio::error::operation_aborted);
     auto r = run(io, db.async_query("SELECT count(*) FROM t", asio::use_awaitable));
     EXPECT_EQ(r.get<std::int64_t>(0, 0), 0);
+}
+
+// A write that counts to two billion in SQLite's virtual machine before it inserts its one row:
+// interrupted by any statement_timeout a test can wait for.
+const std::string slow_insert =
+    "INSERT INTO t (id, v) WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < "
+    "2000000000) SELECT ?, count(*) FROM c";
+
+TEST_F(sqlite_group_commit, a_write_past_its_deadline_fails_alone_and_the_others_commit) {
+    const std::string path = dir.file("deadline.db");
+    constexpr int n = 10, slow = 4;
+    std::vector<std::optional<error_code>> results(n);
+    {
+        auto cfg = config(path, 1);
+        cfg.statement_timeout = 200ms;
+        sqlite::pool db(io.get_executor(), cfg);
+        run(io, db.async_query("CREATE TABLE t (id INTEGER PRIMARY KEY, v INT)", asio::use_awaitable));
+        // One group (all queued while the writer is on its way): four writes before the slow one, five
+        // after it. The slow one's interrupt rolls the whole transaction back: the four run again.
+        for (int i = 0; i < n; ++i)
+            db.async_query(
+                i == slow ? slow_insert : "INSERT INTO t (id, v) VALUES (?, 0)", sqlite::params(i),
+                [&, i](error_code ec, sqlite::result) { results[static_cast<std::size_t>(i)] = ec; });
+        io.run();
+        io.restart();
+        for (int i = 0; i < n; ++i) {
+            const auto& got = results[static_cast<std::size_t>(i)];
+            ASSERT_TRUE(got) << i;
+            if (i == slow) {
+                EXPECT_EQ(*got, sqlite::error::statement_timeout) << got->message();
+                EXPECT_EQ(*got, sqlite::condition::interrupted);
+            } else {
+                EXPECT_FALSE(*got) << i << ": " << got->message();
+            }
+        }
+        // The writer is clean afterwards: the next group commits.
+        auto r = run(io, db.async_query("INSERT INTO t (id, v) VALUES (?, 0)", sqlite::params(100),
+                                        asio::use_awaitable));
+        EXPECT_EQ(r.affected_rows(), 1u);
+    }
+    EXPECT_EQ(scalar(path, "SELECT count(*) FROM t"), n);  // n - 1 of the group, and id 100
+    EXPECT_EQ(scalar(path, "SELECT count(*) FROM t WHERE id = 4"), 0);
+}
+
+// Holds the statement that calls hold() on its thread until the test, told on its event loop, has done
+// what it does while the statement runs (sqlite3_create_function's user data).
+struct statement_gate {
+    asio::io_context* io = nullptr;
+    std::function<void()> while_held;  // run on `io` while the statement is held
+    std::promise<void> released;
+};
+
+void hold(::sqlite3_context* ctx, int, ::sqlite3_value**) {
+    auto* g = static_cast<statement_gate*>(::sqlite3_user_data(ctx));
+    auto released = g->released.get_future();
+    asio::post(*g->io, [g] {
+        g->while_held();
+        g->released.set_value();
+    });
+    released.wait();
+    ::sqlite3_result_int(ctx, 1);
+}
+
+TEST_F(sqlite_group_commit, a_write_cancelled_while_its_group_runs_fails_no_other) {
+    const std::string path = dir.file("cancel-running.db");
+    sqlite::pool db(io.get_executor(), config(path, 1));
+    run(io, db.async_query("CREATE TABLE t (id INTEGER PRIMARY KEY, v INT)", asio::use_awaitable));
+    statement_gate gate;
+    gate.io = &io;
+    run(io, db.with_connection(
+                [&](sqlite::connection& c) -> asio::awaitable<void> {
+                    co_await c.async_run(
+                        [&gate](::sqlite3* h) {
+                            ASSERT_EQ(::sqlite3_create_function_v2(h, "hold", 0, SQLITE_UTF8, &gate, &hold,
+                                                                   nullptr, nullptr, nullptr),
+                                      SQLITE_OK);
+                        },
+                        asio::use_awaitable);
+                },
+                asio::use_awaitable));
+    // One group: 0, 1 (held while it runs), 2 (cancelled while 1 runs: not run yet), 3. Write 1 is
+    // cancelled too, while it runs: not interrupted (that would undo the group), it completes normally.
+    constexpr int n = 4;
+    std::vector<std::optional<error_code>> results(n);
+    std::array<asio::cancellation_signal, n> cancel;
+    bool held = false;
+    gate.while_held = [&] {
+        held = true;
+        cancel[2].emit(asio::cancellation_type::terminal);
+        cancel[1].emit(asio::cancellation_type::terminal);
+    };
+    for (int i = 0; i < n; ++i)
+        db.async_query(
+            i == 1 ? "INSERT INTO t (id, v) VALUES (?, hold())" : "INSERT INTO t (id, v) VALUES (?, 0)",
+            sqlite::params(i),
+            asio::bind_cancellation_slot(
+                cancel[static_cast<std::size_t>(i)].slot(),
+                [&, i](error_code ec, sqlite::result) { results[static_cast<std::size_t>(i)] = ec; }));
+    io.run();
+    io.restart();
+    ASSERT_TRUE(held);
+    for (int i = 0; i < n; ++i) ASSERT_TRUE(results[static_cast<std::size_t>(i)]) << i;
+    EXPECT_FALSE(*results[0]) << results[0]->message();
+    EXPECT_FALSE(*results[1]) << results[1]->message();
+    EXPECT_EQ(*results[2], asio::error::operation_aborted);
+    EXPECT_FALSE(*results[3]) << results[3]->message();
+    auto r = run(io, db.async_query("SELECT group_concat(id) FROM (SELECT id FROM t ORDER BY id)",
+                                    asio::use_awaitable));
+    EXPECT_EQ(r.get<std::string>(0, 0), "0,1,3");
 }
 
 }  // namespace

@@ -2,19 +2,26 @@
 // SQLITE_BUSY, every acknowledged write present), reads served while a write transaction is open, the
 // caller's event loop staying live under a long statement, cancellation and deadline of a long
 // statement (the connection reused clean afterwards), the reset on return (an open transaction rolled
-// back, a stepping statement reset), routing, and SQL errors with SQLite's message and conditions.
-// Every wait is on a state or a completion, none on a guessed time.
+// back, a stepping statement reset; a connection whose reset fails destroyed), routing, SQL errors
+// with SQLite's message and conditions, the per-connection settings in force (defaults and
+// overrides), and the docs' quickstart being the compiled example. Every wait is on a state or a
+// completion, none on a guessed time (the busy-timeout tests measure the timeout they test).
 #include "sqlite_test_support.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <sqlite3.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <set>
+#include <sstream>
 
 using namespace sqlite_test;
 using respool::error_code;
@@ -324,6 +331,258 @@ TEST_F(sqlite_pool, a_reader_refuses_writes_and_the_pool_routes_them_to_the_writ
         EXPECT_EQ(co_await count(db), 1);
     }());
     EXPECT_GE(db.reader_stats().idle, 1u);
+}
+
+// The pragmas a connection runs with, read through SQLite's own handle (async_run: on a reader too,
+// where a pragma through async_query might be refused as a possible write). A read first: a connection
+// opened before the writer turned the file to WAL reports its old journal mode until it reads again.
+asio::awaitable<std::map<std::string, std::string>> pragmas_of(sqlite::connection& c) {
+    std::map<std::string, std::string> out;
+    co_await c.async_run(
+        [&out](::sqlite3* h) {
+            EXPECT_EQ(::sqlite3_exec(h, "SELECT count(*) FROM sqlite_schema", nullptr, nullptr, nullptr),
+                      SQLITE_OK);
+            for (const char* name :
+                 {"journal_mode", "synchronous", "foreign_keys", "query_only", "busy_timeout"}) {
+                ::sqlite3_stmt* st = nullptr;
+                const std::string sql = std::string("PRAGMA ") + name;
+                if (::sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) == SQLITE_OK &&
+                    ::sqlite3_step(st) == SQLITE_ROW)
+                    out[name] = reinterpret_cast<const char*>(::sqlite3_column_text(st, 0));
+                ::sqlite3_finalize(st);
+            }
+        },
+        asio::use_awaitable);
+    co_return out;
+}
+
+// Another process's write lock, as SQLite sees it: a connection of SQLite's own in a write transaction.
+class lock_holder {
+public:
+    explicit lock_holder(const std::string& path) {
+        EXPECT_EQ(::sqlite3_open(path.c_str(), &db_), SQLITE_OK);
+        EXPECT_EQ(::sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+    }
+    ~lock_holder() {
+        release();
+        ::sqlite3_close(db_);
+    }
+    void release() {
+        if (::sqlite3_get_autocommit(db_) == 0) ::sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+
+private:
+    ::sqlite3* db_ = nullptr;
+};
+
+// A write on the pool's writer while `lock` holds the write lock: its outcome and how long it took.
+// `release_after`: the lock is released that long after the write began (none: held throughout).
+std::pair<error_code, std::chrono::steady_clock::duration> write_against(
+    asio::io_context& io, sqlite::pool& db, lock_holder& lock,
+    std::optional<std::chrono::milliseconds> release_after) {
+    const auto start = std::chrono::steady_clock::now();
+    asio::steady_timer timer(io);
+    if (release_after) {
+        timer.expires_after(*release_after);
+        timer.async_wait([&](error_code ec) {
+            if (!ec) lock.release();
+        });
+    }
+    auto [ec, r] = run(io, db.async_query("INSERT INTO t (v) VALUES (?)", sqlite::params(1),
+                                          asio::as_tuple(asio::use_awaitable)));
+    return {ec, std::chrono::steady_clock::now() - start};
+}
+
+TEST_F(sqlite_pool, the_default_settings_are_in_force_on_every_connection) {
+    const std::string path = dir.file("defaults.db");
+    sqlite::pool db(io.get_executor(), config(path, 1));
+    EXPECT_EQ(db.config().busy_timeout, std::chrono::seconds(5));
+    run(io, db.async_query("CREATE TABLE t (v INT)", asio::use_awaitable));
+    auto writer =
+        run(io, db.with_connection([](sqlite::connection& c) { return pragmas_of(c); }, asio::use_awaitable));
+    auto reader =
+        run(io, db.with_reader([](sqlite::connection& c) { return pragmas_of(c); }, asio::use_awaitable));
+    EXPECT_EQ(writer["journal_mode"], "wal");
+    EXPECT_EQ(writer["synchronous"], "1");  // NORMAL
+    EXPECT_EQ(writer["foreign_keys"], "1");
+    EXPECT_EQ(writer["query_only"], "0");
+    EXPECT_EQ(reader["journal_mode"], "wal");  // the file's
+    EXPECT_EQ(reader["synchronous"], "1");
+    EXPECT_EQ(reader["foreign_keys"], "1");
+    EXPECT_EQ(reader["query_only"], "1");
+    // busy_timeout is a busy handler of the layer's own, which PRAGMA busy_timeout does not see (it
+    // reads SQLite's own sleeper's setting, 0 once another handler is installed): a write against
+    // another connection's lock waits, and succeeds once the lock goes 300 ms later.
+    EXPECT_EQ(writer["busy_timeout"], "0");
+    lock_holder lock(path);
+    auto [ec, took] = write_against(io, db, lock, std::chrono::milliseconds(300));
+    EXPECT_FALSE(ec) << ec.message();
+    EXPECT_GE(took, 300ms);
+}
+
+TEST_F(sqlite_pool, each_setting_overridden_in_the_config_is_in_force) {
+    const std::string path = dir.file("overrides.db");
+    auto cfg = config(path, 1);
+    cfg.journal_mode = "DELETE";
+    cfg.synchronous = "FULL";
+    cfg.foreign_keys = false;
+    cfg.busy_timeout = 100ms;
+    sqlite::pool db(io.get_executor(), cfg);
+    run(io, db.async_query("CREATE TABLE t (v INT)", asio::use_awaitable));
+    auto writer =
+        run(io, db.with_connection([](sqlite::connection& c) { return pragmas_of(c); }, asio::use_awaitable));
+    auto reader =
+        run(io, db.with_reader([](sqlite::connection& c) { return pragmas_of(c); }, asio::use_awaitable));
+    EXPECT_EQ(writer["journal_mode"], "delete");
+    EXPECT_EQ(writer["synchronous"], "2");  // FULL
+    EXPECT_EQ(writer["foreign_keys"], "0");
+    EXPECT_EQ(reader["journal_mode"], "delete");
+    EXPECT_EQ(reader["synchronous"], "2");
+    EXPECT_EQ(reader["foreign_keys"], "0");
+    // A foreign key is not enforced.
+    run(io, db.async_query("CREATE TABLE p (id INTEGER PRIMARY KEY); CREATE TABLE c (p INT REFERENCES p(id))",
+                           asio::use_awaitable));
+    auto [fk, fr] = run(io, db.async_query("INSERT INTO c VALUES (?)", sqlite::params(99),
+                                           asio::as_tuple(asio::use_awaitable)));
+    EXPECT_FALSE(fk) << fk.message();
+    // The lock is held throughout: the write gives up with busy after 100 ms, long before the default 5 s.
+    lock_holder lock(path);
+    auto [ec, took] = write_against(io, db, lock, std::nullopt);
+    EXPECT_EQ(ec, sqlite::condition::busy) << ec.message();
+    EXPECT_GE(took, 100ms);
+    EXPECT_LT(took, 4s);
+}
+
+// Denies BEGIN, COMMIT and ROLLBACK (sqlite3_set_authorizer): a transaction left open cannot be ended.
+int deny_transactions(void*, int action, const char*, const char*, const char*, const char*) {
+    return action == SQLITE_TRANSACTION ? SQLITE_DENY : SQLITE_OK;
+}
+
+TEST_F(sqlite_pool, a_connection_whose_reset_fails_is_destroyed_not_lent_again) {
+    sqlite::pool db(io.get_executor(), config(dir.file("reset-fails.db"), 1));
+    run(io, db.async_query("CREATE TABLE t (v INT)", asio::use_awaitable));
+    run(io, db.with_connection(
+                [](sqlite::connection& c) -> asio::awaitable<void> {
+                    // This connection's own mark (a temporary table is per connection).
+                    co_await c.async_query("CREATE TEMP TABLE mark (v INT)", asio::use_awaitable);
+                    co_await c.async_query("BEGIN IMMEDIATE", asio::use_awaitable);
+                    co_await c.async_query("INSERT INTO t VALUES (1)", asio::use_awaitable);
+                    co_await c.async_run(
+                        [](::sqlite3* h) { ::sqlite3_set_authorizer(h, &deny_transactions, nullptr); },
+                        asio::use_awaitable);
+                    auto [ec, r] = co_await c.async_query("ROLLBACK", asio::as_tuple(asio::use_awaitable));
+                    EXPECT_EQ(sqlite::result_code_of(ec), SQLITE_AUTH) << ec.message();
+                    EXPECT_TRUE(c.in_transaction());  // the reset's ROLLBACK will fail the same way
+                },
+                asio::use_awaitable));
+    auto st = db.writer_stats();
+    EXPECT_EQ(st.broken, 1u);  // before_release said no
+    EXPECT_EQ(st.destructions, 1u);
+    EXPECT_EQ(st.total, 0u);
+    run(io, db.with_connection(
+                [](sqlite::connection& c) -> asio::awaitable<void> {
+                    auto mark = co_await c.async_query(
+                        "SELECT count(*) FROM sqlite_temp_master WHERE name = 'mark'", asio::use_awaitable);
+                    EXPECT_EQ(mark.get<int>(0, 0), 0) << "the connection whose reset failed was lent again";
+                    EXPECT_FALSE(c.in_transaction());
+                    auto n = co_await c.async_query("SELECT count(*) FROM t", asio::use_awaitable);
+                    EXPECT_EQ(n.get<int>(0, 0), 0);  // the open transaction died with its connection
+                    co_await c.async_query("INSERT INTO t VALUES (2)", asio::use_awaitable);
+                },
+                asio::use_awaitable));
+    EXPECT_EQ(db.writer_stats().creations, 2u);
+    EXPECT_EQ(db.writer_stats().broken, 1u);
+}
+
+// Tells the test (on its event loop) that the statement calling started() runs (sqlite3_create_function).
+struct start_signal {
+    asio::io_context* io = nullptr;
+    asio::cancellation_signal* cancel = nullptr;
+    int calls = 0;  // on the thread pool; read after the query completed
+};
+
+void started(::sqlite3_context* ctx, int, ::sqlite3_value**) {
+    auto* s = static_cast<start_signal*>(::sqlite3_user_data(ctx));
+    ++s->calls;
+    asio::post(*s->io, [s] { s->cancel->emit(asio::cancellation_type::terminal); });
+    ::sqlite3_result_int(ctx, 1);
+}
+
+TEST_F(sqlite_pool, cancelling_a_write_while_it_runs_stops_it_and_the_writer_is_lent_clean) {
+    auto cfg = config(dir.file("cancel-write.db"), 0);  // no readers: everything on the writer
+    cfg.statement_timeout = 20s;  // a cancellation that does not stop it fails the test, not hangs it
+    sqlite::pool db(io.get_executor(), cfg);
+    run(io, db.async_query("CREATE TABLE t (v INT)", asio::use_awaitable));
+    asio::cancellation_signal cancel;
+    start_signal signal{&io, &cancel};
+    run(io, db.with_connection(
+                [&](sqlite::connection& c) -> asio::awaitable<void> {
+                    co_await c.async_run(
+                        [&signal](::sqlite3* h) {
+                            ASSERT_EQ(::sqlite3_create_function_v2(h, "started", 0, SQLITE_UTF8, &signal,
+                                                                   &started, nullptr, nullptr, nullptr),
+                                      SQLITE_OK);
+                        },
+                        asio::use_awaitable);
+                },
+                asio::use_awaitable));
+    // Counts to two billion, then inserts the count; the count's first step calls started(), which has
+    // the test cancel.
+    std::optional<error_code> got;
+    db.async_query(
+        "INSERT INTO t (v) WITH RECURSIVE c(x) AS (SELECT started() UNION ALL SELECT x + 1 FROM c WHERE x < "
+        "2000000000) SELECT count(*) FROM c",
+        asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, sqlite::result) { got = ec; }));
+    io.run();
+    io.restart();
+    ASSERT_TRUE(got);
+    EXPECT_EQ(*got, asio::error::operation_aborted) << got->message();
+    EXPECT_EQ(signal.calls, 1);  // it was running when cancelled
+    auto st = db.writer_stats();
+    EXPECT_EQ(st.creations, 1u);
+    EXPECT_EQ(st.destructions, 0u);
+    EXPECT_EQ(st.idle, 1u);
+    run(io, db.with_connection(
+                [](sqlite::connection& c) -> asio::awaitable<void> {
+                    EXPECT_FALSE(c.in_transaction());
+                    EXPECT_FALSE(c.needs_reset());
+                    auto n = co_await c.async_query("SELECT count(*) FROM t", asio::use_awaitable);
+                    EXPECT_EQ(n.get<int>(0, 0), 0);  // the interrupted INSERT left nothing
+                    auto r = co_await c.async_query("INSERT INTO t VALUES (7)", asio::use_awaitable);
+                    EXPECT_EQ(r.affected_rows(), 1u);
+                },
+                asio::use_awaitable));
+    EXPECT_EQ(db.writer_stats().creations, 1u);  // the same connection, lent again
+}
+
+// The code blocks of the docs' Quickstart are verbatim parts of examples/sqlite_quickstart.cpp, which
+// the tests build and run (example_sqlite_quickstart).
+TEST(sqlite_docs, the_quickstart_shown_is_the_compiled_example) {
+    const auto root = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+    auto slurp = [](const std::filesystem::path& p) {
+        std::ifstream in(p);
+        EXPECT_TRUE(in) << p;
+        std::ostringstream s;
+        s << in.rdbuf();
+        return s.str();
+    };
+    const std::string doc = slurp(root / "docs" / "07-sqlite.md");
+    const std::string example = slurp(root / "examples" / "sqlite_quickstart.cpp");
+    const auto begin = doc.find("\n## Quickstart\n");
+    ASSERT_NE(begin, std::string::npos);
+    const auto end = doc.find("\n## ", begin + 1);
+    const std::string section = doc.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    int blocks = 0;
+    for (auto at = section.find("```cpp\n"); at != std::string::npos; at = section.find("```cpp\n", at)) {
+        at += 7;
+        const auto close = section.find("```", at);
+        ASSERT_NE(close, std::string::npos);
+        const std::string code = section.substr(at, close - at);
+        EXPECT_NE(example.find(code), std::string::npos) << "not in the example:\n" << code;
+        ++blocks;
+        at = close + 3;
+    }
+    EXPECT_GE(blocks, 1);
 }
 
 }  // namespace
