@@ -64,6 +64,18 @@ void check(const pool_config& c) {
     if (c.cancel_drain_limit <= duration::zero()) bad_config("cancel_drain_limit must be positive");
     if (c.alive_check_after < duration::zero()) bad_config("alive_check_after must not be negative");
     if (c.pipeline_depth == 0) bad_config("pipeline_depth must be at least 1 (1: no pipelining)");
+    // respool::validate would name these by the generic pool's options (create_retry_initial, ...).
+    if (c.connect_retry_initial < duration::zero()) bad_config("connect_retry_initial must not be negative");
+    if (c.connect_retry_max < c.connect_retry_initial)
+        bad_config("connect_retry_max must not be below connect_retry_initial");
+    // The circuit's options, before the pool exists (its constructor starts the pre-warm).
+    if (c.circuit) {
+        try {
+            failure_threshold_strategy check_only(*c.circuit);
+        } catch (const std::invalid_argument& e) {
+            bad_config(std::string("circuit: ") + e.what());
+        }
+    }
 }
 
 respool::pool_options options_of(const pool_config& c) {
@@ -80,7 +92,10 @@ respool::pool_options options_of(const pool_config& c) {
     o.health_check_on_borrow = c.health_check_on_borrow;
     o.validate_after = c.validate_after;
     o.healthcheck_interval = c.healthcheck_interval;
-    o.create_timeout = c.connect_timeout + std::chrono::seconds(5);  // the connect's own deadline comes first
+    // The connect's own deadline comes first; duration::max() (no deadline) stays that, not an overflow.
+    constexpr duration margin = std::chrono::seconds(5);
+    o.create_timeout =
+        c.connect_timeout > duration::max() - margin ? duration::max() : c.connect_timeout + margin;
     o.check_timeout = c.check_timeout;
     o.reset_timeout = c.reset_timeout;
     o.create_retry_initial = c.connect_retry_initial;

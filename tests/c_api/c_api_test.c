@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <respool/respool.h>
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -101,6 +102,15 @@ static void test_status_strings(void) {
         CHECK(s != NULL && s[0] != '\0');
     }
     CHECK(strcmp(respool_status_string(RESPOOL_E_CLOSED), respool_status_string(RESPOOL_E_TIMEOUT)) != 0);
+    /* A code respool does not have (a v2 create callback's own code, a typo, the extremes): one static
+     * "unknown" text, never NULL, never the text of a real code. */
+    const int unknown[] = {12345, 1, 42, -8, -98, -100, INT_MIN, INT_MAX};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; ++i) {
+        const char* s = respool_status_string(unknown[i]);
+        CHECK(s != NULL && strcmp(s, "unknown respool status") == 0);
+        for (size_t k = 0; k + 1 < sizeof codes / sizeof codes[0]; ++k) /* all but 12345 are known */
+            CHECK(strcmp(s, respool_status_string(codes[k])) != 0);
+    }
 }
 
 static void test_bad_inputs(void) {
@@ -133,11 +143,15 @@ static void test_bad_inputs(void) {
     CHECK_STATUS(respool_get_stats(p, NULL), RESPOOL_E_INVALID);
     CHECK_STATUS(respool_get_stats(NULL, NULL), RESPOOL_E_INVALID);
     CHECK_STATUS(respool_get_circuit_state(p, NULL), RESPOOL_E_INVALID);
+    respool_circuit_state cs = RESPOOL_CIRCUIT_HALF_OPEN;
+    CHECK_STATUS(respool_get_circuit_state(NULL, &cs), RESPOOL_E_INVALID);
+    CHECK(cs == RESPOOL_CIRCUIT_HALF_OPEN); /* nothing written */
     CHECK_STATUS(respool_set_circuit_state(NULL, RESPOOL_CIRCUIT_OPEN), RESPOOL_E_INVALID);
     CHECK_STATUS(respool_set_circuit_state(p, (respool_circuit_state)42), RESPOOL_E_INVALID);
     CHECK_STATUS(respool_set_circuit_strategy(NULL, NULL), RESPOOL_E_INVALID);
     CHECK_STATUS(respool_close(NULL), RESPOOL_E_INVALID);
-    respool_free(NULL); /* a no-op */
+    respool_free(NULL); /* a no-op: nothing crashes, the next call works */
+    respool_free(NULL);
 
     CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_OK);
     respool_stats before = stats_of(p);
@@ -637,6 +651,37 @@ static void test_circuit(void) {
     respool_free(p);
 }
 
+/* A strategy whose callbacks are NULL: the missing report is skipped, nothing crashes; a strategy of
+ * NULL detaches. */
+static void test_strategy_with_null_callbacks(void) {
+    ctx x;
+    respool_pool* p = open_pool(&x, false, 1, 2, 0, 0);
+    strat_state ss;
+    memset(&ss, 0, sizeof ss);
+    respool_circuit_strategy none = {&ss, NULL, NULL};
+    CHECK_STATUS(respool_set_circuit_strategy(p, &none), RESPOOL_OK);
+    void* r = NULL;
+    CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_OK);
+    CHECK_STATUS(respool_release(p, r), RESPOOL_OK); /* a success: report_success is NULL */
+    CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_OK);
+    CHECK_STATUS(respool_release_broken(p, r), RESPOOL_OK); /* a failure: report_failure is NULL */
+    respool_circuit_strategy failures_only = {&ss, NULL, on_failure};
+    CHECK_STATUS(respool_set_circuit_strategy(p, &failures_only), RESPOOL_OK);
+    CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_OK);
+    CHECK_STATUS(respool_release(p, r), RESPOOL_OK);
+    CHECK(atomic_load(&ss.ok) == 0 && atomic_load(&ss.bad) == 0);
+    CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_OK);
+    CHECK_STATUS(respool_release_broken(p, r), RESPOOL_OK);
+    CHECK(atomic_load(&ss.bad) == 1); /* the one callback given still runs (and opened the circuit) */
+    respool_circuit_state cs = RESPOOL_CIRCUIT_CLOSED;
+    CHECK_STATUS(respool_get_circuit_state(p, &cs), RESPOOL_OK);
+    CHECK(cs == RESPOOL_CIRCUIT_OPEN);
+    CHECK_STATUS(respool_set_circuit_strategy(p, NULL), RESPOOL_OK);
+    CHECK_STATUS(respool_set_circuit_state(p, RESPOOL_CIRCUIT_CLOSED), RESPOOL_OK);
+    respool_free(p);
+    CHECK(atomic_load(&x.created) == atomic_load(&x.destroyed));
+}
+
 static void test_create_failures_and_hooks(void) {
     ctx x;
     memset(&x, 0, sizeof x);
@@ -726,6 +771,7 @@ int main(void) {
     test_huge_timeout_is_a_long_deadline();
     test_nested_blocking_acquire_from_callbacks();
     test_circuit();
+    test_strategy_with_null_callbacks();
     test_create_failures_and_hooks();
     test_healthcheck_runs_on_the_background();
     test_max_waiters();

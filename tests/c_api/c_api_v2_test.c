@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <respool/respool.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,10 @@ static void options_by_id(void) {
     CHECK_ERROR_SAYS("RESPOOL_OPT_IDLE_ORDER (7)");
     CHECK_STATUS(respool_options_set_u32(NULL, RESPOOL_OPT_MIN, 1), RESPOOL_E_INVALID);
     CHECK_ERROR_SAYS("NULL");
+    CHECK_STATUS(respool_options_set_ms(NULL, RESPOOL_OPT_IDLE_TTL_MS, 1), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("NULL");
+    CHECK_STATUS(respool_options_set_bool(NULL, RESPOOL_OPT_RECORD_TIMINGS, true), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("NULL");
     CHECK_STATUS(respool_options_set_ms(o, RESPOOL_OPT_ACQUIRE_TIMEOUT_MS, -1), RESPOOL_OK); /* none */
 
     /* whole-pool rules are checked at create, named like the C++ pool names them */
@@ -137,6 +142,104 @@ static void options_by_id(void) {
     CHECK(x.created == x.destroyed);
 }
 
+/* respool_options_new gives the defaults (create2 with them is create2 with NULL), respool_options_free
+ * takes NULL; create2 without hooks or out-pointer, and every whole-pool rule, are refused by name. */
+static void options_new_free_and_create2_refusals(void) {
+    respool_options_free(NULL); /* a no-op */
+    respool_options* o = respool_options_new();
+    CHECK(o != NULL);
+    CHECK(strcmp(respool_last_error(), "") == 0);
+    ctx x = {0};
+    respool_hooks2 h = hooks_for(&x);
+    respool_pool* p = NULL;
+    CHECK_STATUS(respool_create2(o, &h, &p), RESPOOL_OK); /* the defaults: min 0, max 10 */
+    respool_stats2 s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    CHECK_STATUS(respool_get_stats2(p, &s), RESPOOL_OK);
+    CHECK(s.max == 10 && s.total == 0 && x.created == 0);
+    respool_free(p);
+
+    p = NULL;
+    CHECK_STATUS(respool_create2(o, NULL, &p), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("hooks and out_pool are required");
+    CHECK_STATUS(respool_create2(o, &h, NULL), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("hooks and out_pool are required");
+    CHECK_STATUS(respool_create2(NULL, NULL, NULL), RESPOOL_E_INVALID);
+
+    /* each whole-pool rule, named as the C++ pool names it; nothing created */
+    respool_options_set_u32(o, RESPOOL_OPT_MAX, 0);
+    CHECK_STATUS(respool_create2(o, &h, &p), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("max (0) must be at least 1");
+    respool_options_set_u32(o, RESPOOL_OPT_MAX, 0x80000000u);
+    CHECK_STATUS(respool_create2(o, &h, &p), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("max (2147483648) must not exceed 2147483647");
+    respool_options_set_u32(o, RESPOOL_OPT_MAX, 4);
+    respool_options_set_u32(o, RESPOOL_OPT_MAX_CONCURRENT_CREATIONS, 0);
+    CHECK_STATUS(respool_create2(o, &h, &p), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("max_concurrent_creations (0) must be at least 1");
+    respool_options_set_u32(o, RESPOOL_OPT_MAX_CONCURRENT_CREATIONS, 0x80000000u);
+    CHECK_STATUS(respool_create2(o, &h, &p), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("max_concurrent_creations is too large");
+    respool_options_set_u32(o, RESPOOL_OPT_MAX_CONCURRENT_CREATIONS, 2);
+    respool_options_set_u32(o, RESPOOL_OPT_MAX_WAITERS, UINT32_MAX);
+    CHECK_STATUS(respool_create2(o, &h, &p), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("max_waiters (4294967295) is too large");
+    respool_options_set_u32(o, RESPOOL_OPT_MAX_WAITERS, 0);
+    respool_options_set_ms(o, RESPOOL_OPT_CREATE_RETRY_INITIAL_MS, 50);
+    respool_options_set_ms(o, RESPOOL_OPT_CREATE_RETRY_MAX_MS, 10);
+    CHECK_STATUS(respool_create2(o, &h, &p), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("create_retry_max (10ms) must not be below create_retry_initial (50ms)");
+    respool_options_set_ms(o, RESPOOL_OPT_CREATE_RETRY_MAX_MS, 50);
+    const respool_option bounds[] = {RESPOOL_OPT_CREATE_TIMEOUT_MS, RESPOOL_OPT_CHECK_TIMEOUT_MS,
+                                     RESPOOL_OPT_RESET_TIMEOUT_MS};
+    const char* bound_names[] = {"create_timeout (0ms) must be positive",
+                                 "check_timeout (0ms) must be positive",
+                                 "reset_timeout (0ms) must be positive"};
+    for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; ++i) {
+        respool_options_set_ms(o, bounds[i], 0);
+        CHECK_STATUS(respool_create2(o, &h, &p), RESPOOL_E_INVALID);
+        CHECK_ERROR_SAYS(bound_names[i]);
+        respool_options_set_ms(o, bounds[i], 1000);
+    }
+    CHECK(x.created == 0);
+    CHECK_STATUS(respool_create2(o, &h, &p), RESPOOL_OK); /* and with every value fixed, it is made */
+    respool_free(p);
+    respool_options_free(o);
+    CHECK(x.created == x.destroyed);
+}
+
+/* respool_last_error is this thread's: "" on a thread whose calls never failed, whatever another
+ * thread's last call said. */
+static void* last_error_of_a_fresh_thread(void* out) {
+    *(const char**)out = respool_last_error();
+    return NULL;
+}
+
+static void last_error_is_per_thread(void) {
+    CHECK_STATUS(respool_options_set_u32(NULL, RESPOOL_OPT_MIN, 1), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("NULL");
+    const char* seen = NULL;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, last_error_of_a_fresh_thread, (void*)&seen) == 0);
+    pthread_join(t, NULL);
+    CHECK(seen != NULL && seen[0] == '\0');
+    CHECK_ERROR_SAYS("NULL"); /* this thread's own text is still there */
+}
+
+/* Borrows and returns until a borrow check ran: a resource counts as idle past validate_after = 0
+ * only once the pool's coarse clock (moved by its housekeeping every 10 ms) has ticked since its
+ * release, so the first borrows may find it fresh. Bounded: 200 tries, 10 ms apart. */
+static void borrow_until_checked(respool_pool* p, ctx* c) {
+    for (int i = 0; i < 200 && c->validations + c->healthchecks == 0; ++i) {
+        struct timespec pause = {0, 10000000};
+        nanosleep(&pause, NULL);
+        void* r = NULL;
+        CHECK_STATUS(respool_acquire(p, &r, 1000), RESPOOL_OK);
+        CHECK_STATUS(respool_release(p, r), RESPOOL_OK);
+    }
+}
+
 static void hooks2_read_as_far_as_struct_size(void) {
     ctx x = {0};
     respool_pool* p = NULL;
@@ -161,12 +264,7 @@ static void hooks2_read_as_far_as_struct_size(void) {
     h.validate = validate;
     h.struct_size = (uint32_t)offsetof(respool_hooks2, validate);
     CHECK_STATUS(respool_create2(o, &h, &p), RESPOOL_OK);
-    void* r = NULL;
-    /* idle past validate_after = 0 on the pool's coarse clock, which its housekeeping moves every 10 ms */
-    struct timespec pause = {0, 30000000};
-    nanosleep(&pause, NULL);
-    CHECK_STATUS(respool_acquire(p, &r, 1000), RESPOOL_OK);
-    CHECK_STATUS(respool_release(p, r), RESPOOL_OK);
+    borrow_until_checked(p, &x);
     CHECK(x.validations == 0 && x.healthchecks >= 1); /* validation fell back to the health check */
     respool_free(p);
 
@@ -176,9 +274,7 @@ static void hooks2_read_as_far_as_struct_size(void) {
     h.healthcheck = healthcheck;
     h.validate = validate;
     CHECK_STATUS(respool_create2(o, &h, &p), RESPOOL_OK);
-    nanosleep(&pause, NULL);
-    CHECK_STATUS(respool_acquire(p, &r, 1000), RESPOOL_OK);
-    CHECK_STATUS(respool_release(p, r), RESPOOL_OK);
+    borrow_until_checked(p, &y);
     CHECK(y.validations >= 1 && y.healthchecks == 0);
     respool_free(p);
     respool_options_free(o);
@@ -260,6 +356,16 @@ static void stats2_as_far_as_struct_size(void) {
     for (size_t i = offsetof(respool_stats2, acquires); i < sizeof buf; ++i) CHECK(buf[i] == 0xAB);
     old->struct_size = 0;
     CHECK_STATUS(respool_get_stats2(p, old), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("struct_size must be set to sizeof(respool_stats2)");
+    old->struct_size = 3; /* does not even hold struct_size itself */
+    unsigned char before[sizeof buf];
+    memcpy(before, buf, sizeof buf);
+    CHECK_STATUS(respool_get_stats2(p, old), RESPOOL_E_INVALID);
+    CHECK(memcmp(before, buf, sizeof buf) == 0); /* nothing written */
+    CHECK_STATUS(respool_get_stats2(NULL, &s), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("a NULL argument");
+    CHECK_STATUS(respool_get_stats2(p, NULL), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("a NULL argument");
     respool_close(p);
     memset(&s, 0, sizeof s);
     s.struct_size = sizeof s;
@@ -282,6 +388,8 @@ static void table_has_the_v2_members(void) {
 int main(void) {
     printf("respool %s, C ABI v2\n", RESPOOL_VERSION_STRING);
     options_by_id();
+    options_new_free_and_create2_refusals();
+    last_error_is_per_thread();
     hooks2_read_as_far_as_struct_size();
     create_status_reaches_the_acquire();
     default_acquire_timeout();

@@ -516,6 +516,48 @@ TEST_F(pg_pool, an_exhausted_acquire_says_how_the_pool_stood) {
     });
 }
 
+// Values that look odd but work (docs/10-bad-input.md): statement_cache_capacity 0 turns the cache off
+// (statements with parameters go unnamed), an empty validation_query is a round trip that passes
+// (PostgreSQL answers an empty query), and connect_timeout = duration::max() means no deadline (not an
+// overflow of the pool's create_timeout). A validation_query that fails, by contrast, rejects the
+// connection: so the validation did run above.
+TEST_F(pg_pool, odd_values_that_work_are_accepted) {
+    run([]() -> asio::awaitable<void> {
+        auto c = config("t_odd_values", 1, 1);
+        c.statement_cache_capacity = 0;
+        c.validation_query = "";
+        c.validate_after = {};
+        c.connect_timeout = respool::duration::max();
+        pg::pool db(co_await asio::this_coro::executor, c);
+        asio::steady_timer pause(co_await asio::this_coro::executor);
+        int first = 0;
+        for (int i = 0; i < 3; ++i) {
+            pause.expires_after(30ms);  // idle past validate_after on the pool's 10 ms clock
+            co_await pause.async_wait(asio::use_awaitable);
+            auto l = co_await db.async_acquire(asio::use_awaitable);
+            auto r = co_await l->async_query("SELECT $1::int + 1", pg::params(i), asio::use_awaitable);
+            EXPECT_EQ(r.get<std::int32_t>(0, 0), i + 1);
+            EXPECT_EQ(l->cached_statements(), 0u) << "capacity 0: nothing prepared";
+            const int pid = co_await pid_of(*l);
+            if (i == 0) first = pid;
+            EXPECT_EQ(pid, first) << "the empty validation query passed: the same connection";
+        }
+        EXPECT_EQ(db.stats().rejected, 0u);
+        EXPECT_EQ(db.stats().creations, 1u);
+
+        auto bad = config("t_odd_values_bad", 1, 1);
+        bad.validation_query = "SELEC 1";
+        bad.validate_after = {};
+        pg::pool failing(co_await asio::this_coro::executor, bad);
+        for (int i = 0; i < 2; ++i) {
+            pause.expires_after(30ms);
+            co_await pause.async_wait(asio::use_awaitable);
+            auto l = co_await failing.async_acquire(asio::use_awaitable);
+        }
+        EXPECT_GE(failing.stats().rejected, 1u) << "a failing validation query rejects the connection";
+    });
+}
+
 TEST_F(pg_pool, bad_settings_are_named_and_the_password_is_masked) {
     asio::io_context io;
     pg::pool_config c;
@@ -542,6 +584,32 @@ TEST_F(pg_pool, bad_settings_are_named_and_the_password_is_masked) {
         {[](pg::pool_config& b) { b.cancel_drain_limit = {}; }, "cancel_drain_limit must be positive"},
         {[](pg::pool_config& b) { b.alive_check_after = -1ms; }, "alive_check_after must not be negative"},
         {[](pg::pool_config& b) { b.pipeline_depth = 0; }, "pipeline_depth must be at least 1"},
+        {[](pg::pool_config& b) { b.connect_retry_initial = -1ms; },
+         "connect_retry_initial must not be negative"},
+        {[](pg::pool_config& b) {
+             b.connect_retry_initial = 50ms;
+             b.connect_retry_max = 10ms;
+         },
+         "connect_retry_max must not be below connect_retry_initial"},
+        {[](pg::pool_config& b) { b.circuit->failures_to_open = 0; },
+         "circuit: respool: failures_to_open (0)"},
+        {[](pg::pool_config& b) { b.circuit->probes = 0; }, "circuit: respool: probes (0)"},
+        {[](pg::pool_config& b) { b.circuit->cool_down = -1s; }, "circuit: respool: cool_down (-1000ms)"},
+        {[](pg::pool_config& b) { b.circuit->successes_to_close = 0; },
+         "circuit: respool: successes_to_close (0)"},
+        // The rules of the generic pool (respool::validate), which names them as pool_config does.
+        {[](pg::pool_config& b) { b.check_timeout = {}; }, "check_timeout (0ms) must be positive"},
+        {[](pg::pool_config& b) { b.reset_timeout = {}; }, "reset_timeout (0ms) must be positive"},
+        {[](pg::pool_config& b) { b.idle_ttl = -1ms; }, "idle_ttl (-1ms) must not be negative"},
+        {[](pg::pool_config& b) { b.healthcheck_interval = -1ms; },
+         "healthcheck_interval (-1ms) must not be negative"},
+        {[](pg::pool_config& b) { b.acquire_ttl = -1ms; }, "acquire_ttl (-1ms) must not be negative"},
+        {[](pg::pool_config& b) { b.max_lifetime = -1ms; }, "max_lifetime (-1ms) must not be negative"},
+        {[](pg::pool_config& b) { b.validate_after = -1ms; }, "validate_after (-1ms) must not be negative"},
+        {[](pg::pool_config& b) { b.max_waiters = std::size_t{1} << 32; },
+         "max_waiters (4294967296) is too large"},
+        {[](pg::pool_config& b) { b.max = std::size_t{1} << 31; },
+         "max (2147483648) must not exceed 2147483647"},
     };
     for (const auto& [spoil, says] : cases) {
         pg::pool_config b;

@@ -1,9 +1,13 @@
-// `respool demo` and `respool simulate` with wrong flag values: each exits 2 before doing anything, and
-// the message names the flag (docs/10-bad-input.md). `respool serve`'s own cases are in
-// serve_sqlite_test.cpp (bad_flags_and_urls_exit_2_naming_them).
+// `respool serve`, `respool demo` and `respool simulate` with wrong flag values: each exits 2 before
+// doing anything, and the message names the flag (docs/10-bad-input.md). Every flag the commands declare
+// has a case here or in serve_sqlite_test.cpp (bad_flags_and_urls_exit_2_naming_them: --db, --listen,
+// --threads, --max, --borrow-timeout, --statement-timeout). A zero that means "none" or "off" is
+// accepted: serve_takes_zero_where_zero_means_off shows the service working with all of them.
 #include "serve_support.hpp"
 
 #include <gtest/gtest.h>
+
+#include <csignal>
 
 using namespace serve_test;
 
@@ -22,6 +26,66 @@ void expect_exit_2_naming(const std::vector<bad>& cases) {
     }
 }
 
+// A PostgreSQL URL for the cases checked before anything connects (nothing listens there).
+const std::string pg_url = "postgresql://u@127.0.0.1:1/db";
+
+TEST(cli_bad_flags, serve_refuses_wrong_pool_and_http_values_by_name) {
+    expect_exit_2_naming({
+        {{"serve", "--min-idle", "x"}, "--min-idle"},
+        {{"serve", "--min-idle", "-1"}, "--min-idle"},
+        {{"serve", "--db", pg_url, "--max", "10", "--min-idle", "20"},
+         "--min-idle (20) must not exceed --max (10)"},
+        {{"serve", "--max", "0"}, "--max"},
+        {{"serve", "--max", "10001"}, "--max"},
+        {{"serve", "--max-waiters", "x"}, "--max-waiters"},
+        {{"serve", "--max-waiters", "-1"}, "--max-waiters"},
+        {{"serve", "--max-waiters", "2147483648"}, "--max-waiters"},  // the pool counts in 32 bits
+        {{"serve", "--connect-timeout", "10"}, "--connect-timeout"},  // no unit
+        {{"serve", "--connect-timeout", "0"}, "--connect-timeout"},   // every connect would time out
+        {{"serve", "--busy-timeout", "5"}, "--busy-timeout"},
+        {{"serve", "--busy-timeout", "-1s"}, "--busy-timeout"},
+        {{"serve", "--idle-ttl", "5min later"}, "--idle-ttl"},
+        {{"serve", "--max-lifetime", "1d"}, "--max-lifetime"},  // no such unit
+        {{"serve", "--breaker-failures", "x"}, "--breaker-failures"},
+        {{"serve", "--breaker-failures", "-1"}, "--breaker-failures"},
+        {{"serve", "--breaker-failures", "4294967296"}, "--breaker-failures"},
+        {{"serve", "--cool-down", "1"}, "--cool-down"},
+        {{"serve", "--request-timeout", "30"}, "--request-timeout"},
+        {{"serve", "--request-timeout", "0"}, "--request-timeout"},  // "at once", not "none"
+        {{"serve", "--idle-timeout", "60"}, "--idle-timeout"},
+        {{"serve", "--idle-timeout", "0"}, "--idle-timeout"},  // a header not yet in the buffer: cut
+        {{"serve", "--shutdown-timeout", "later"}, "--shutdown-timeout"},
+        // A borrow that may not wait never waits for a connect: on SQLite, which opens on first use,
+        // the service answered 503 to everything.
+        {{"serve", "--borrow-timeout", "0"}, "--borrow-timeout"},
+    });
+}
+
+// The zeros that mean "none" or "off" (--busy-timeout: no wait for a lock; --idle-ttl, --max-lifetime:
+// off; --breaker-failures: no circuit; --cool-down: probe at once; --max-waiters: no bound;
+// --statement-timeout: none; --shutdown-timeout: cut at once; --min-idle)
+// are accepted, and the service works with all of them.
+TEST(cli_bad_flags, serve_takes_zero_where_zero_means_off) {
+    temp_dir dir;
+    std::vector<std::string> args{"serve", "--db", "sqlite:" + dir.path + "/kv.db", "--listen",
+                                  "127.0.0.1:0"};
+    for (const char* flag :
+         {"--busy-timeout", "--idle-ttl", "--max-lifetime", "--breaker-failures", "--cool-down",
+          "--max-waiters", "--statement-timeout", "--shutdown-timeout", "--min-idle"})
+        args.insert(args.end(), {flag, "0"});
+    serve_process p(args);
+    const std::uint16_t port = p.wait_listening();
+    {
+        client c(port);
+        EXPECT_EQ(c.request("PUT", "/kv/zero", "v").status, 204u);
+        EXPECT_EQ(c.request("GET", "/kv/zero").body, "v");
+        EXPECT_EQ(c.request("POST", "/kv/n/incr").body, "1");
+        EXPECT_EQ(c.request("GET", "/health").status, 200u);
+    }
+    p.signal(SIGTERM);
+    EXPECT_EQ(p.wait_exit(), 0) << p.stderr_text();
+}
+
 TEST(cli_bad_flags, demo_refuses_wrong_values_by_name) {
     expect_exit_2_naming({
         {{"demo", "--clients", "0"}, "--clients"},
@@ -32,6 +96,20 @@ TEST(cli_bad_flags, demo_refuses_wrong_values_by_name) {
         {{"demo", "--threads", "0"}, "--threads"},
         {{"demo", "--db", "mysql://u@h/db"}, "--db"},
         {{"demo", "--borrow-timeout", "soon"}, "--borrow-timeout"},
+        {{"demo", "--counters", "0"}, "--counters"},
+        {{"demo", "--counters", "100001"}, "--counters"},
+        {{"demo", "--counters", "x"}, "--counters"},
+        // the pool flags demo shares with serve
+        {{"demo", "--db", pg_url, "--max", "4", "--min-idle", "5"},
+         "--min-idle (5) must not exceed --max (4)"},
+        {{"demo", "--max-waiters", "2147483648"}, "--max-waiters"},
+        {{"demo", "--connect-timeout", "0"}, "--connect-timeout"},
+        {{"demo", "--busy-timeout", "x"}, "--busy-timeout"},
+        {{"demo", "--idle-ttl", "5"}, "--idle-ttl"},
+        {{"demo", "--max-lifetime", "5"}, "--max-lifetime"},
+        {{"demo", "--breaker-failures", "-1"}, "--breaker-failures"},
+        {{"demo", "--cool-down", "5"}, "--cool-down"},
+        {{"demo", "--borrow-timeout", "0"}, "--borrow-timeout"},
     });
 }
 
@@ -42,7 +120,37 @@ TEST(cli_bad_flags, simulate_refuses_wrong_values_by_name) {
         {{"simulate", "--failure-rate", "1.5"}, "--failure-rate"},
         {{"simulate", "--timeout", "later"}, "--timeout"},
         {{"simulate", "--leak-rate", "-0.1"}, "--leak-rate"},
+        {{"simulate", "--min", "5", "--max", "3"}, "--min (5) must not exceed --max (3)"},
+        {{"simulate", "--min", "-1"}, "--min"},
+        {{"simulate", "--min", "x"}, "--min"},
+        {{"simulate", "--max", "0"}, "--max (0) must be from 1 to 2147483647"},
+        {{"simulate", "--max", "2147483648"}, "--max (2147483648) must be from 1 to 2147483647"},
+        {{"simulate", "--max", "x"}, "--max"},
+        {{"simulate", "--create-latency", "20"}, "--create-latency"},
+        {{"simulate", "--duration", "10"}, "--duration"},
+        {{"simulate", "--outage", "3s"}, "--outage"},    // no LENGTH
+        {{"simulate", "--outage", "3s:x"}, "--outage"},  // LENGTH not a duration
+        {{"simulate", "--outage", "3:2s"}, "--outage"},  // START without a unit
+        {{"simulate", "--breaker", "x"}, "--breaker"},
+        {{"simulate", "--breaker", "-1"}, "--breaker"},
+        {{"simulate", "--cool-down", "1"}, "--cool-down"},
+        {{"simulate", "--leak-hold", "3"}, "--leak-hold"},
+        {{"simulate", "--acquire-ttl", "1"}, "--acquire-ttl"},
+        {{"simulate", "--idle-ttl", "5"}, "--idle-ttl"},
+        {{"simulate", "--max-lifetime", "forever"}, "--max-lifetime"},
     });
+}
+
+// simulate's zeros that mean "none" or "off" are accepted, and it runs to its end.
+TEST(cli_bad_flags, simulate_takes_zero_where_zero_means_off) {
+    std::vector<std::string> args{"simulate", "-q", "--duration", "300ms"};
+    for (const char* flag :
+         {"--min", "--create-latency", "--hold", "--timeout", "--breaker", "--cool-down", "--leak-hold",
+          "--acquire-ttl", "--idle-ttl", "--max-lifetime", "--failure-rate", "--leak-rate"})
+        args.insert(args.end(), {flag, "0"});
+    auto [status, out] = run_to_exit(args);
+    EXPECT_EQ(status, 0) << out;
+    EXPECT_NE(out.find("leases handed out"), std::string::npos) << out;
 }
 
 TEST(cli_bad_flags, an_unknown_subcommand_or_flag_exits_2) {

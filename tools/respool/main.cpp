@@ -28,6 +28,19 @@ void check_pool_flags(const std::string& db, const serve_config& cfg) {
                                     ") must not exceed --max (" + std::to_string(cfg.max) + ")");
 }
 
+// simulate's pool, checked here so that the message names the flags (respool::validate names the
+// pool's options, min and max).
+void check_simulate_flags(const simulate_config& c) {
+    constexpr std::size_t limit = 0x7fffffff;  // the pool counts in 32 bits
+    if (c.max == 0 || c.max > limit)
+        throw std::invalid_argument("--max (" + std::to_string(c.max) + ") must be from 1 to " +
+                                    std::to_string(limit));
+    if (c.min > c.max)
+        throw std::invalid_argument("--min (" + std::to_string(c.min) + ") must not exceed --max (" +
+                                    std::to_string(c.max) + ")");
+    respool::validate({.min = c.min, .max = c.max});  // the pool's own rules, should they grow
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -73,7 +86,7 @@ int main(int argc, char** argv) {
         }
         if (simulate->parsed()) {
             current = simulate;
-            respool::validate({.min = sim_cfg.min, .max = sim_cfg.max});
+            check_simulate_flags(sim_cfg);
             return run_simulate(sim_cfg);
         }
         current = serve;
