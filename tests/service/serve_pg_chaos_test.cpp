@@ -9,14 +9,18 @@
 //     recovery_limit), and the process is still the same one, exiting 0 on SIGTERM at the end;
 //   - no acknowledged increment is lost: the counter is at least the number of incr answered 200, and
 //     at most the number sent.
-// Proxy faults run through tests/tools/chaos_proxy; the server's own faults (terminate, restarts) run
-// direct, as in pg_chaos_test (a restart through the proxy can leave a connection open that the server
-// closed). Every loop is bounded in count and time.
+// Proxy faults run through tests/tools/chaos_proxy; the server's own faults (terminate, restarts, a
+// stop of 10 s) run direct, as in pg_chaos_test (a restart through the proxy can leave a connection
+// open that the server closed). The server errors (statement_timeout on a prepare, a table altered
+// under the service's statements, the server at max_connections) are checked to have happened, from
+// the server's log. Every loop is bounded in count and time.
 #include "chaos_proxy.hpp"
 #include "pg_server.hpp"
 #include "serve_support.hpp"
 
 #include <gtest/gtest.h>
+
+#include <libpq-fe.h>
 
 #include <array>
 #include <atomic>
@@ -90,13 +94,15 @@ protected:
     }
 
     // Runs `fault` for `hold` under load, then `heal`, and checks everything the file's header lists.
+    // `extra_conninfo` is appended to the service's connection string.
     void scenario(const std::string& app, const std::function<void(test::chaos_proxy&)>& fault,
                   std::chrono::milliseconds hold, const std::function<void(test::chaos_proxy&)>& heal,
-                  bool direct = false) {
+                  bool direct = false, const std::string& extra_conninfo = {}) {
         test::chaos_proxy proxy(static_cast<std::uint16_t>(server->port()));
         std::string conninfo = server->conninfo() + " application_name=" + app;
         if (!direct)
             conninfo += " port=" + std::to_string(proxy.port());  // the same server, through the proxy
+        conninfo += extra_conninfo;
         serve_process p({"serve", "--db", conninfo, "--listen", "127.0.0.1:0", "--threads", "1", "--max", "4",
                          "--min-idle", "2", "--borrow-timeout", "1s", "--statement-timeout", "1s",
                          "--connect-timeout", "1s", "--cool-down", "500ms"});
@@ -118,13 +124,17 @@ protected:
             return true;
         };
         std::exception_ptr error;
+        std::chrono::milliseconds recovery{0};
         try {
             wait_until(all_succeeding, 10s, "success before the fault");
             fault(proxy);
             std::this_thread::sleep_for(hold);  // the fault's duration, under load
             heal(proxy);
             for (auto& s : streaks) s = 0;
+            const auto healed = std::chrono::steady_clock::now();
             wait_until(all_succeeding, recovery_limit, "success after the fault");
+            recovery = std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::steady_clock::now() - healed);
         } catch (...) {
             error = std::current_exception();
         }
@@ -148,15 +158,56 @@ protected:
         EXPECT_LE(counter, t.incr_sent) << app;
         std::printf(
             "[ %s ] %zu requests: %zu ok, %zu 503, %zu 504; slowest %lld ms; incr %d acked of %d sent, "
-            "counter %lld\n",
+            "counter %lld; every client succeeding again %lld ms after the fault\n",
             app.c_str(), t.statuses.size(), t.statuses.count(200) + t.statuses.count(204),
             t.statuses.count(503), t.statuses.count(504), static_cast<long long>(t.slowest.count()),
-            t.incr_acked, t.incr_sent, counter);
+            t.incr_acked, t.incr_sent, counter, static_cast<long long>(recovery.count()));
+        std::fflush(stdout);
+        last_statuses = t.statuses;
         p.signal(SIGTERM);
         EXPECT_EQ(p.wait_exit(), 0) << p.stderr_text();
     }
 
     std::optional<test::pg_server> server;
+    std::multiset<unsigned> last_statuses;  // the statuses of the last scenario
+};
+
+// Connections of the test's own that take the server's slots (max_connections) until it refuses one
+// with 53300 ("sorry, too many clients already"); closed by release() or the destructor.
+class slot_filler {
+public:
+    explicit slot_filler(const std::string& conninfo)
+        : info_(conninfo + " application_name=chaos_filler connect_timeout=10") {}
+    ~slot_filler() { release(held_.size()); }
+    slot_filler(const slot_filler&) = delete;
+    slot_filler& operator=(const slot_filler&) = delete;
+
+    // Connects until the server refuses (at most `limit` connections); the refusal's message, empty
+    // when every connect succeeded.
+    std::string fill(int limit = 200) {
+        for (int i = 0; i < limit; ++i) {
+            PGconn* c = PQconnectdb(info_.c_str());
+            if (c && PQstatus(c) == CONNECTION_OK) {
+                held_.push_back(c);
+                continue;
+            }
+            std::string why = c ? PQerrorMessage(c) : "out of memory";
+            PQfinish(c);
+            return why;
+        }
+        return {};
+    }
+    void release(std::size_t n) {  // closes n held connections: their slots free up
+        for (; n > 0 && !held_.empty(); --n) {
+            PQfinish(held_.back());
+            held_.pop_back();
+        }
+    }
+    std::size_t held() const { return held_.size(); }
+
+private:
+    std::string info_;
+    std::vector<PGconn*> held_;
 };
 
 const auto plain = [](test::chaos_proxy& p) { p.normal(); };
@@ -209,6 +260,92 @@ TEST_F(serve_pg_chaos, server_faults_give_only_spec_statuses_and_recover) {
         "sc_restart_immediate",
         [&](test::chaos_proxy&) { server->restart(test::pg_server::stop_mode::immediate); }, 0ms,
         [](test::chaos_proxy&) {}, true);
+}
+
+// Down for 10 s: requests are answered 503 (connect refused, then the open circuit) within their
+// bounds, and the service serves again by itself once the server is back.
+TEST_F(serve_pg_chaos, server_stopped_for_ten_seconds) {
+    scenario(
+        "sc_stopped", [&](test::chaos_proxy&) { server->stop(); }, 10000ms,
+        [&](test::chaos_proxy&) { server->start(); }, true);
+    EXPECT_GT(last_statuses.count(503), 0u) << "no request saw the server down";
+}
+
+// Another session holds respool_kv's lock while the service's backends are terminated: the service's
+// new connections start with an empty statement cache, so their statements go out with their Parse,
+// which waits for the lock and runs into the server's statement_timeout (200 ms, through the
+// connection string's options): 57014, answered 504. The server's log must show the timeouts.
+TEST_F(serve_pg_chaos, statement_timeout_during_a_prepare) {
+    PGconn* locker = PQconnectdb(server->conninfo().c_str());
+    ASSERT_EQ(PQstatus(locker), CONNECTION_OK) << PQerrorMessage(locker);
+    auto exec = [&](const char* sql) {
+        PGresult* r = PQexec(locker, sql);
+        const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        return ok;
+    };
+    const char* timeout_line = "canceling statement due to statement timeout";
+    const std::size_t before = server->count_log_lines(timeout_line);
+    scenario(
+        "sc_prepare_timeout",
+        [&](test::chaos_proxy&) {
+            EXPECT_TRUE(exec("BEGIN"));
+            EXPECT_TRUE(exec("LOCK TABLE respool_kv IN ACCESS EXCLUSIVE MODE"));
+            for (int pid : server->backend_pids("sc_prepare_timeout")) server->terminate(pid);
+        },
+        1500ms, [&](test::chaos_proxy&) { EXPECT_TRUE(exec("COMMIT")); }, true,
+        " options='-c statement_timeout=200'");
+    PQfinish(locker);
+    const std::size_t timeouts = server->count_log_lines(timeout_line) - before;
+    std::printf("[ sc_prepare_timeout ] the server cancelled %zu statements at statement_timeout (57014)\n",
+                timeouts);
+    EXPECT_GT(timeouts, 0u) << "no statement ran into statement_timeout: the fault did not happen";
+    EXPECT_GT(last_statuses.count(504), 0u) << "57014 is answered 504";
+}
+
+// A column added to the service's table under its prepared statements. They name their columns
+// (SELECT v, RETURNING v), so their result types stay the same: the server plans them again by
+// itself and no request fails (a 0A000 would be a 500, which the status check refuses).
+TEST_F(serve_pg_chaos, table_altered_under_the_statements) {
+    server->query("ALTER TABLE IF EXISTS respool_kv DROP COLUMN IF EXISTS added");
+    scenario(
+        "sc_alter", [&](test::chaos_proxy&) { server->query("ALTER TABLE respool_kv ADD COLUMN added int"); },
+        1000ms, [](test::chaos_proxy&) {}, true);
+    const auto columns = server->query(
+        "SELECT count(*) FROM information_schema.columns WHERE table_name = 'respool_kv' AND "
+        "column_name = 'added'");
+    EXPECT_EQ(columns.at(0).at(0).value_or(""), "1") << "the column was added under load";
+    server->query("ALTER TABLE respool_kv DROP COLUMN IF EXISTS added");
+}
+
+// The server at max_connections while the service's pool grows: its connections are cut (the proxy
+// stops accepting and resets them), the test's own connections take every slot of the server until it
+// refuses one with 53300, and give one back. The service gets that one; its growth beyond meets 53300
+// ("sorry, too many clients already", answered 503), and it grows again once the slots are free. The
+// server's log counts the refusals: more than the filler's own one.
+TEST_F(serve_pg_chaos, connection_limit_reached_during_growth) {
+    slot_filler filler(server->conninfo());
+    const char* refusal_line = "too many clients already";
+    const std::size_t before = server->count_log_lines(refusal_line);
+    scenario(
+        "sc_conn_limit",
+        [&](test::chaos_proxy& p) {
+            p.set_accepting(false);
+            p.reset_all();
+            wait_until([&] { return server->count_backends("sc_conn_limit") == 0; }, 10s,
+                       "the service's backends gone");
+            const std::string refusal = filler.fill();
+            EXPECT_NE(refusal.find(refusal_line), std::string::npos)
+                << "the server did not refuse with 53300 after " << filler.held()
+                << " connections: " << refusal;
+            filler.release(1);  // one slot for the service
+            p.normal();
+        },
+        1500ms, [&](test::chaos_proxy&) { filler.release(filler.held()); });
+    const std::size_t refusals = server->count_log_lines(refusal_line) - before;
+    std::printf("[ sc_conn_limit ] the server refused %zu connects with 53300 (1 of them the filler's)\n",
+                refusals);
+    EXPECT_GE(refusals, 2u) << "the service's growth never met 53300: the fault did not happen";
 }
 
 }  // namespace
