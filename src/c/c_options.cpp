@@ -51,13 +51,14 @@ const char* setter_of(kind k) noexcept {
 }
 
 // The option's entry when `id` exists and takes `type`; otherwise nullptr, with the reason set.
-const option_info* find(respool_options* o, respool_option id, kind type) noexcept {
+// `id` is the caller's value as an integer (respool::c_abi::raw_enum): an unknown one is no enum value.
+const option_info* find(respool_options* o, std::underlying_type_t<respool_option> id, kind type) noexcept {
     if (!o) {
         fail(RESPOOL_E_INVALID, "respool_options is NULL");
         return nullptr;
     }
     for (const auto& e : options_table) {
-        if (e.id != id) continue;
+        if (static_cast<std::underlying_type_t<respool_option>>(e.id) != id) continue;
         if (e.type == type) {
             respool::c_abi::clear_last_error();
             return &e;
@@ -70,7 +71,7 @@ const option_info* find(respool_options* o, respool_option id, kind type) noexce
         return nullptr;
     }
     try {
-        fail(RESPOOL_E_INVALID, "unknown respool_option " + std::to_string(static_cast<int>(id)));
+        fail(RESPOOL_E_INVALID, "unknown respool_option " + std::to_string(id));
     } catch (...) {
         fail(RESPOOL_E_INVALID, "unknown respool_option");
     }
@@ -93,7 +94,7 @@ void respool_options_free(respool_options* options) {
 }
 
 int respool_options_set_u32(respool_options* options, respool_option option, uint32_t value) {
-    if (!find(options, option, kind::u32)) return RESPOOL_E_INVALID;
+    if (!find(options, respool::c_abi::raw_enum(option), kind::u32)) return RESPOOL_E_INVALID;
     respool::pool_options& o = options->o;
     switch (option) {
     case RESPOOL_OPT_MIN: o.min = value; break;
@@ -118,7 +119,7 @@ int respool_options_set_u32(respool_options* options, respool_option option, uin
 }
 
 int respool_options_set_ms(respool_options* options, respool_option option, int64_t value_ms) {
-    const option_info* e = find(options, option, kind::ms);
+    const option_info* e = find(options, respool::c_abi::raw_enum(option), kind::ms);
     if (!e) return RESPOOL_E_INVALID;
     respool::pool_options& o = options->o;
     if (option == RESPOOL_OPT_ACQUIRE_TIMEOUT_MS && value_ms < 0) {  // none: wait forever
@@ -152,7 +153,7 @@ int respool_options_set_ms(respool_options* options, respool_option option, int6
 }
 
 int respool_options_set_bool(respool_options* options, respool_option option, bool value) {
-    if (!find(options, option, kind::boolean)) return RESPOOL_E_INVALID;
+    if (!find(options, respool::c_abi::raw_enum(option), kind::boolean)) return RESPOOL_E_INVALID;
     respool::pool_options& o = options->o;
     switch (option) {
     case RESPOOL_OPT_HEALTH_CHECK_ON_BORROW: o.health_check_on_borrow = value; break;

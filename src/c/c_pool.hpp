@@ -12,11 +12,13 @@
 
 #include <pthread.h>
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 
 namespace respool::c_abi {
@@ -71,6 +73,16 @@ constexpr std::int64_t max_c_ms = std::int64_t{36525} * 24 * 3600 * 1000;  // 10
 static_assert(std::chrono::milliseconds(max_c_ms) < respool::duration::max() / 2);
 inline respool::duration duration_of_ms(std::int64_t ms) noexcept {
     return std::chrono::milliseconds(ms < max_c_ms ? ms : max_c_ms);
+}
+
+// An enum argument from C as its integer. C passes any int (an unknown circuit state or option id must
+// give RESPOOL_E_INVALID), but in C++ reading an enum object whose value is outside the enum's range is
+// undefined (clang's UBSan: "load of value 7, which is not a valid value for type ..."): copy its bytes.
+template <class E>
+std::underlying_type_t<E> raw_enum(const E& e) noexcept {
+    std::underlying_type_t<E> v;
+    std::memcpy(&v, &e, sizeof v);
+    return v;
 }
 
 // Sets the text and returns the status, for `return fail(RESPOOL_E_INVALID, "...")`.

@@ -433,7 +433,7 @@ int respool_get_circuit_state(respool_pool* pool, respool_circuit_state* out) {
 int respool_set_circuit_state(respool_pool* pool, respool_circuit_state state) {
     if (!pool) return RESPOOL_E_INVALID;
     try {
-        switch (state) {
+        switch (respool::c_abi::raw_enum(state)) {  // any int from C: no load of an unknown enum value
         case RESPOOL_CIRCUIT_CLOSED: pool->impl->activate(); return RESPOOL_OK;
         case RESPOOL_CIRCUIT_OPEN: pool->impl->deactivate(); return RESPOOL_OK;
         case RESPOOL_CIRCUIT_HALF_OPEN: pool->impl->recover(); return RESPOOL_OK;

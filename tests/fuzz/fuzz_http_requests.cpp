@@ -11,6 +11,13 @@
 //    database as an error) nor anything else;
 //  - a response closing the connection (a malformed request's 400, a body too large's 413, an HTTP/1.0
 //    request without keep-alive) is the last one;
+//  - the first request, read by Beast's own request_parser with the session's limits (body 1 MiB as
+//    serve_config::body_limit here, Beast's default header limit, which session.cpp keeps), decides the
+//    first answer: a malformed request gets 400 (413 when the parser's error is body_limit) with
+//    Connection: close and nothing after it (after a 100 Continue at most, when its header asked for one
+//    and the error is in the body); a complete, well-formed request gets a response (an empty reply is a
+//    failure); only a request cut short by the end of the input may get no response at all, or one the
+//    parser judges differently whole and in the writes' pieces (a bare LF: see classify);
 //  - the session ends (the read of the responses has a 10 s deadline: past it the fuzzer aborts, a hang);
 //  - nothing crashes, leaks or reads out of bounds (ASan + UBSan in the fuzz preset).
 #include "handlers.hpp"
@@ -24,7 +31,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/rfc7230.hpp>
 #include <boost/beast/http/string_body.hpp>
 
 #include <array>
@@ -45,6 +55,8 @@ using asio::ip::tcp;
 
 namespace {
 
+constexpr std::size_t body_limit = 1024 * 1024;  // the service's request body limit (SPEC.md §6)
+
 struct harness {
     std::filesystem::path dir;
     respool_cli::service svc;
@@ -60,7 +72,7 @@ struct harness {
         svc.cfg.borrow_timeout = std::chrono::seconds(2);
         svc.cfg.request_timeout = std::chrono::seconds(2);
         svc.cfg.idle_timeout = std::chrono::seconds(2);
-        svc.cfg.body_limit = 1024 * 1024;
+        svc.cfg.body_limit = body_limit;
         svc.target = {respool_cli::db_kind::sqlite, (dir / "kv.db").string(), (dir / "kv.db").string()};
         svc.workers.push_back(std::make_unique<respool_cli::worker>(0));
         w = svc.workers.back().get();
@@ -113,14 +125,73 @@ bool allowed(unsigned status) {
 }
 
 [[noreturn]] void fail(const char* what, const std::string& detail = {}) {
-    std::fprintf(stderr, "fuzz_http_requests: %s %s\n", what, detail.c_str());
+    std::fprintf(stderr, "fuzz_http_requests: %s %.400s\n", what, detail.c_str());
     std::abort();
 }
 
-// Checks what the session sent back: a sequence of whole responses.
-void check_responses(const std::string& bytes) {
+// What Beast's request parser, with the session's limits, makes of the input's first request.
+enum class first_request {
+    cut_short,  // the input ends inside it (or is empty): the session may close without a response
+    complete,   // parsed whole and well-formed: it gets a response
+    malformed,  // a parse error: 400
+    too_large,  // body_limit: 413
+    either,     // the parser's verdict depends on how the bytes are split into reads
+};
+
+// The bytes arrive in `pieces` (the session's reads see them so, or coalesced); after each, the parser
+// is given everything not consumed yet, as Beast's read operations do.
+first_request classify(const std::vector<std::string>& pieces) {
+    bh::request_parser<bh::string_body> p;  // as session.cpp: a fresh parser, header_limit left as is
+    p.body_limit(body_limit);
+    p.eager(true);
+    beast::error_code ec;
+    std::string input;
+    std::size_t at = 0;
+    for (const std::string& piece : pieces) {
+        input += piece;
+        while (!p.is_done() && at < input.size()) {
+            const std::size_t n = p.put(asio::buffer(input.data() + at, input.size() - at), ec);
+            at += n;
+            if (ec == bh::error::need_more) {
+                ec = {};
+                if (n == 0) break;  // what is there does not complete the element: the next read
+                continue;
+            }
+            if (ec) return ec == bh::error::body_limit ? first_request::too_large : first_request::malformed;
+            if (n == 0) break;  // no progress (never seen): as if waiting for more
+        }
+        if (p.is_done()) return first_request::complete;
+    }
+    // The end of the input: the session reads the end of the stream (the client half-closed). Nothing
+    // received at all is end_of_stream for Beast's read operations (put_eof alone would say done).
+    if (!p.got_some()) return first_request::cut_short;
+    p.put_eof(ec);
+    if (!ec && p.is_done()) return first_request::complete;
+    if (!ec || ec == bh::error::partial_message || ec == bh::error::end_of_stream)
+        return first_request::cut_short;
+    return first_request::malformed;
+}
+
+// The first request as the session may read it: in the writes' pieces, or all at once (TCP may
+// coalesce the writes). Beast's parser does not always agree with itself across such splits (a bare LF
+// line ending is an error when the whole header is in one buffer, need_more until the end of the stream
+// when it arrives in pieces): then either outcome may happen, and only the general checks apply.
+first_request classify(const std::string& input, const std::vector<std::string>& pieces) {
+    const first_request whole = classify(std::vector<std::string>{input});
+    return classify(pieces) == whole ? whole : first_request::either;
+}
+
+struct response_seen {
+    unsigned status;
+    bool keep_alive;
+    bool says_close;  // a Connection header with the close token
+};
+
+// Parses what the session sent back: a sequence of whole responses, checked one by one.
+std::vector<response_seen> check_responses(const std::string& bytes) {
+    std::vector<response_seen> seen;
     beast::flat_buffer buf;
-    if (bytes.empty()) return;  // the session closed without a response (an empty or cut request)
+    if (bytes.empty()) return seen;  // the session closed without a response
     auto room = buf.prepare(bytes.size());
     std::memcpy(room.data(), bytes.data(), bytes.size());
     buf.commit(bytes.size());
@@ -144,10 +215,42 @@ void check_responses(const std::string& bytes) {
         }
         const unsigned status = p.get().result_int();
         if (!allowed(status)) fail("status outside SPEC.md §6's set:", std::to_string(status));
+        bool says_close = false;
+        for (const auto& token : bh::token_list(p.get()[bh::field::connection]))
+            says_close |= beast::iequals(token, "close");
+        seen.push_back({status, p.get().keep_alive(), says_close});
         if (status == 100) continue;
         // A malformed request (400) or a body too large (413) is refused with Connection: close, as is
         // any request that did not ask to keep the connection: nothing may follow such a response.
         if (!p.get().keep_alive()) last_seen = true;
+    }
+    return seen;
+}
+
+// The first answer against what the parser made of the first request.
+void check_first(first_request kind, const std::vector<response_seen>& seen, const std::string& bytes) {
+    std::size_t i = 0;
+    while (i < seen.size() && seen[i].status == 100) ++i;  // interim answers to Expect: 100-continue
+    const bool answered = i < seen.size();
+    switch (kind) {
+    case first_request::cut_short:
+    case first_request::either: return;
+    case first_request::complete:
+        if (!answered) fail("no response to a complete, well-formed request; received:", bytes);
+        return;
+    case first_request::malformed:
+    case first_request::too_large: {
+        const unsigned want = kind == first_request::too_large ? 413 : 400;
+        if (!answered) fail("no response to a malformed request; received:", bytes);
+        if (i > 1) fail("more than one 100 Continue before the refusal");
+        if (seen[i].status != want)
+            fail(kind == first_request::too_large ? "a body over the limit did not get 413 but"
+                                                  : "a malformed request did not get 400 but",
+                 std::to_string(seen[i].status));
+        if (seen[i].keep_alive || !seen[i].says_close) fail("a refusal without Connection: close");
+        if (i + 1 != seen.size()) fail("a response after the refusal of a malformed request");
+        return;
+    }
     }
 }
 
@@ -242,6 +345,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     io.restart();
     io.poll();
     io.restart();
-    check_responses(received);
+    check_first(classify(input, pieces), check_responses(received), received);
     return 0;
 }
