@@ -15,6 +15,7 @@
 // its own thread. Waits are on counters and server state; a fault lasts a fixed time by design.
 #include "chaos_proxy.hpp"
 #include "pg_server.hpp"
+#include "pg_slot_filler.hpp"
 #include "pg_test_support.hpp"
 
 #include <respool/pg/errors.hpp>
@@ -151,45 +152,6 @@ asio::awaitable<void> worker(pg::pool& db, tally& t, const std::atomic<bool>& st
     }
     ++t.finished_workers;
 }
-
-// Connections of the test's own that take the server's slots (max_connections) until it refuses one
-// with 53300; closed by release() or the destructor.
-class slot_filler {
-public:
-    explicit slot_filler(const std::string& conninfo)
-        : info_(conninfo + " application_name=chaos_filler connect_timeout=10") {}
-    ~slot_filler() { release(held_.size()); }
-    slot_filler(const slot_filler&) = delete;
-    slot_filler& operator=(const slot_filler&) = delete;
-
-    // Connects until the server refuses (at most `limit` connections); the refusal's message, empty
-    // when every connect succeeded.
-    std::string fill(int limit = 200) {
-        for (int i = 0; i < limit; ++i) {
-            PGconn* c = PQconnectdb(info_.c_str());
-            if (c && PQstatus(c) == CONNECTION_OK) {
-                held_.push_back(c);
-                continue;
-            }
-            std::string why = c ? PQerrorMessage(c) : "out of memory";
-            PQfinish(c);
-            return why;
-        }
-        return {};
-    }
-    // Closes `n` of the held connections (their backends end, their slots free up).
-    void release(std::size_t n) {
-        for (; n > 0 && !held_.empty(); --n) {
-            PQfinish(held_.back());
-            held_.pop_back();
-        }
-    }
-    std::size_t held() const { return held_.size(); }
-
-private:
-    std::string info_;
-    std::vector<PGconn*> held_;
-};
 
 // A scenario's settings beyond its fault.
 struct options {
@@ -524,7 +486,7 @@ TEST_F(pg_chaos, statement_timeout_during_a_prepare) {
 // back. The pool, accepted again, gets those two; its growth beyond them meets 53300 ("sorry, too many
 // clients already"). It works with what it has, and grows back to max once the slots are free.
 TEST_F(pg_chaos, connection_limit_reached_during_growth) {
-    slot_filler filler(server.conninfo());
+    test::slot_filler filler(server.conninfo());
     const std::size_t refusals_before = server.count_log_lines("too many clients already");
     const figures f = scenario(
         "c_conn_limit",

@@ -16,6 +16,7 @@
 // the server's log. Every loop is bounded in count and time.
 #include "chaos_proxy.hpp"
 #include "pg_server.hpp"
+#include "pg_slot_filler.hpp"
 #include "serve_support.hpp"
 
 #include <gtest/gtest.h>
@@ -172,44 +173,6 @@ protected:
     std::multiset<unsigned> last_statuses;  // the statuses of the last scenario
 };
 
-// Connections of the test's own that take the server's slots (max_connections) until it refuses one
-// with 53300 ("sorry, too many clients already"); closed by release() or the destructor.
-class slot_filler {
-public:
-    explicit slot_filler(const std::string& conninfo)
-        : info_(conninfo + " application_name=chaos_filler connect_timeout=10") {}
-    ~slot_filler() { release(held_.size()); }
-    slot_filler(const slot_filler&) = delete;
-    slot_filler& operator=(const slot_filler&) = delete;
-
-    // Connects until the server refuses (at most `limit` connections); the refusal's message, empty
-    // when every connect succeeded.
-    std::string fill(int limit = 200) {
-        for (int i = 0; i < limit; ++i) {
-            PGconn* c = PQconnectdb(info_.c_str());
-            if (c && PQstatus(c) == CONNECTION_OK) {
-                held_.push_back(c);
-                continue;
-            }
-            std::string why = c ? PQerrorMessage(c) : "out of memory";
-            PQfinish(c);
-            return why;
-        }
-        return {};
-    }
-    void release(std::size_t n) {  // closes n held connections: their slots free up
-        for (; n > 0 && !held_.empty(); --n) {
-            PQfinish(held_.back());
-            held_.pop_back();
-        }
-    }
-    std::size_t held() const { return held_.size(); }
-
-private:
-    std::string info_;
-    std::vector<PGconn*> held_;
-};
-
 const auto plain = [](test::chaos_proxy& p) { p.normal(); };
 
 TEST_F(serve_pg_chaos, proxy_faults_give_only_spec_statuses_and_recover) {
@@ -324,7 +287,7 @@ TEST_F(serve_pg_chaos, table_altered_under_the_statements) {
 // ("sorry, too many clients already", answered 503), and it grows again once the slots are free. The
 // server's log counts the refusals: more than the filler's own one.
 TEST_F(serve_pg_chaos, connection_limit_reached_during_growth) {
-    slot_filler filler(server->conninfo());
+    test::slot_filler filler(server->conninfo());
     const char* refusal_line = "too many clients already";
     const std::size_t before = server->count_log_lines(refusal_line);
     scenario(
