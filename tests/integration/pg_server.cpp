@@ -2,7 +2,11 @@
 
 #include <libpq-fe.h>
 
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +14,7 @@
 #include <memory>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #ifndef RESPOOL_PG_CLUSTER_SCRIPT
 #error "RESPOOL_PG_CLUSTER_SCRIPT must name tests/integration/pg_cluster.sh (tests/CMakeLists.txt)"
@@ -65,19 +70,50 @@ bool pg_server::available() {
     return file && *file && std::ifstream(file).good();
 }
 
+// Runs tests/integration/pg_cluster.sh and waits for it (it ends on its own: pg_ctl -w -t 60). Not
+// through popen: the shell would inherit every descriptor of this process (the chaos proxy's sockets
+// among them), and so would the server a restart starts, keeping them open for its lifetime. A proxy's
+// close of such a socket then never reaches its client (no FIN, no RST: the server's copy keeps the
+// connection up), and a statement sent on it waits for its deadline. The child closes everything but
+// its output before it runs the script.
 void pg_server::run_script(const std::string& action, std::optional<stop_mode> mode) const {
-    std::string cmd =
-        shell_quote(RESPOOL_PG_CLUSTER_SCRIPT) + " " + action + " " + shell_quote(state_.string());
-    if (mode) cmd += *mode == stop_mode::immediate ? " immediate" : " fast";
-    cmd += " 2>&1";
-    // popen: the script ends on its own (pg_ctl -w -t 60), so reading to EOF is bounded.
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    if (!pipe) throw std::runtime_error("pg_server: cannot run " + cmd);
+    std::vector<std::string> args{RESPOOL_PG_CLUSTER_SCRIPT, action, state_.string()};
+    if (mode) args.emplace_back(*mode == stop_mode::immediate ? "immediate" : "fast");
+    std::string cmd;
+    for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pg_server: pipe2 failed for " + cmd);
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(out[0]);
+        ::close(out[1]);
+        throw std::runtime_error("pg_server: cannot fork for " + cmd);
+    }
+    if (pid == 0) {  // async-signal-safe calls only, up to exec
+        ::dup2(out[1], 1);
+        ::dup2(out[1], 2);
+        ::close_range(3, ~0U, 0);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    ::close(out[1]);
     std::string output;
     char buf[512];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) output.append(buf, n);
-    const int status = ::pclose(pipe);
-    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    for (;;) {
+        const ssize_t n = ::read(out[0], buf, sizeof buf);
+        if (n > 0)
+            output.append(buf, static_cast<std::size_t>(n));
+        else if (n == 0 || errno != EINTR)
+            break;
+    }
+    ::close(out[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         throw std::runtime_error("pg_server: `" + cmd + "` failed (status " + std::to_string(status) +
                                  "):\n" + output);
 }
