@@ -50,6 +50,11 @@ TEST(cli_bad_flags, serve_refuses_wrong_pool_and_http_values_by_name) {
         {{"serve", "--breaker-failures", "-1"}, "--breaker-failures"},
         {{"serve", "--breaker-failures", "4294967296"}, "--breaker-failures"},
         {{"serve", "--cool-down", "1"}, "--cool-down"},
+        {{"serve", "--healthcheck-interval", "30"}, "--healthcheck-interval"},
+        {{"serve", "--healthcheck-interval", "-1s"}, "--healthcheck-interval"},
+        {{"serve", "--connect-retry-max", "2"}, "--connect-retry-max"},
+        {{"serve", "--connect-retry-max", "0"},
+         "--connect-retry-max"},  // a refused connect retried in a loop
         {{"serve", "--request-timeout", "30"}, "--request-timeout"},
         {{"serve", "--request-timeout", "0"}, "--request-timeout"},  // "at once", not "none"
         {{"serve", "--idle-timeout", "60"}, "--idle-timeout"},
@@ -62,16 +67,16 @@ TEST(cli_bad_flags, serve_refuses_wrong_pool_and_http_values_by_name) {
 }
 
 // The zeros that mean "none" or "off" (--busy-timeout: no wait for a lock; --idle-ttl, --max-lifetime:
-// off; --breaker-failures: no circuit; --cool-down: probe at once; --max-waiters: no bound;
-// --statement-timeout: none; --shutdown-timeout: cut at once; --min-idle)
+// off; --breaker-failures: no circuit; --cool-down: probe at once; --healthcheck-interval: off;
+// --max-waiters: no bound; --statement-timeout: none; --shutdown-timeout: cut at once; --min-idle)
 // are accepted, and the service works with all of them.
 TEST(cli_bad_flags, serve_takes_zero_where_zero_means_off) {
     temp_dir dir;
     std::vector<std::string> args{"serve", "--db", "sqlite:" + dir.path + "/kv.db", "--listen",
                                   "127.0.0.1:0"};
-    for (const char* flag :
-         {"--busy-timeout", "--idle-ttl", "--max-lifetime", "--breaker-failures", "--cool-down",
-          "--max-waiters", "--statement-timeout", "--shutdown-timeout", "--min-idle"})
+    for (const char* flag : {"--busy-timeout", "--idle-ttl", "--max-lifetime", "--breaker-failures",
+                             "--cool-down", "--healthcheck-interval", "--max-waiters", "--statement-timeout",
+                             "--shutdown-timeout", "--min-idle"})
         args.insert(args.end(), {flag, "0"});
     serve_process p(args);
     const std::uint16_t port = p.wait_listening();

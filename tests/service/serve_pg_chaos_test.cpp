@@ -5,13 +5,14 @@
 //   - no request takes longer than the service's own bounds allow (borrow 1 s, statement 1 s, the
 //     cancel drain limit 1 s) plus a margin: request_limit; none hangs (the client's 30 s receive
 //     timeout would fail the test);
-//   - success resumes by itself after the fault ends (every client sees 10 successes in a row within
-//     recovery_limit), and the process is still the same one, exiting 0 on SIGTERM at the end;
+//   - success resumes by itself after the fault ends: every client sees 10 successes in a row within
+//     one health interval (--healthcheck-interval, with the connect back-off's cap and the circuit's
+//     cool-down well inside it, as pg_chaos_test explains), and the process is still the same one,
+//     exiting 0 on SIGTERM at the end;
 //   - no acknowledged increment is lost: the counter is at least the number of incr answered 200, and
 //     at most the number sent.
-// Proxy faults run through tests/tools/chaos_proxy; the server's own faults (terminate, restarts, a
-// stop of 10 s) run direct, as in pg_chaos_test (a restart through the proxy can leave a connection
-// open that the server closed). The server errors (statement_timeout on a prepare, a table altered
+// Every scenario runs through tests/tools/chaos_proxy, the server's own faults (terminate, restarts,
+// a stop of 10 s) too. The server errors (statement_timeout on a prepare, a table altered
 // under the service's statements, the server at max_connections) are checked to have happened, from
 // the server's log. Every loop is bounded in count and time.
 #include "chaos_proxy.hpp"
@@ -37,7 +38,7 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr auto request_limit = 5s;    // a request's time under any fault (bounds 1 s + 1 s + 1 s, margin)
-constexpr auto recovery_limit = 20s;  // from the fault's end until every client succeeds again
+constexpr auto health_interval = 2s;  // from the fault's end until every client succeeds again
 constexpr int clients = 4;
 
 struct tally {
@@ -98,15 +99,23 @@ protected:
     // `extra_conninfo` is appended to the service's connection string.
     void scenario(const std::string& app, const std::function<void(test::chaos_proxy&)>& fault,
                   std::chrono::milliseconds hold, const std::function<void(test::chaos_proxy&)>& heal,
-                  bool direct = false, const std::string& extra_conninfo = {}) {
+                  const std::string& extra_conninfo = {}) {
         test::chaos_proxy proxy(static_cast<std::uint16_t>(server->port()));
-        std::string conninfo = server->conninfo() + " application_name=" + app;
-        if (!direct)
-            conninfo += " port=" + std::to_string(proxy.port());  // the same server, through the proxy
-        conninfo += extra_conninfo;
-        serve_process p({"serve", "--db", conninfo, "--listen", "127.0.0.1:0", "--threads", "1", "--max", "4",
-                         "--min-idle", "2", "--borrow-timeout", "1s", "--statement-timeout", "1s",
-                         "--connect-timeout", "1s", "--cool-down", "500ms"});
+        // The same server, through the proxy.
+        const std::string conninfo = server->conninfo() + " application_name=" + app +
+                                     " port=" + std::to_string(proxy.port()) + extra_conninfo;
+        serve_process p({"serve",       "--db",
+                         conninfo,      "--listen",
+                         "127.0.0.1:0", "--threads",
+                         "1",           "--max",
+                         "4",           "--min-idle",
+                         "2",           "--borrow-timeout",
+                         "1s",          "--statement-timeout",
+                         "1s",          "--connect-timeout",
+                         "1s",          "--cool-down",
+                         "400ms",       "--connect-retry-max",
+                         "400ms",       "--healthcheck-interval",
+                         "2s"});  // health_interval
         const auto port = p.wait_listening();
         {
             client setup(port);
@@ -133,7 +142,7 @@ protected:
             heal(proxy);
             for (auto& s : streaks) s = 0;
             const auto healed = std::chrono::steady_clock::now();
-            wait_until(all_succeeding, recovery_limit, "success after the fault");
+            wait_until(all_succeeding, health_interval, "success after the fault");
             recovery = std::chrono::duration_cast<std::chrono::milliseconds>(
                 std::chrono::steady_clock::now() - healed);
         } catch (...) {
@@ -214,15 +223,14 @@ TEST_F(serve_pg_chaos, server_faults_give_only_spec_statuses_and_recover) {
         [&](test::chaos_proxy&) {
             stop_killing = true;
             killer.join();
-        },
-        true);
+        });
     scenario(
         "sc_restart_fast", [&](test::chaos_proxy&) { server->restart(test::pg_server::stop_mode::fast); },
-        0ms, [](test::chaos_proxy&) {}, true);
+        0ms, [](test::chaos_proxy&) {});
     scenario(
         "sc_restart_immediate",
         [&](test::chaos_proxy&) { server->restart(test::pg_server::stop_mode::immediate); }, 0ms,
-        [](test::chaos_proxy&) {}, true);
+        [](test::chaos_proxy&) {});
 }
 
 // Down for 10 s: requests are answered 503 (connect refused, then the open circuit) within their
@@ -230,7 +238,7 @@ TEST_F(serve_pg_chaos, server_faults_give_only_spec_statuses_and_recover) {
 TEST_F(serve_pg_chaos, server_stopped_for_ten_seconds) {
     scenario(
         "sc_stopped", [&](test::chaos_proxy&) { server->stop(); }, 10000ms,
-        [&](test::chaos_proxy&) { server->start(); }, true);
+        [&](test::chaos_proxy&) { server->start(); });
     EXPECT_GT(last_statuses.count(503), 0u) << "no request saw the server down";
 }
 
@@ -256,7 +264,7 @@ TEST_F(serve_pg_chaos, statement_timeout_during_a_prepare) {
             EXPECT_TRUE(exec("LOCK TABLE respool_kv IN ACCESS EXCLUSIVE MODE"));
             for (int pid : server->backend_pids("sc_prepare_timeout")) server->terminate(pid);
         },
-        1500ms, [&](test::chaos_proxy&) { EXPECT_TRUE(exec("COMMIT")); }, true,
+        1500ms, [&](test::chaos_proxy&) { EXPECT_TRUE(exec("COMMIT")); },
         " options='-c statement_timeout=200'");
     PQfinish(locker);
     const std::size_t timeouts = server->count_log_lines(timeout_line) - before;
@@ -273,7 +281,7 @@ TEST_F(serve_pg_chaos, table_altered_under_the_statements) {
     server->query("ALTER TABLE IF EXISTS respool_kv DROP COLUMN IF EXISTS added");
     scenario(
         "sc_alter", [&](test::chaos_proxy&) { server->query("ALTER TABLE respool_kv ADD COLUMN added int"); },
-        1000ms, [](test::chaos_proxy&) {}, true);
+        1000ms, [](test::chaos_proxy&) {});
     const auto columns = server->query(
         "SELECT count(*) FROM information_schema.columns WHERE table_name = 'respool_kv' AND "
         "column_name = 'added'");

@@ -13,6 +13,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <span>
 
 namespace asio = boost::asio;
@@ -171,6 +172,9 @@ std::unique_ptr<kv_store> make_pg_store(asio::any_io_executor ex, const db_targe
     c.max_lifetime = d(cfg.max_lifetime);
     c.statement_timeout = d(cfg.statement_timeout);
     c.connect_timeout = d(cfg.connect_timeout);
+    c.healthcheck_interval = d(cfg.healthcheck_interval);
+    c.connect_retry_max = d(cfg.connect_retry_max);
+    c.connect_retry_initial = std::min(c.connect_retry_initial, c.connect_retry_max);  // a cap below 100 ms
     c.record_timings = true;  // /metrics' wait and hold histograms
     if (cfg.breaker_failures == 0)
         c.circuit.reset();

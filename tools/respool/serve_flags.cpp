@@ -129,6 +129,12 @@ void add_pool_flags(CLI::App& cmd, serve_config& cfg) {
                    "PostgreSQL: failed connects in a row that open the circuit (0 = no circuit)")
         ->capture_default_str();
     add_duration(cmd, "--cool-down", cfg.cool_down, "open circuit: time before a probe connect");
+    add_duration(cmd, "--healthcheck-interval", cfg.healthcheck_interval,
+                 "PostgreSQL: check idle connections this often; 0 = off");
+    // 0 would retry a refused connect at once, in a loop, for as long as the database is down.
+    add_duration(cmd, "--connect-retry-max", cfg.connect_retry_max,
+                 "PostgreSQL: the longest wait between failed connects (bounds recovery after an outage)",
+                 zero::refused);
 }
 
 void add_serve_flags(CLI::App& cmd, serve_config& cfg) {

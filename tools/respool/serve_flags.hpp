@@ -49,6 +49,12 @@ struct serve_config {
     std::chrono::nanoseconds max_lifetime{};  // pg; 0 = off
     std::uint32_t breaker_failures = 5;  // pg: consecutive failed connects that open the circuit; 0 = off
     std::chrono::nanoseconds cool_down = std::chrono::seconds(1);
+    // pg: idle connections checked in the background this often (the pool's default); 0 = off.
+    std::chrono::nanoseconds healthcheck_interval = std::chrono::seconds(30);
+    // pg: the cap of the back-off between failed connects, which bounds how long the service answers
+    // 503 once the database is back (up to this plus 20 % jitter, plus a connect). Below the library's
+    // 10 s: a service should come back within seconds, and one connect per pool every 2 s is no load.
+    std::chrono::nanoseconds connect_retry_max = std::chrono::seconds(2);
     // HTTP.
     std::chrono::nanoseconds request_timeout = std::chrono::seconds(30);  // body read, response write
     std::chrono::nanoseconds idle_timeout = std::chrono::seconds(60);     // keep-alive wait for a header
