@@ -159,6 +159,15 @@ TEST(serve_sqlite, bad_keys_paths_methods_and_bodies_get_400_404_405_413) {
     chunked += "0\r\n\r\n";
     EXPECT_EQ(c.raw(chunked).status, 413u);
     EXPECT_EQ(c.raw("NOT HTTP AT ALL\r\n\r\n").status, 400u);
+    // Lines ending in a bare LF are refused at once, also when the header is not complete yet (each
+    // is sent whole and never completed): Beast's parser alone waits for a "\r\n\r\n" that such a
+    // header never sends, and the session answered nothing until its idle timeout (the client's own
+    // receive timeout fails the test first).
+    EXPECT_EQ(c.raw("GET /health HTTP/1.1\nHost: x\n\n").status, 400u);
+    EXPECT_EQ(c.raw("GET /health HTTP/1.1\n").status, 400u);
+    EXPECT_EQ(c.raw("GET /health HTTP/1.1\r\nHost: x\n").status, 400u);
+    EXPECT_EQ(c.raw("GET /health HTTP/1.1\r\nHost: x\r\n\n").status, 400u);
+    EXPECT_EQ(c.request("GET", "/health").status, 200u);  // CRLF, as ever
 }
 
 TEST(serve_sqlite, concurrent_increments_on_two_loops_are_exact) {
