@@ -37,6 +37,7 @@
 #include <boost/beast/http/rfc7230.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -44,6 +45,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -132,17 +134,21 @@ bool allowed(unsigned status) {
 
 // What Beast's request parser, with the session's limits, makes of the input's first request.
 enum class first_request {
-    cut_short,  // the input ends inside it (or is empty): the session may close without a response
-    complete,   // parsed whole and well-formed: it gets a response
-    malformed,  // a parse error: 400
-    too_large,  // body_limit: 413
-    either,     // malformed when read whole, cut short when read in pieces (see classify)
+    cut_short,         // the input ends inside it (or is empty): the session may close without a response
+    complete,          // parsed whole and well-formed: it gets a response
+    malformed,         // a parse error: 400
+    too_large,         // body_limit: 413
+    header_too_large,  // Beast's header limit (8 KiB): 400, as malformed
+    either,            // the verdict depends on the split in a way classify allows
 };
 
-// A '\n' not preceded by '\r' (the session's own check, tools/respool/session.cpp).
-bool has_bare_lf(std::string_view unparsed) {
-    for (std::size_t i = 0; i < unparsed.size(); ++i)
+// A line break that is not CRLF: a '\n' not after a '\r', a '\r' before anything but '\n' (the
+// session's own check, tools/respool/session.cpp).
+bool has_bare_line_break(std::string_view unparsed) {
+    for (std::size_t i = 0; i < unparsed.size(); ++i) {
         if (unparsed[i] == '\n' && (i == 0 || unparsed[i - 1] != '\r')) return true;
+        if (unparsed[i] == '\r' && i + 1 < unparsed.size() && unparsed[i + 1] != '\n') return true;
+    }
     return false;
 }
 
@@ -162,14 +168,17 @@ first_request classify(const std::vector<std::string>& pieces) {
             at += n;
             if (ec == bh::error::need_more) {
                 ec = {};
-                // While the header is incomplete, session.cpp's read_header refuses a bare LF in what
-                // the parser has not taken (Beast alone would wait for a blank line that never comes).
-                if (!p.is_header_done() && has_bare_lf(std::string_view(input).substr(at)))
+                // While the header is incomplete, session.cpp's read_header refuses a bare line break in
+                // what the parser has not taken (Beast alone would wait for a blank line that never
+                // comes).
+                if (!p.is_header_done() && has_bare_line_break(std::string_view(input).substr(at)))
                     return first_request::malformed;
                 if (n == 0) break;  // what is there does not complete the element: the next read
                 continue;
             }
-            if (ec) return ec == bh::error::body_limit ? first_request::too_large : first_request::malformed;
+            if (ec == bh::error::body_limit) return first_request::too_large;
+            if (ec == bh::error::header_limit) return first_request::header_too_large;
+            if (ec) return first_request::malformed;
             if (n == 0) break;  // no progress (never seen): as if waiting for more
         }
         if (p.is_done()) return first_request::complete;
@@ -184,19 +193,35 @@ first_request classify(const std::vector<std::string>& pieces) {
     return first_request::malformed;
 }
 
-// The first request as the session may read it: in the writes' pieces, or all at once (TCP may
-// coalesce the writes). Beast's parser, once it has asked for more of a header, looks at it again only
-// when its blank line ("\r\n\r\n") is there: an error early in a header is found at once when the
-// header is in one buffer, and once the header is complete when it came in pieces. A header that never
-// completes (the input ends first) is then malformed whole and cut short in pieces: either outcome may
-// happen, and only the general checks apply. Any other difference is a failure. (A header of bare LF
-// line endings, complete in its sender's eyes, never has that blank line: session.cpp's read_header
-// refuses it in pieces too, and the model above does the same.)
+// The first request as the session may read it. TCP may coalesce the writes or split them further,
+// and the session's reads take at most what its buffer offers (from 512 bytes, as Beast's own reads):
+// the reads' boundaries are not the writes'. Beast's parser, once it has asked for more of a header,
+// looks at it again only when its blank line ("\r\n\r\n") is there: an error early in a header is
+// found at once when the header is in one buffer, and once the header is complete when it came in
+// pieces. So the verdict is taken three ways: whole, in the writes' pieces, and deferred (5 bytes, then
+// the rest: the parser then waits for the blank line, as after any short first read). All three agree,
+// or the request is one whose verdict may depend on the reads, and only the general checks apply:
+//  - malformed in one buffer, cut short in pieces: a malformed header that the input never completes;
+//  - Beast's header limit on either side: it counts 8 KiB from where each put of a header starts, not
+//    from the request's start, so a header near the limit may pass it one way and not the other.
+// Any other difference is a failure. (A header of bare LF line endings, complete in its sender's eyes,
+// never has that blank line: session.cpp's read_header refuses bare line breaks in pieces too, and the
+// model above does the same, so such a header is malformed all three ways.)
 first_request classify(const std::string& input, const std::vector<std::string>& pieces) {
     const first_request whole = classify(std::vector<std::string>{input});
     const first_request split = classify(pieces);
-    if (split == whole) return whole;
-    if (whole == first_request::malformed && split == first_request::cut_short) return first_request::either;
+    const first_request deferred =
+        input.size() > 5 ? classify(std::vector<std::string>{input.substr(0, 5), input.substr(5)}) : whole;
+    if (split == whole && deferred == whole) return whole;
+    auto either_of = [](first_request v, std::initializer_list<first_request> allowed) {
+        return std::find(allowed.begin(), allowed.end(), v) != allowed.end();
+    };
+    const auto header_cut = {first_request::malformed, first_request::cut_short};
+    if (either_of(whole, header_cut) && either_of(split, header_cut) && either_of(deferred, header_cut))
+        return first_request::either;
+    if (whole == first_request::header_too_large || split == first_request::header_too_large ||
+        deferred == first_request::header_too_large)
+        return first_request::either;
     fail("the first request's verdict depends on how it is split:", input);
 }
 
@@ -258,6 +283,7 @@ void check_first(first_request kind, const std::vector<response_seen>& seen, con
         if (!answered) fail("no response to a complete, well-formed request; received:", bytes);
         return;
     case first_request::malformed:
+    case first_request::header_too_large:
     case first_request::too_large: {
         const unsigned want = kind == first_request::too_large ? 413 : 400;
         if (!answered) fail("no response to a malformed request; received:", bytes);

@@ -1,5 +1,7 @@
 #include "pg_server.hpp"
 
+#include "close_inherited.hpp"
+
 #include <libpq-fe.h>
 
 #include <fcntl.h>
@@ -75,7 +77,7 @@ bool pg_server::available() {
 // among them), and so would the server a restart starts, keeping them open for its lifetime. A proxy's
 // close of such a socket then never reaches its client (no FIN, no RST: the server's copy keeps the
 // connection up), and a statement sent on it waits for its deadline. The child closes everything but
-// its output before it runs the script.
+// its output before it runs the script (close_inherited.hpp).
 void pg_server::run_script(const std::string& action, std::optional<stop_mode> mode) const {
     std::vector<std::string> args{RESPOOL_PG_CLUSTER_SCRIPT, action, state_.string()};
     if (mode) args.emplace_back(*mode == stop_mode::immediate ? "immediate" : "fast");
@@ -84,6 +86,8 @@ void pg_server::run_script(const std::string& action, std::optional<stop_mode> m
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
+    static constexpr char exec_failed[] = "pg_server: cannot execute the script\n";
+    const long open_max = ::sysconf(_SC_OPEN_MAX);
     int out[2];
     if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pg_server: pipe2 failed for " + cmd);
     const pid_t pid = ::fork();
@@ -95,8 +99,9 @@ void pg_server::run_script(const std::string& action, std::optional<stop_mode> m
     if (pid == 0) {  // async-signal-safe calls only, up to exec
         ::dup2(out[1], 1);
         ::dup2(out[1], 2);
-        ::close_range(3, ~0U, 0);
+        close_inherited_descriptors(open_max);
         ::execv(argv[0], argv.data());
+        (void)!::write(2, exec_failed, sizeof exec_failed - 1);
         ::_exit(127);
     }
     ::close(out[1]);
@@ -111,8 +116,12 @@ void pg_server::run_script(const std::string& action, std::optional<stop_mode> m
     }
     ::close(out[0]);
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    pid_t waited;
+    while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
     }
+    if (waited != pid)
+        throw std::runtime_error("pg_server: cannot wait for `" + cmd + "` (errno " + std::to_string(errno) +
+                                 "):\n" + output);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         throw std::runtime_error("pg_server: `" + cmd + "` failed (status " + std::to_string(status) +
                                  "):\n" + output);

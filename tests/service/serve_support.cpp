@@ -1,5 +1,7 @@
 #include "serve_support.hpp"
 
+#include "close_inherited.hpp"
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -59,13 +61,13 @@ serve_process::serve_process(std::vector<std::string> args) {
     std::vector<char*> argv;
     for (auto& a : argv_store) argv.push_back(a.data());
     argv.push_back(nullptr);
+    const long open_max = sysconf(_SC_OPEN_MAX);
     pid_ = fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
         dup2(out[1], 1);
         dup2(err_fd, 2);
-        // Nothing else of the test (its proxies' sockets, its pools' connections) goes with it.
-        close_range(3, ~0U, 0);
+        test::close_inherited_descriptors(open_max);
         execv(argv[0], argv.data());
         _exit(127);
     }

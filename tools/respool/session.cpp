@@ -4,8 +4,8 @@
 //  keep-alive wait and a slow header share it); its body and its response get --request-timeout.
 //  Body limit: 1 MiB (SPEC.md §6). A larger Content-Length is refused after the header alone, a
 //  chunked body once it grows past it: 413, then the connection is closed.
-//  Line endings: CRLF only. A header line ending in a bare LF is refused (400, RFC 9112 §2.2 lets a
-//  server refuse it), however the header was split across reads (read_header).
+//  Line endings: CRLF only. A header line ending in a bare LF (or a bare CR) is refused (400, RFC 9112
+//  §2.2 lets a server refuse it), however the header was split across reads (read_header).
 #include "handlers.hpp"
 #include "service.hpp"
 
@@ -13,6 +13,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/read_size.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
@@ -20,7 +21,6 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 
-#include <algorithm>
 #include <array>
 #include <chrono>
 #include <string_view>
@@ -50,20 +50,24 @@ struct registration {
 
 using request_parser = bh::request_parser<bh::string_body>;
 
-// A '\n' not preceded by '\r' in bytes the parser has not taken: the start of a header, or what
-// follows a line (with its CRLF) it has taken.
-bool has_bare_lf(std::string_view unparsed) {
-    for (std::size_t i = 0; i < unparsed.size(); ++i)
+// A line break that is not CRLF in bytes the parser has not taken (the start of a header, or what
+// follows a line it has taken, CRLF included): a '\n' not after a '\r', or a '\r' before anything but
+// '\n' (a '\r' last may be the start of a CRLF whose '\n' is still on its way).
+bool has_bare_line_break(std::string_view unparsed) {
+    for (std::size_t i = 0; i < unparsed.size(); ++i) {
         if (unparsed[i] == '\n' && (i == 0 || unparsed[i - 1] != '\r')) return true;
+        if (unparsed[i] == '\r' && i + 1 < unparsed.size() && unparsed[i + 1] != '\n') return true;
+    }
     return false;
 }
 
 // Reads until `parser` has the request's header, as bh::async_read_header does, with one check more.
-// Beast's parser refuses a bare LF when the whole header is in its buffer (bad version, bad field), but
-// fed a header in pieces it waits for the blank line "\r\n\r\n" before it looks again, which a header
-// of bare LFs never sends: the session waited for more, up to the header limit, the idle timeout or
-// the client's close, and answered nothing. So whenever the parser asks for more, what it has not taken
-// is looked at: a bare LF there is an error already, the same 400 whatever the reads were.
+// Beast's parser refuses a bare LF (or CR) when the whole header is in its buffer (bad version, bad
+// field), but fed a header in pieces it waits for the blank line "\r\n\r\n" before it looks again,
+// which a header of bare LFs never sends: the session waited for more, up to the header limit, the idle
+// timeout or the client's close, and answered nothing. So whenever the parser asks for more, what it
+// has not taken is looked at: a bare line break there is an error already, the same 400 whatever the
+// reads were.
 asio::awaitable<beast::error_code> read_header(beast::tcp_stream& stream, beast::flat_buffer& buffer,
                                                request_parser& parser) {
     for (;;) {
@@ -73,10 +77,10 @@ asio::awaitable<beast::error_code> read_header(beast::tcp_stream& stream, beast:
             if (!ec && parser.is_header_done()) co_return ec;
             if (ec && ec != bh::error::need_more) co_return ec;
             const auto unparsed = buffer.data();
-            if (has_bare_lf({static_cast<const char*>(unparsed.data()), unparsed.size()}))
+            if (has_bare_line_break({static_cast<const char*>(unparsed.data()), unparsed.size()}))
                 co_return bh::error::bad_line_ending;
         }
-        const std::size_t room = std::min<std::size_t>(buffer.max_size() - buffer.size(), 65536);
+        const std::size_t room = beast::read_size(buffer, 65536);  // grows from 512 bytes, as Beast's
         if (room == 0) co_return bh::error::buffer_overflow;
         auto [ec, n] = co_await stream.async_read_some(buffer.prepare(room), tuple_awaitable);
         if (ec == asio::error::eof) {
