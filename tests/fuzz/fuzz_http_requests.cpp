@@ -22,6 +22,7 @@
 //  - nothing crashes, leaks or reads out of bounds (ASan + UBSan in the fuzz preset).
 #include "handlers.hpp"
 #include "kv_store.hpp"
+#include "line_breaks.hpp"
 #include "service.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -142,16 +143,6 @@ enum class first_request {
     either,            // the verdict depends on the split in a way classify allows
 };
 
-// A line break that is not CRLF: a '\n' not after a '\r', a '\r' before anything but '\n' (the
-// session's own check, tools/respool/session.cpp).
-bool has_bare_line_break(std::string_view unparsed) {
-    for (std::size_t i = 0; i < unparsed.size(); ++i) {
-        if (unparsed[i] == '\n' && (i == 0 || unparsed[i - 1] != '\r')) return true;
-        if (unparsed[i] == '\r' && i + 1 < unparsed.size() && unparsed[i + 1] != '\n') return true;
-    }
-    return false;
-}
-
 // The bytes arrive in `pieces` (the session's reads see them so, or coalesced); after each, the parser
 // is given everything not consumed yet, as the session's reads do.
 first_request classify(const std::vector<std::string>& pieces) {
@@ -171,7 +162,8 @@ first_request classify(const std::vector<std::string>& pieces) {
                 // While the header is incomplete, session.cpp's read_header refuses a bare line break in
                 // what the parser has not taken (Beast alone would wait for a blank line that never
                 // comes).
-                if (!p.is_header_done() && has_bare_line_break(std::string_view(input).substr(at)))
+                if (!p.is_header_done() &&
+                    respool_cli::has_bare_line_break(std::string_view(input).substr(at)))
                     return first_request::malformed;
                 if (n == 0) break;  // what is there does not complete the element: the next read
                 continue;

@@ -17,6 +17,7 @@
 #include "chaos_proxy.hpp"
 #include "pg_server.hpp"
 #include "pg_slot_filler.hpp"
+#include "pg_table_lock.hpp"
 #include "pg_test_support.hpp"
 
 #include <respool/pg/errors.hpp>
@@ -25,8 +26,6 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
-
-#include <libpq-fe.h>
 
 #include <atomic>
 #include <cstdio>
@@ -459,24 +458,16 @@ TEST_F(pg_chaos, a_table_altered_under_prepared_statements) {
 // own timeout, not pool_config::statement_timeout: the pool's deadline cancels the statement from the
 // client and reports pg::error::statement_timeout, without the SQLSTATE.
 TEST_F(pg_chaos, statement_timeout_during_a_prepare) {
-    PGconn* locker = PQconnectdb(server.conninfo().c_str());
-    ASSERT_EQ(PQstatus(locker), CONNECTION_OK) << PQerrorMessage(locker);
-    auto exec = [&](const char* sql) {
-        PGresult* r = PQexec(locker, sql);
-        const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-        PQclear(r);
-        return ok;
-    };
+    test::table_lock lock(server.conninfo());
+    ASSERT_TRUE(lock.connected()) << lock.error();
     const figures f = scenario(
         "c_prepare_timeout",
         [&](test::chaos_proxy&) {
-            EXPECT_TRUE(exec("BEGIN"));
-            EXPECT_TRUE(exec("LOCK TABLE chaos_kv IN ACCESS EXCLUSIVE MODE"));
+            EXPECT_TRUE(lock.take("chaos_kv")) << lock.error();
             for (int pid : server.backend_pids("c_prepare_timeout")) server.terminate(pid);
         },
-        1500ms, [&](test::chaos_proxy&) { EXPECT_TRUE(exec("COMMIT")); },
+        1500ms, [&](test::chaos_proxy&) { EXPECT_TRUE(lock.release()) << lock.error(); },
         {.extra_conninfo = " options='-c statement_timeout=200'"});
-    PQfinish(locker);
     EXPECT_TRUE(f.while_preparing.contains("57014"))
         << "no Parse ran into statement_timeout (57014): the fault did not happen";
 }

@@ -18,11 +18,10 @@
 #include "chaos_proxy.hpp"
 #include "pg_server.hpp"
 #include "pg_slot_filler.hpp"
+#include "pg_table_lock.hpp"
 #include "serve_support.hpp"
 
 #include <gtest/gtest.h>
-
-#include <libpq-fe.h>
 
 #include <array>
 #include <atomic>
@@ -247,26 +246,18 @@ TEST_F(serve_pg_chaos, server_stopped_for_ten_seconds) {
 // which waits for the lock and runs into the server's statement_timeout (200 ms, through the
 // connection string's options): 57014, answered 504. The server's log must show the timeouts.
 TEST_F(serve_pg_chaos, statement_timeout_during_a_prepare) {
-    PGconn* locker = PQconnectdb(server->conninfo().c_str());
-    ASSERT_EQ(PQstatus(locker), CONNECTION_OK) << PQerrorMessage(locker);
-    auto exec = [&](const char* sql) {
-        PGresult* r = PQexec(locker, sql);
-        const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-        PQclear(r);
-        return ok;
-    };
+    test::table_lock lock(server->conninfo());
+    ASSERT_TRUE(lock.connected()) << lock.error();
     const char* timeout_line = "canceling statement due to statement timeout";
     const std::size_t before = server->count_log_lines(timeout_line);
     scenario(
         "sc_prepare_timeout",
         [&](test::chaos_proxy&) {
-            EXPECT_TRUE(exec("BEGIN"));
-            EXPECT_TRUE(exec("LOCK TABLE respool_kv IN ACCESS EXCLUSIVE MODE"));
+            EXPECT_TRUE(lock.take("respool_kv")) << lock.error();
             for (int pid : server->backend_pids("sc_prepare_timeout")) server->terminate(pid);
         },
-        1500ms, [&](test::chaos_proxy&) { EXPECT_TRUE(exec("COMMIT")); },
+        1500ms, [&](test::chaos_proxy&) { EXPECT_TRUE(lock.release()) << lock.error(); },
         " options='-c statement_timeout=200'");
-    PQfinish(locker);
     const std::size_t timeouts = server->count_log_lines(timeout_line) - before;
     std::printf("[ sc_prepare_timeout ] the server cancelled %zu statements at statement_timeout (57014)\n",
                 timeouts);

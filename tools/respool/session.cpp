@@ -7,6 +7,7 @@
 //  Line endings: CRLF only. A header line ending in a bare LF (or a bare CR) is refused (400, RFC 9112
 //  §2.2 lets a server refuse it), however the header was split across reads (read_header).
 #include "handlers.hpp"
+#include "line_breaks.hpp"
 #include "service.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -49,17 +50,6 @@ struct registration {
 };
 
 using request_parser = bh::request_parser<bh::string_body>;
-
-// A line break that is not CRLF in bytes the parser has not taken (the start of a header, or what
-// follows a line it has taken, CRLF included): a '\n' not after a '\r', or a '\r' before anything but
-// '\n' (a '\r' last may be the start of a CRLF whose '\n' is still on its way).
-bool has_bare_line_break(std::string_view unparsed) {
-    for (std::size_t i = 0; i < unparsed.size(); ++i) {
-        if (unparsed[i] == '\n' && (i == 0 || unparsed[i - 1] != '\r')) return true;
-        if (unparsed[i] == '\r' && i + 1 < unparsed.size() && unparsed[i + 1] != '\n') return true;
-    }
-    return false;
-}
 
 // Reads until `parser` has the request's header, as bh::async_read_header does, with one check more.
 // Beast's parser refuses a bare LF (or CR) when the whole header is in its buffer (bad version, bad
