@@ -97,9 +97,8 @@ struct connection::impl {
     void listen_for_fatal() noexcept;
     void server_error(const PGresult* r);
     // Session tracking (session.cpp).
-    void snapshot_session();                // after connect and after a reset: the clean state
-    void track_sent(std::string_view sql);  // functions with session effects in the text
-    void track_result(const PGresult* r);   // command tags
+    void snapshot_session();               // after connect and after a reset: the clean state
+    void track_result(const PGresult* r);  // command tags
     void track_error(const std::string& sqlstate);
     [[nodiscard]] bool session_changed() const noexcept;  // the borrower changed the session (tracked)
 };
@@ -137,10 +136,6 @@ void complete_here(const boost::asio::any_io_executor& ex, Handler h, Args... ar
 void defer_begin(connection& c, std::string begin_sql);
 // Forgets a BEGIN not sent yet; true when there was one (the transaction ran no statement).
 bool drop_deferred_begin(connection& c) noexcept;
-
-// The SQL calls functions whose effects on the session its command tag does not show (advisory
-// locks, set_config). A cheap scan: nothing without a parenthesis.
-bool has_session_effects(std::string_view sql) noexcept;
 
 // Starts a query on `c` (query.cpp): the simple protocol when `p` is null, else bound parameters
 // through the statement cache (or the unnamed statement, statement_mode::unnamed).

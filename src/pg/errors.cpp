@@ -98,6 +98,8 @@ public:
         case error::not_connected: return "not connected";
         case error::busy: return "another operation is under way on this connection";
         case error::statement_timeout: return "statement timed out (cancelled on the server)";
+        case error::unsupported_statement:
+            return "this kind of statement cannot run through this call (COPY FROM STDIN / TO STDOUT)";
         }
         return "unknown respool.pg error";
     }

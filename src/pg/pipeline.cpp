@@ -7,6 +7,7 @@
 // "prepared statement does not exist".
 #include "pipeline.hpp"
 
+#include "statement_text.hpp"
 #include "wire_access.hpp"
 
 #include <boost/asio/post.hpp>
@@ -42,7 +43,7 @@ bool pipelinable(std::string_view sql) noexcept {
         const std::string k = first_keyword(sql);
         const bool rows = k == "SELECT" || k == "INSERT" || k == "UPDATE" || k == "DELETE" || k == "WITH" ||
                           k == "VALUES" || k == "TABLE";
-        return rows && !has_session_effects(sql);
+        return rows && !scan_statement(sql).session_effects;
     } catch (...) {
         return false;
     }
@@ -254,7 +255,9 @@ void pipeline::take(statement& s, part now, PGresult* r) {
         if (now == part::deallocate) c_->to_deallocate.push_back(s.deallocating[s.at]);
         if (now == part::prepare) parsing_.erase(s.preparing);
         break;
-    default: break;
+    default:  // COPY (libpq would return it at every call) or a reply libpq could not understand
+        PQclear(r);
+        return broke("an unexpected reply in a pipeline");
     }
     PQclear(r);
 }

@@ -6,6 +6,7 @@
 // user's statement cannot abort them and theirs cannot touch the user's result).
 #include "cancel_request.hpp"
 #include "connection_impl.hpp"
+#include "statement_text.hpp"
 #include "wire_access.hpp"
 
 #include <boost/asio/dispatch.hpp>
@@ -30,6 +31,12 @@ constexpr std::chrono::milliseconds cancel_resend{100};
 bool is_sqlstate(const error_code& ec, const char* s) {
     return ec == sqlstate_error(s);
 }
+
+// Why a COPY that streams rows through the client is refused (the diagnostics' message).
+constexpr const char* copy_refusal =
+    "COPY ... FROM STDIN and COPY ... TO STDOUT need the COPY sub-protocol, which async_query does not "
+    "speak: load rows with INSERT (several rows per statement, bound parameters) or let the server "
+    "read or write a file (COPY ... FROM/TO 'path')";
 
 struct query_op : std::enable_shared_from_this<query_op> {
     query_op(std::shared_ptr<connection::impl> i, query_handler h, std::string s, std::optional<params> q)
@@ -64,6 +71,8 @@ struct query_op : std::enable_shared_from_this<query_op> {
     bool pipeline = false;
     bool idle_before = false;  // no transaction was open when it was sent (a retry is safe)
     bool retried = false;
+    bool refused = false;           // send() refused the statement before sending anything
+    detail::statement_facts facts;  // what its text says (scanned unless the statement was cached)
     int nulls_at_sync = 0;
 
     void finish(error_code ec) {
@@ -134,6 +143,28 @@ struct query_op : std::enable_shared_from_this<query_op> {
     // Queues the statement (and what the cache needs done) in libpq's buffer; false: libpq refused.
     bool send() {
         PGconn* pc = c->conn;
+        // The text is read once per statement the cache does not hold: a COPY that needs the COPY
+        // sub-protocol is refused before anything is sent, and effects on the session are noted.
+        const bool through_cache = p && c->mode == statement_mode::cache && c->cache.capacity() != 0;
+        const detail::prepared* cached = nullptr;
+        if (through_cache) {
+            const params_access a(*p);
+            c->key.assign(sql);  // the SQL text and the parameter types: one prepared statement each
+            c->key.push_back('\0');
+            c->key.append(reinterpret_cast<const char*>(a.types()), p->size() * sizeof(Oid));
+            cached = c->cache.find(c->key);
+        }
+        if (cached) {
+            if (cached->session_effects) c->session.dirty = true;
+        } else {
+            facts = detail::scan_statement(sql);
+            if (facts.copy_stream) {
+                refused = true;
+                c->client_error(copy_refusal);
+                return false;
+            }
+            if (facts.session_effects) c->session.dirty = true;
+        }
         // A transaction's deferred BEGIN goes first, in this round trip (never again on a retry: a
         // statement that opened a transaction is not retried).
         const std::string begin_sql = std::exchange(c->deferred_begin, {});
@@ -145,7 +176,6 @@ struct query_op : std::enable_shared_from_this<query_op> {
         preparing.clear();
         prepare_failed = false;
         if (!p) {
-            c->track_sent(sql);
             parts.push_back(part::rows);
             if (!begin_sql.empty())  // one simple-protocol script: its last result is the caller's
                 return PQsendQuery(pc, (begin_sql + ";\n" + sql).c_str()) != 0;
@@ -160,8 +190,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
             parts.push_back(part::begin);
             return PQsendQueryParams(pc, begin_sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) != 0;
         };
-        if (c->mode == statement_mode::unnamed || c->cache.capacity() == 0) {
-            c->track_sent(sql);
+        if (!through_cache) {
             if (!begin_sql.empty() && !send_begin()) return false;
             parts.push_back(part::rows);
             if (!PQsendQueryParams(pc, sql.c_str(), n, a.types(), a.values.data(), a.lengths(), a.formats(),
@@ -171,11 +200,6 @@ struct query_op : std::enable_shared_from_this<query_op> {
             parts.push_back(part::sync);
             return PQpipelineSync(pc) != 0;
         }
-        c->key.assign(sql);  // the SQL text and the parameter types: one prepared statement each
-        c->key.push_back('\0');
-        c->key.append(reinterpret_cast<const char*>(a.types()), p->size() * sizeof(Oid));
-        const detail::prepared* cached = c->cache.find(c->key);
-        if (cached && cached->session_effects) c->session.dirty = true;
         if (cached && c->to_deallocate.empty() && begin_sql.empty()) {  // the common case: Bind/Execute/Sync
             parts.push_back(part::rows);
             return PQsendQueryPrepared(pc, cached->name.c_str(), n, a.values.data(), a.lengths(), a.formats(),
@@ -191,7 +215,6 @@ struct query_op : std::enable_shared_from_this<query_op> {
         if (cached) {
             name = cached->name;
         } else {
-            c->track_sent(sql);
             if (std::string evicted = c->cache.make_room(); !evicted.empty())
                 c->to_deallocate.push_back(std::move(evicted));
             preparing = name = c->cache.next_name();
@@ -297,7 +320,21 @@ struct query_op : std::enable_shared_from_this<query_op> {
                 ++at;
                 continue;
             }
-            take(now, r);
+            switch (PQresultStatus(r)) {
+            case PGRES_COPY_IN:
+            case PGRES_COPY_OUT:
+            case PGRES_COPY_BOTH: {
+                const ExecStatusType st = PQresultStatus(r);
+                PQclear(r);  // libpq returns such a result again at every call: never loop on it
+                return end_copy(st);
+            }
+            case PGRES_BAD_RESPONSE:
+                PQclear(r);
+                c->client_error("the server's reply could not be understood");
+                c->finish();
+                return finish(error::connection_broken);
+            default: take(now, r);
+            }
         }
         if (pipeline) {
             pipeline = false;
@@ -328,6 +365,20 @@ struct query_op : std::enable_shared_from_this<query_op> {
         conclude();
     }
 
+    // The server entered a COPY that a statement cannot carry (a COPY that slipped past the text
+    // check). COPY FROM STDIN is ended at once with CopyFail: the server answers an error and the
+    // connection stays usable. Rows the server streams (TO STDOUT, or a replication stream) cannot be
+    // refused: the connection is closed. Either way the statement fails with unsupported_statement.
+    void end_copy(ExecStatusType st) {
+        if (!first_error) first_error = error::unsupported_statement;
+        c->client_error(copy_refusal);
+        if (st == PGRES_COPY_IN && !pipeline &&
+            PQputCopyEnd(c->conn, "respool: the COPY sub-protocol is not supported by async_query") == 1)
+            return flush();  // CopyFail goes out; the server's error and ReadyForQuery are read as usual
+        c->finish();
+        finish(error::unsupported_statement);
+    }
+
     // The reply is complete (and every cancel request has returned): the cache learns what happened,
     // a stale statement is prepared again once, and the caller gets the outcome.
     void conclude() {
@@ -335,7 +386,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
         // After the whole reply: the ParameterStatus a failover brings comes after the error.
         if (first_error) c->track_error(c->diag.sqlstate);
         if (!preparing.empty() && !prepare_failed)
-            c->cache.insert(c->key, {std::move(preparing), detail::has_session_effects(sql)});
+            c->cache.insert(c->key, {std::move(preparing), facts.session_effects});
         if (p && c->mode == statement_mode::cache && !cancel_reason &&
             (is_sqlstate(first_error, "0A000") || is_sqlstate(first_error, "26000"))) {
             // The server's copy is stale (a table's columns changed under it) or gone (DEALLOCATE by
@@ -387,6 +438,8 @@ void start_query(const std::shared_ptr<connection::impl>& i, std::string sql, st
     }
     if (op->send())
         op->flush();  // the handler is posted should the query end now
+    else if (op->refused)
+        op->finish(error::unsupported_statement);  // nothing was sent: the connection stays as it was
     else
         op->broke();
     op->initiating = false;

@@ -1,16 +1,15 @@
 // What a borrower leaves in a PostgreSQL session, and the reset that keeps it from the next borrower
 // (docs/06-postgresql.md, "Reset on return"). Tracking costs a few string compares per result: the
-// command tag of every result, a scan of the SQL sent for functions with session effects whose tag
-// says only SELECT (advisory locks, set_config), and at release a compare of the reported settings
-// with their values at connect. A clean connection costs no round trip.
+// command tag of every result, one scan of the text of every statement the cache does not hold
+// (statement_text.hpp: temporary objects, advisory locks, set_config, SET, LISTEN, PREPARE, DO, ...),
+// and at release a compare of the reported settings with their values at connect. A clean connection
+// costs no round trip.
 #include "connection_impl.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
 
 #include <poll.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cstring>
 
 namespace asio = boost::asio;
@@ -26,12 +25,6 @@ namespace {
 bool tag_is(const char* tag, const char* word) {
     const std::size_t n = std::strlen(word);
     return std::strncmp(tag, word, n) == 0 && (tag[n] == '\0' || tag[n] == ' ');
-}
-
-bool contains_nocase(std::string_view text, std::string_view word) {
-    return std::search(text.begin(), text.end(), word.begin(), word.end(), [](char a, char b) {
-               return std::tolower(static_cast<unsigned char>(a)) == b;
-           }) != text.end();
 }
 
 // The reset of a dirty session, in one round trip: everything DISCARD ALL does except dropping the
@@ -61,15 +54,6 @@ void connection::impl::snapshot_session() {
         const char* v = conn ? PQparameterStatus(conn, session_state::watched[i]) : nullptr;
         session.reported[i] = v ? v : "";
     }
-}
-
-bool detail::has_session_effects(std::string_view sql) noexcept {
-    return sql.find('(') != std::string_view::npos &&
-           (contains_nocase(sql, "advisory") || contains_nocase(sql, "set_config"));
-}
-
-void connection::impl::track_sent(std::string_view sql) {
-    if (!session.dirty && detail::has_session_effects(sql)) session.dirty = true;
 }
 
 void connection::impl::track_result(const PGresult* r) {

@@ -8,7 +8,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
+#include <string>
 
 namespace respool::pg {
 
@@ -19,6 +21,9 @@ namespace {
 // PostgreSQL type OIDs (src/include/catalog/pg_type.dat): stable since forever.
 constexpr unsigned oid_bool = 16, oid_bytea = 17, oid_int8 = 20, oid_int2 = 21, oid_int4 = 23,
                    oid_float4 = 700, oid_float8 = 701, oid_timestamptz = 1184;
+
+// A Bind message counts its parameters in an unsigned 16-bit integer.
+constexpr std::size_t max_params = 65535;
 
 // PostgreSQL counts time from 2000-01-01 00:00:00 UTC.
 constexpr std::chrono::sys_days postgres_epoch = std::chrono::year(2000) / 1 / 1;
@@ -35,6 +40,15 @@ std::string big_endian(U v) {
 }  // namespace
 
 params& params::push(unsigned type, std::string_view bytes, bool binary, bool null) {
+    // What the protocol cannot carry is refused here, before any statement is sent: a Bind message
+    // counts its parameters in 16 bits and each value's length in a signed 32-bit integer.
+    if (types_.size() >= max_params)
+        throw std::invalid_argument("respool::pg::params: more than " + std::to_string(max_params) +
+                                    " parameters (the protocol's limit)");
+    if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+        throw std::invalid_argument("respool::pg::params: parameter $" + std::to_string(types_.size() + 1) +
+                                    " is " + std::to_string(bytes.size()) +
+                                    " bytes, above the protocol's limit of 2147483647");
     types_.push_back(type);
     formats_.push_back(binary ? 1 : 0);
     lengths_.push_back(static_cast<int>(bytes.size()));
@@ -66,6 +80,14 @@ params& params::add(double v) {
     return push(oid_float8, big_endian(std::bit_cast<std::uint64_t>(v)), true);
 }
 params& params::add(std::string_view v) {
+    // Text goes as a C string: libpq would cut it at a NUL and the server would store the rest of the
+    // value silently lost. Bytes are bytea (std::span<const std::byte>).
+    if (const std::size_t at = v.find('\0'); at != std::string_view::npos)
+        throw std::invalid_argument("respool::pg::params: text parameter $" +
+                                    std::to_string(types_.size() + 1) + " holds a NUL byte (at byte " +
+                                    std::to_string(at) +
+                                    "), which PostgreSQL text cannot store; send bytes as "
+                                    "std::span<const std::byte> (bytea)");
     return push(0, v, false);  // text; the server infers the type from the statement
 }
 params& params::add(std::span<const std::byte> v) {

@@ -20,6 +20,9 @@ enum class error {
     not_connected,              // an operation on a connection that is not open
     busy,                       // an operation while another one runs on this connection
     statement_timeout,          // the statement ran past set_statement_timeout(): cancelled on the server
+    // A statement of a kind this call cannot carry (COPY ... FROM STDIN / TO STDOUT through async_query),
+    // refused before it is sent; the diagnostics name what to use instead.
+    unsupported_statement,
 };
 const boost::system::error_category& category() noexcept;
 error_code make_error_code(error e) noexcept;

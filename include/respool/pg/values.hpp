@@ -22,7 +22,9 @@ namespace respool::pg {
 // The bound parameters $1, $2, ... of a statement, sent apart from its text (nothing to quote, nothing to
 // inject). Integers, floating point and bool go in binary with their type; strings as text of a type the
 // server infers from the statement; byte spans as bytea; system_clock time points as timestamptz
-// (microseconds); std::nullopt (or an empty std::optional) as NULL.
+// (microseconds); std::nullopt (or an empty std::optional) as NULL. A value that cannot be sent
+// exactly is refused where it is added, with std::invalid_argument naming the parameter: text holding
+// a NUL byte (text cannot store one: bytes are bytea), more than 65535 parameters, a value of 2 GiB.
 //   c.async_query("SELECT name FROM users WHERE id = $1 AND active = $2", pg::params(42, true), token);
 class params {
 public:
