@@ -33,7 +33,10 @@ error_code run_group(connection::impl& s, const group& g) {
     for (const auto& e : g) todo.push_back(e.get());
     for (;;) {
         if (error_code ec = exec_cached(s, "BEGIN IMMEDIATE")) {
-            for (group_entry* e : todo) e->ec = ec;
+            for (group_entry* e : todo) {
+                e->ec = ec;
+                e->words = s.last;
+            }
             return ec;
         }
         std::vector<group_entry*> done;  // ran and released its savepoint
@@ -52,6 +55,7 @@ error_code run_group(connection::impl& s, const group& g) {
                 continue;
             }
             e->ec = ec;
+            e->words = s.last;
             e->res = {};
             if (::sqlite3_get_autocommit(s.db) != 0) {
                 // SQLite ended the whole transaction (an interrupt, I/O, a full disk): the statements
@@ -74,9 +78,11 @@ error_code run_group(connection::impl& s, const group& g) {
         if (again) continue;
         error_code ec = exec_cached(s, "COMMIT");
         if (ec) {
+            const diagnostics words = s.last;
             if (::sqlite3_get_autocommit(s.db) == 0) exec_cached(s, "ROLLBACK");
             for (group_entry* d : done) {
                 d->ec = ec;
+                d->words = words;
                 d->res = {};
             }
         }

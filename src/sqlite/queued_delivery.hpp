@@ -1,6 +1,6 @@
 // What group commit's and the read batches' queued statements share on the caller's side: delivering
 // an outcome, and a cancelled statement leaving its queue. An Entry has `handler`
-// (void(error_code, result)), `ec` and `res`.
+// (void(error_code, result)), `ec`, `res`, `words` (ec's diagnostics) and `diag` (the caller's).
 #pragma once
 
 #include <respool/sqlite/connection.hpp>
@@ -23,6 +23,10 @@ namespace respool::sqlite::detail {
 // this runs on the pool's executor, where the caller initiated the query).
 template <class Entry>
 void deliver(Entry& e) {
+    if (e.ec && e.diag) {
+        e.diag->message = describe(e.ec, e.words);
+        e.diag->error = std::make_exception_ptr(error_with_diagnostics(e.ec, e.words));
+    }
     if (auto slot = boost::asio::get_associated_cancellation_slot(e.handler); slot.is_connected())
         slot.clear();
     boost::asio::dispatch(boost::asio::append(std::move(e.handler), e.ec, std::move(e.res)));

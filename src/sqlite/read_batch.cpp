@@ -53,6 +53,7 @@ std::chrono::nanoseconds run_batch(connection::impl& s, const batch& b) {
         if (together && !open) open = !exec_cached(s, "BEGIN");  // else: autocommit, as alone
         static const params none;
         e->ec = run_statement(s, e->sql, e->p ? *e->p : none, e->p.has_value(), e->res);
+        if (e->ec) e->words = s.last;
         if (open && ::sqlite3_get_autocommit(s.db) != 0) open = false;
         if (e->ec == condition::connection_broken) break;
     }
@@ -135,7 +136,7 @@ void finish_batch(const std::shared_ptr<pool_state>& s, lease<connection> l, clo
             s->writes.insert(e->sql);
             if (auto slot = asio::get_associated_cancellation_slot(e->handler); slot.is_connected())
                 slot.clear();
-            query_on_writer(s, std::move(e->sql), std::move(e->p), std::move(e->handler));
+            query_on_writer(s, std::move(e->sql), std::move(e->p), std::move(e->handler), e->diag);
             continue;
         }
         deliver(*e);
