@@ -111,7 +111,7 @@ hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner
                  drain_limit = c.cancel_drain_limit]() -> asio::awaitable<connection> {
         connection conn(co_await asio::this_coro::executor);
         auto [ec] = co_await conn.async_connect(info, timeout, asio::as_tuple(asio::use_awaitable));
-        if (ec) throw boost::system::system_error(ec, conn.last_error().message);
+        if (ec) throw error_with_diagnostics(ec, conn.last_error());  // libpq's words, masked
         conn.set_statement_mode(mode, capacity);
         conn.set_statement_timeout(statement_timeout);
         conn.set_cancel_drain_limit(drain_limit);

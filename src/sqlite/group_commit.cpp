@@ -92,11 +92,12 @@ error_code run_group(connection::impl& s, const group& g) {
 
 // ---- the caller's side ------------------------------------------------------------------------------
 
-void fail_pending(pool_state& s, error_code ec) {
+void fail_pending(pool_state& s, error_code ec, const diagnostics& words = {}) {
     auto pending = std::move(s.groups.pending);
     s.groups.pending.clear();
     for (auto& e : pending) {
         e->ec = ec;
+        e->words = words;
         deliver(*e);
     }
 }
@@ -144,10 +145,13 @@ void run_on_writer(const std::shared_ptr<pool_state>& s, lease<connection> l, gr
 void start_group(std::shared_ptr<pool_state> s) {
     s->groups.active = true;
     auto& writer = *s->writer;
-    writer.async_acquire(s->cfg.borrow_timeout, [s](error_code ec, lease<connection> l) mutable {
+    auto diag = std::make_shared<respool::diagnostics>();  // an open's failure in words
+    auto& d = *diag;
+    writer.async_acquire(s->cfg.borrow_timeout, d, [s, diag](error_code ec, lease<connection> l) mutable {
         auto& q = s->groups;
         if (ec) {
-            fail_pending(*s, ec == respool::errc::timeout ? make_error_code(respool::errc::exhausted) : ec);
+            fail_pending(*s, ec == respool::errc::timeout ? make_error_code(respool::errc::exhausted) : ec,
+                         words_of(*diag));
             q.active = false;
             return;
         }

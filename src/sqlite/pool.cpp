@@ -88,7 +88,7 @@ hooks<connection> hooks_of(const pool_config& c, role r, std::shared_ptr<workers
     h.factory = [opts, threads, timeout = c.statement_timeout]() -> asio::awaitable<connection> {
         connection conn(co_await asio::this_coro::executor, threads->tp.get_executor(), threads);
         auto [ec] = co_await conn.async_open(opts, asio::as_tuple(asio::use_awaitable));
-        if (ec) throw boost::system::system_error(ec, conn.last_error().message);
+        if (ec) throw error_with_diagnostics(ec, conn.last_error());  // the path and SQLite's words
         conn.set_statement_timeout(timeout);
         co_return conn;
     };

@@ -21,6 +21,20 @@ namespace respool::sqlite::detail {
 // Completes `e` on its handler's associated executor (dispatch: at once when that is where this runs,
 // the pool's executor, as usual), its cancellation slot cleared first (the slot is the caller's, and
 // this runs on the pool's executor, where the caller initiated the query).
+// The words of an acquire that failed: the factory's error_with_diagnostics (an open's failure names
+// the path), or none.
+inline diagnostics words_of(const respool::diagnostics& acquire) {
+    if (acquire.error) {
+        try {
+            std::rethrow_exception(acquire.error);
+        } catch (const error_with_diagnostics& e) {
+            return e.get_diagnostics();
+        } catch (...) {
+        }
+    }
+    return {};
+}
+
 template <class Entry>
 void deliver(Entry& e) {
     if (e.ec && e.diag) {
