@@ -33,14 +33,16 @@ std::string_view cause_of(const respool::error_code& ec, std::string_view words)
     if (state == "57P01" || state == "57P02" || state == "57P03" || contains(words, "the database system is"))
         return "server shutting down or starting up";
     if (contains(words, "could not translate host name") || contains(words, "could not resolve host") ||
-        contains(words, "Name or service not known") || contains(words, "Temporary failure in name resolution"))
+        contains(words, "Name or service not known") ||
+        contains(words, "Temporary failure in name resolution"))
         return "DNS: host name not resolved";
     if (contains(words, "invalid") && contains(words, "value"))  // e.g. invalid sslmode value
         return "invalid connection option";
     if (contains(words, "SSL") || contains(words, "TLS") || contains(words, "certificate"))
         return "TLS failure";
     if (contains(words, "Connection refused")) return "connection refused";
-    if (ec == pg::error::connect_timeout || contains(words, "timeout expired") || contains(words, "timed out"))
+    if (ec == pg::error::connect_timeout || contains(words, "timeout expired") ||
+        contains(words, "timed out"))
         return "connect timeout";
     if (ec == sqlite::condition::cant_open) return "database file cannot be opened";
     if (ec == sqlite::condition::corrupt) return "database file damaged or not a database";
@@ -79,6 +81,7 @@ void db_health::failed(std::size_t w, const std::string& reason) {
     {
         std::lock_guard<std::mutex> g(m_);
         if (w >= down_.size()) return;
+        if (reason.empty() && !down_[w]) return;
         if (!down_[w]) {
             down_[w] = true;
             if (down_count_++ == 0) {  // the outage begins
@@ -94,7 +97,7 @@ void db_health::failed(std::size_t w, const std::string& reason) {
             }
         }
         if (line.empty()) {
-            reason_ = reason;
+            if (!reason.empty()) reason_ = reason;
             ++failures_;
             ++total_failures_;
             if (now - window_start_ >= summary_every_) {

@@ -28,9 +28,11 @@ std::string classify(const respool::error_code& ec, std::string_view words);
 
 class db_health {
 public:
-    explicit db_health(std::size_t workers, std::chrono::steady_clock::duration summary_every = std::chrono::seconds(10));
+    explicit db_health(std::size_t workers,
+                       std::chrono::steady_clock::duration summary_every = std::chrono::seconds(10));
 
-    // Worker `w`'s database did not answer: `reason` is classify()'s.
+    // Worker `w`'s database did not answer: `reason` is classify()'s. An empty reason (the circuit
+    // is open: no connect was tried) counts while `w` is down and changes nothing else.
     void failed(std::size_t w, const std::string& reason);
     // Worker `w`'s database answered.
     void answered(std::size_t w);
@@ -50,13 +52,13 @@ private:
     std::size_t down_count_ = 0;
     std::string reason_;
     std::chrono::system_clock::time_point since_;
-    std::chrono::steady_clock::time_point began_;          // the outage's start, for its length
+    std::chrono::steady_clock::time_point began_;         // the outage's start, for its length
     std::chrono::steady_clock::time_point window_start_;  // of the current summary interval
     std::chrono::steady_clock::duration summary_every_;
     std::chrono::system_clock::time_point started_ = std::chrono::system_clock::now();
-    std::size_t failures_ = 0;       // in the current interval
+    std::size_t failures_ = 0;        // in the current interval
     std::size_t total_failures_ = 0;  // in the outage
-    std::size_t connects_ = 0;       // failed connect attempts in the current interval
+    std::size_t connects_ = 0;        // failed connect attempts in the current interval
 };
 
 // The observer and log sink installed on each worker's pools: the circuit's changes are logged (warn

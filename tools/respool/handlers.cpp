@@ -125,7 +125,8 @@ asio::awaitable<response> health(service& svc, worker& self, const request& req)
         if (reason.empty()) {
             bool probed = true;
             for (auto& w : svc.workers) probed = probed && w->store->probed();
-            reason = probed ? "circuit open: the pool stopped connecting for its cool-down" : "not checked yet";
+            reason =
+                probed ? "circuit open: the pool stopped connecting for its cool-down" : "not checked yet";
         }
         const std::string body = R"({"status":"down","reason":")" + json_escape(reason) + R"(","since":")" +
                                  log::rfc3339(v.since) + R"("})";
@@ -175,7 +176,8 @@ response store_error(const kv_result& r, const request& req) {
     auto res = respool::http::error_response(r.ec, req.version(), req.keep_alive());
     if (res.result_int() == 500) {
         const std::string words = log::one_line(r.words.empty() ? r.ec.message() : r.words);
-        log::error(std::string(req.method_string()) + " " + std::string(route_of(req.target())) + ": " + words);
+        log::error(std::string(req.method_string()) + " " + std::string(route_of(req.target())) + ": " +
+                   words);
         std::string& body = res.body();
         if (!body.empty() && body.back() == '}') {
             body.pop_back();

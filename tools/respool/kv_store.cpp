@@ -33,6 +33,8 @@ void kv_store::note(const respool::error_code& ec, std::string_view words) {
     // database_unavailable. SQLITE_BUSY is there too (503), but a file locked by another process is
     // a busy database, not an unreachable one: /health stays up.
     if (ec == respool::sqlite::condition::busy) return;
+    // The circuit open: the database is still down (counted for the log), its cause unchanged.
+    if (ec == respool::errc::unavailable && health_) return health_->failed(worker_, {});
     if (respool::http::map_error(ec).error != "database_unavailable") return;
     reachable_.store(false, std::memory_order_relaxed);
     if (health_) health_->failed(worker_, classify(ec, words));

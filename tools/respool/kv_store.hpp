@@ -43,7 +43,7 @@ struct kv_result {
     };
     respool::error_code ec;  // a database or pool failure (respool::http::error_response)
     outcome what = outcome::ok;
-    std::string value;  // GET: the stored bytes; incr: the new value in decimal
+    std::string value;    // GET: the stored bytes; incr: the new value in decimal
     std::string words{};  // with ec: the failure as the database said it (masked), when known
 };
 

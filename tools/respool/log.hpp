@@ -25,10 +25,18 @@ void set_level(level l) noexcept;
 // one event is one line whatever a driver's message holds.
 void write(level l, std::string_view message);
 
-inline void error(std::string_view m) { write(level::error, m); }
-inline void warn(std::string_view m) { write(level::warn, m); }
-inline void info(std::string_view m) { write(level::info, m); }
-inline void debug(std::string_view m) { write(level::debug, m); }
+inline void error(std::string_view m) {
+    write(level::error, m);
+}
+inline void warn(std::string_view m) {
+    write(level::warn, m);
+}
+inline void info(std::string_view m) {
+    write(level::info, m);
+}
+inline void debug(std::string_view m) {
+    write(level::debug, m);
+}
 
 // `text` on one line: CR, LF and TAB runs become one space, trailing blanks go.
 std::string one_line(std::string_view text);

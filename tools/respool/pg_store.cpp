@@ -105,7 +105,8 @@ public:
         error_code ec;
         if (!schema_ready_) {
             auto [sec, r] = co_await db_.async_query(create_table, &diag, tuple_awaitable);
-            if (!sec || pg::sqlstate_of(sec) == "23505" || pg::sqlstate_of(sec) == "42P07") schema_ready_ = true;
+            if (!sec || pg::sqlstate_of(sec) == "23505" || pg::sqlstate_of(sec) == "42P07")
+                schema_ready_ = true;
             ec = schema_ready_ ? error_code{} : sec;
         }
         if (!ec) {

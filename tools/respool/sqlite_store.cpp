@@ -118,8 +118,8 @@ public:
     void report_to(db_health& h, std::size_t w) override {
         kv_store::report_to(h, w);
         for (auto* p : {&db_.writer_pool(), &db_.reader_pool()}) {
-            const std::string name = std::string(p == &db_.writer_pool() ? "writer" : "reader") + " (thread " +
-                                     std::to_string(w) + ")";
+            const std::string name = std::string(p == &db_.writer_pool() ? "writer" : "reader") +
+                                     " (thread " + std::to_string(w) + ")";
             p->add_observer(make_pool_observer(h, name));
             p->set_log_sink(make_pool_log_sink(name));
         }
