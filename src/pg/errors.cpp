@@ -151,4 +151,15 @@ std::string sqlstate_of(const error_code& ec) {
     return ec.category() == sqlstate_category() ? state_category::decode(ec.value()) : std::string();
 }
 
+// ---- failures in words ------------------------------------------------------------------------
+
+std::string describe(const error_code& ec, const diagnostics& d) {
+    if (d.message.empty()) return ec.message();
+    if (!d.sqlstate.empty()) return d.message + " (SQLSTATE " + d.sqlstate + ")";
+    return d.message + " (" + ec.message() + ")";
+}
+
+error_with_diagnostics::error_with_diagnostics(const error_code& ec, diagnostics d)
+    : boost::system::system_error(ec), diag_(std::move(d)), what_(describe(ec, diag_)) {}
+
 }  // namespace respool::pg

@@ -56,7 +56,7 @@ pipeline::~pipeline() {
     box_->close();
 }
 
-void pipeline::submit(std::string sql, params p, query_handler h) {
+void pipeline::submit(std::string sql, params p, query_handler h, respool::diagnostics* diag) {
     if (broken_ || !c_->conn)
         return complete(c_->ex, std::move(h), error_code(error::connection_broken), result{});
     if (statements_.empty()) {  // the connection comes in idle (the pool lends it so) or back from idle
@@ -68,6 +68,7 @@ void pipeline::submit(std::string sql, params p, query_handler h) {
             return broke(PQerrorMessage(c_->conn));
     }
     auto s = std::make_shared<statement>(std::move(sql), std::move(p), std::move(h));
+    s->diag = diag;
     auto slot = s->handler.get_cancellation_slot();
     if (slot.is_connected())
         slot.assign(
@@ -240,7 +241,7 @@ void pipeline::take(statement& s, part now, PGresult* r) {
                 c_->cache.erase(s.key);
             if (s.relies) {
                 s.relies->ec = ec;
-                const char* m = PQresultErrorMessage(r);
+                const char* m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
                 s.relies->message = m ? m : "";
             }
             parsing_.erase(s.preparing);
@@ -248,6 +249,7 @@ void pipeline::take(statement& s, part now, PGresult* r) {
         if (!s.first_error) {
             s.first_error = ec;
             c_->server_error(r);
+            if (s.diag) s.words = c_->diag;
         }
         break;
     }
@@ -287,6 +289,15 @@ void pipeline::complete_front() {
     if (slot.is_connected()) slot.clear();
     if (ec) s->out = result{};
     if (ec) c_->track_error(c_->diag.sqlstate);
+    if (ec && s->diag) {
+        diagnostics words = ec == s->first_error ? s->words : diagnostics{};
+        if (ec != s->first_error && s->relies) {  // its Parse failed: the Parse's words
+            words.sqlstate = sqlstate_of(ec);
+            words.message = masked(s->relies->message);
+        }
+        s->diag->message = describe(ec, words);
+        s->diag->error = std::make_exception_ptr(error_with_diagnostics(ec, std::move(words)));
+    }
     complete_here(c_->ex, std::move(s->handler), ec, std::move(s->out));
 }
 

@@ -40,8 +40,9 @@ public:
     // the connection's executor (or the handler's own), never inside this call. Cancellation (or the
     // deadline, which counts from the moment the statements before it have been answered) completes
     // it at once with operation_aborted (statement_timeout); its reply is read and dropped, and when
-    // the server runs it at that moment a cancel request stops it there.
-    void submit(std::string sql, params p, query_handler h);
+    // the server runs it at that moment a cancel request stops it there. A server error fills `diag`
+    // (when given) with the statement's own words before `h` runs.
+    void submit(std::string sql, params p, query_handler h, respool::diagnostics* diag = nullptr);
 
     // Callers' statements sent and not yet answered (those completed early included: they still
     // occupy the connection).
@@ -72,6 +73,8 @@ private:
         std::size_t at = 0;
         result out;
         error_code first_error;
+        diagnostics words;                        // first_error's, as the server said it
+        respool::diagnostics* diag = nullptr;     // the caller's: filled on failure before its handler runs
         std::string key;                          // the statement cache's key
         std::string preparing;                    // the name this statement's Parse prepares
         std::shared_ptr<prepare_outcome> relies;  // the Parse (its own or an earlier one) it needs

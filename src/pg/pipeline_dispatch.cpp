@@ -21,16 +21,16 @@ pipeline_dispatch::carrier* pipeline_dispatch::roomiest() noexcept {
     return best;
 }
 
-void pipeline_dispatch::submit(std::string sql, params p, query_handler h) {
+void pipeline_dispatch::submit(std::string sql, params p, query_handler h, respool::diagnostics* diag) {
     if (closed_) return complete(ex_, std::move(h), error_code(respool::errc::closed), result{});
     carrier* c = roomiest();
     // Another carrier when none has room, or while every one has work: spreading over connections
     // beats queueing behind another caller's statement, as long as the pool has a connection to
     // spare (the acquire says).
     if (!c || (waiting_.empty() && c->pipe->in_flight() > 0)) grow();
-    if (c && waiting_.empty()) return c->pipe->submit(std::move(sql), std::move(p), std::move(h));
+    if (c && waiting_.empty()) return c->pipe->submit(std::move(sql), std::move(p), std::move(h), diag);
     const auto deadline = std::chrono::steady_clock::now() + s_.borrow_timeout;
-    waiting_.push_back({std::move(sql), std::move(p), std::move(h), deadline});
+    waiting_.push_back({std::move(sql), std::move(p), std::move(h), deadline, diag});
     auto slot = waiting_.back().h.get_cancellation_slot();
     if (slot.is_connected())
         slot.assign([weak = weak_from_this(), w = &waiting_.back()](asio::cancellation_type) {
@@ -86,7 +86,7 @@ void pipeline_dispatch::feed() {
         waiting_.pop_front();
         auto slot = w.h.get_cancellation_slot();
         if (slot.is_connected()) slot.clear();
-        c->pipe->submit(std::move(w.sql), std::move(w.p), std::move(w.h));
+        c->pipe->submit(std::move(w.sql), std::move(w.p), std::move(w.h), w.diag);
     }
     wait_timer_.cancel();
 }

@@ -29,7 +29,7 @@ public:
 
     // Runs the statement on the least busy carrier with room, else waits (within borrow_timeout,
     // then errc::exhausted) for room or a new carrier. The handler completes as connection::async_query's.
-    void submit(std::string sql, params p, query_handler h);
+    void submit(std::string sql, params p, query_handler h, respool::diagnostics* diag = nullptr);
     // No more statements (errc::closed); those waiting fail now, those in flight finish, and their
     // carriers go back to the (closed) pool.
     void close();
@@ -44,6 +44,7 @@ private:
         params p;
         query_handler h;
         std::chrono::steady_clock::time_point deadline;
+        respool::diagnostics* diag;
     };
 
     carrier* roomiest() noexcept;

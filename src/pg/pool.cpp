@@ -21,6 +21,7 @@
 #include <libpq-fe.h>
 
 #include <stdexcept>
+#include <typeinfo>
 
 namespace asio = boost::asio;
 
@@ -110,7 +111,7 @@ hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner
                  drain_limit = c.cancel_drain_limit]() -> asio::awaitable<connection> {
         connection conn(co_await asio::this_coro::executor);
         auto [ec] = co_await conn.async_connect(info, timeout, asio::as_tuple(asio::use_awaitable));
-        if (ec) throw boost::system::system_error(ec, conn.last_error().message);
+        if (ec) throw error_with_diagnostics(ec, conn.last_error());  // libpq's words, masked
         conn.set_statement_mode(mode, capacity);
         conn.set_statement_timeout(statement_timeout);
         conn.set_cancel_drain_limit(drain_limit);
@@ -179,16 +180,49 @@ error_code code_of(const std::exception_ptr& e) {
     }
 }
 
+// Whether `ec` is the failure c.last_error() describes (same SQLSTATE, or a connection-side failure
+// with a message): then those are its words.
+bool is_last_failure(const connection& c, const error_code& ec) {
+    const diagnostics& d = c.last_error();
+    if (d.message.empty()) return false;
+    if (ec.category() == sqlstate_category()) return sqlstate_of(ec) == d.sqlstate;
+    return ec.category() == category() && d.sqlstate.empty();
+}
+
+// Fills the caller's diagnostics for a statement that failed on `c`.
+void report(respool::diagnostics& out, const connection& c, const error_code& ec) {
+    const diagnostics d = is_last_failure(c, ec) ? c.last_error() : diagnostics{};
+    out.message = describe(ec, d);
+    out.error = std::make_exception_ptr(error_with_diagnostics(ec, d));
+}
+
 using query_handler = asio::any_completion_handler<void(error_code, result)>;
+
+// A pipelined statement's handler: a failure the pipeline did not put in words (a server error it
+// did: the wait's exhausted, closed, cancelled, a broken connection) gets its code's message. Keeps
+// the handler's executor and cancellation slot.
+query_handler with_code_words(query_handler h, respool::diagnostics* diag) {
+    auto slot = h.get_cancellation_slot();
+    return asio::bind_cancellation_slot(slot, [h = std::move(h), diag](error_code ec, result r) mutable {
+        if (ec && diag->message.empty()) {
+            diag->message = ec.message();
+            diag->error = std::make_exception_ptr(error_with_diagnostics(ec, {}));
+        }
+        asio::dispatch(asio::append(std::move(h), ec, std::move(r)));  // on the handler's executor
+    });
+}
 
 // pool::async_query: acquire, query, give back, complete.
 struct pool_query {
-    pool_query(std::shared_ptr<pool_state> st, query_handler h, std::string q, std::optional<params> pr)
-        : s(std::move(st)), handler(std::move(h)), sql(std::move(q)), p(std::move(pr)) {}
+    pool_query(std::shared_ptr<pool_state> st, query_handler h, std::string q, std::optional<params> pr,
+               respool::diagnostics* d)
+        : s(std::move(st)), handler(std::move(h)), sql(std::move(q)), p(std::move(pr)), diag(d) {}
     std::shared_ptr<pool_state> s;
     query_handler handler;
     std::string sql;
     std::optional<params> p;
+    respool::diagnostics* diag;  // the caller's, or nullptr
+    respool::diagnostics acquire_diag;
     lease<connection> l;
 
     static void deliver(const std::shared_ptr<pool_query>& op, error_code ec, result r) {
@@ -227,20 +261,21 @@ asio::awaitable<void> begin(connection& c, const transaction_options& o) {
         co_return;
     }
     auto [ec, r] = co_await c.async_query(std::move(sql), asio::as_tuple(asio::use_awaitable));
-    if (ec) throw boost::system::system_error(ec, c.last_error().message);
+    if (ec) throw error_with_diagnostics(ec, c.last_error());
 }
 
 asio::awaitable<void> commit(connection& c) {
     if (detail::drop_deferred_begin(c)) co_return;  // no statement ran: there is nothing to commit
     auto [ec, r] = co_await c.async_query("COMMIT", asio::as_tuple(asio::use_awaitable));
-    if (ec) throw boost::system::system_error(ec, c.last_error().message);
+    if (ec) throw error_with_diagnostics(ec, c.last_error());
     // The server ends a failed transaction's COMMIT as a rollback, without an error.
     if (r.command_tag() == "ROLLBACK")
         throw boost::system::system_error(sqlstate_error("25P02"),
                                           "COMMIT rolled back the transaction: a statement in it failed");
 }
 
-asio::awaitable<bool> recover(connection& c, std::exception_ptr error, bool attempts_left) {
+asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool attempts_left) {
+    explain(c, error);               // before the ROLLBACK: the connection's last failure is the statement's
     detail::drop_deferred_begin(c);  // failed before its first statement: nothing was sent
     const error_code ec = code_of(error);
     if (ec == condition::connection_broken || !c.is_open()) co_return false;
@@ -252,7 +287,29 @@ asio::awaitable<bool> recover(connection& c, std::exception_ptr error, bool atte
     co_return attempts_left && (ec == condition::serialization_failure || ec == condition::deadlock);
 }
 
-void settle(lease<connection>& l, const std::exception_ptr& error) noexcept {
+void explain(const connection& c, std::exception_ptr& error) noexcept {
+    if (!error) return;
+    try {
+        std::rethrow_exception(error);
+    } catch (const error_with_diagnostics&) {
+        return;  // has its words already
+    } catch (const boost::system::system_error& e) {
+        // Only the exception asio::use_awaitable throws for a failed statement (not a type of the
+        // caller's own), and only with the code the connection failed with last: its words are that
+        // failure's.
+        if (typeid(e) != typeid(boost::system::system_error)) return;
+        const error_code ec = e.code();
+        if (!is_last_failure(c, ec)) return;
+        try {
+            error = std::make_exception_ptr(error_with_diagnostics(ec, c.last_error()));
+        } catch (...) {  // out of memory: the failure without its words
+        }
+    } catch (...) {
+    }
+}
+
+void settle(lease<connection>& l, std::exception_ptr& error) noexcept {
+    if (error && l) explain(*l, error);
     if (error && code_of(error) == condition::connection_broken)
         l.poison();
     else
@@ -325,40 +382,59 @@ void pool::start_acquire(duration timeout, respool::diagnostics* diag,
         state_->p->async_acquire(timeout, asio::bind_cancellation_slot(slot, std::move(done)));
 }
 
-void pool::start_query(std::string sql, std::optional<params> p, query_handler handler) {
+void pool::start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
+                       query_handler handler) {
+    if (diag) diag->clear();
     if (state_->pipelined && p && detail::pipelinable(sql)) {
+        // (A new handler, not assigned over the old one: Boost 1.81's any_completion_handler
+        // move-assignment recurses.)
+        query_handler h = diag ? with_code_words(std::move(handler), diag) : std::move(handler);
         if (!state_->cfg.thread_safe)
-            return state_->pipelined->submit(std::move(sql), std::move(*p), std::move(handler));
+            return state_->pipelined->submit(std::move(sql), std::move(*p), std::move(h), diag);
         // From any thread: the pipelines live on the pool's executor (a strand, then).
         return asio::dispatch(
             state_->p->get_executor(),
-            [d = state_->pipelined, s = std::move(sql), q = std::move(*p), h = std::move(handler)]() mutable {
-                d->submit(std::move(s), std::move(q), std::move(h));
+            [d = state_->pipelined, s = std::move(sql), q = std::move(*p), h = std::move(h), diag]() mutable {
+                d->submit(std::move(s), std::move(q), std::move(h), diag);
             });
     }
-    auto op = std::make_shared<pool_query>(state_, std::move(handler), std::move(sql), std::move(p));
+    auto op = std::make_shared<pool_query>(state_, std::move(handler), std::move(sql), std::move(p), diag);
     auto slot = op->handler.get_cancellation_slot();
-    state_->p->async_acquire(
-        state_->cfg.borrow_timeout,
-        asio::bind_cancellation_slot(slot, [op](error_code ec, lease<connection> l) {
-            if (ec)
-                return pool_query::deliver(op, ec == respool::errc::timeout ? respool::errc::exhausted : ec,
-                                           {});
-            op->l = std::move(l);
-            auto done = [op](error_code qec, result r) {
-                if (qec == condition::connection_broken)
-                    op->l.poison();
-                else
-                    op->l.release();  // reset on the way back when the statement changed the session
-                pool_query::deliver(op, qec, std::move(r));
-            };
-            auto qslot = op->handler.get_cancellation_slot();
-            if (op->p)
-                op->l->async_query(std::move(op->sql), std::move(*op->p),
-                                   asio::bind_cancellation_slot(qslot, std::move(done)));
+    auto acquired = [op](error_code ec, lease<connection> l) {
+        if (ec) {
+            if (ec == respool::errc::timeout) {
+                ec = respool::errc::exhausted;
+                if (op->diag) op->acquire_diag.message = describe(op->s->p->stats());
+            }
+            if (op->diag) {
+                op->diag->message =
+                    op->acquire_diag.message.empty() ? ec.message() : op->acquire_diag.message;
+                op->diag->error = op->acquire_diag.error;
+            }
+            return pool_query::deliver(op, ec, {});
+        }
+        op->l = std::move(l);
+        auto done = [op](error_code qec, result r) {
+            if (qec && op->diag) report(*op->diag, *op->l, qec);
+            if (qec == condition::connection_broken)
+                op->l.poison();
             else
-                op->l->async_query(std::move(op->sql), asio::bind_cancellation_slot(qslot, std::move(done)));
-        }));
+                op->l.release();  // reset on the way back when the statement changed the session
+            pool_query::deliver(op, qec, std::move(r));
+        };
+        auto qslot = op->handler.get_cancellation_slot();
+        if (op->p)
+            op->l->async_query(std::move(op->sql), std::move(*op->p),
+                               asio::bind_cancellation_slot(qslot, std::move(done)));
+        else
+            op->l->async_query(std::move(op->sql), asio::bind_cancellation_slot(qslot, std::move(done)));
+    };
+    if (diag)
+        state_->p->async_acquire(state_->cfg.borrow_timeout, op->acquire_diag,
+                                 asio::bind_cancellation_slot(slot, std::move(acquired)));
+    else
+        state_->p->async_acquire(state_->cfg.borrow_timeout,
+                                 asio::bind_cancellation_slot(slot, std::move(acquired)));
 }
 
 }  // namespace respool::pg

@@ -113,4 +113,16 @@ boost::system::error_condition make_error_condition(condition c) noexcept {
     return {static_cast<int>(c), condition_category()};
 }
 
+// ---- failures in words ------------------------------------------------------------------------
+
+std::string describe(const error_code& ec, const diagnostics& d) {
+    if (d.message.empty()) return ec.message();
+    if (const int rc = result_code_of(ec); rc != 0)
+        return d.message + " (SQLite result code " + std::to_string(rc) + ")";
+    return d.message + " (" + ec.message() + ")";
+}
+
+error_with_diagnostics::error_with_diagnostics(const error_code& ec, diagnostics d)
+    : boost::system::system_error(ec), diag_(std::move(d)), what_(describe(ec, diag_)) {}
+
 }  // namespace respool::sqlite

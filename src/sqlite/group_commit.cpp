@@ -33,7 +33,10 @@ error_code run_group(connection::impl& s, const group& g) {
     for (const auto& e : g) todo.push_back(e.get());
     for (;;) {
         if (error_code ec = exec_cached(s, "BEGIN IMMEDIATE")) {
-            for (group_entry* e : todo) e->ec = ec;
+            for (group_entry* e : todo) {
+                e->ec = ec;
+                e->words = s.last;
+            }
             return ec;
         }
         std::vector<group_entry*> done;  // ran and released its savepoint
@@ -52,6 +55,7 @@ error_code run_group(connection::impl& s, const group& g) {
                 continue;
             }
             e->ec = ec;
+            e->words = s.last;
             e->res = {};
             if (::sqlite3_get_autocommit(s.db) != 0) {
                 // SQLite ended the whole transaction (an interrupt, I/O, a full disk): the statements
@@ -74,9 +78,11 @@ error_code run_group(connection::impl& s, const group& g) {
         if (again) continue;
         error_code ec = exec_cached(s, "COMMIT");
         if (ec) {
+            const diagnostics words = s.last;
             if (::sqlite3_get_autocommit(s.db) == 0) exec_cached(s, "ROLLBACK");
             for (group_entry* d : done) {
                 d->ec = ec;
+                d->words = words;
                 d->res = {};
             }
         }
@@ -86,11 +92,12 @@ error_code run_group(connection::impl& s, const group& g) {
 
 // ---- the caller's side ------------------------------------------------------------------------------
 
-void fail_pending(pool_state& s, error_code ec) {
+void fail_pending(pool_state& s, error_code ec, const diagnostics& words = {}) {
     auto pending = std::move(s.groups.pending);
     s.groups.pending.clear();
     for (auto& e : pending) {
         e->ec = ec;
+        e->words = words;
         deliver(*e);
     }
 }
@@ -138,10 +145,13 @@ void run_on_writer(const std::shared_ptr<pool_state>& s, lease<connection> l, gr
 void start_group(std::shared_ptr<pool_state> s) {
     s->groups.active = true;
     auto& writer = *s->writer;
-    writer.async_acquire(s->cfg.borrow_timeout, [s](error_code ec, lease<connection> l) mutable {
+    auto diag = std::make_shared<respool::diagnostics>();  // an open's failure in words
+    auto& d = *diag;
+    writer.async_acquire(s->cfg.borrow_timeout, d, [s, diag](error_code ec, lease<connection> l) mutable {
         auto& q = s->groups;
         if (ec) {
-            fail_pending(*s, ec == respool::errc::timeout ? make_error_code(respool::errc::exhausted) : ec);
+            fail_pending(*s, ec == respool::errc::timeout ? make_error_code(respool::errc::exhausted) : ec,
+                         words_of(*diag));
             q.active = false;
             return;
         }

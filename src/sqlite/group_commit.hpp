@@ -25,12 +25,14 @@ using query_handler = boost::asio::any_completion_handler<void(error_code, resul
 // One queued write. The caller's side owns everything but `ec`, `res` (written by the group's job,
 // read after its completion) and `cancelled`.
 struct group_entry {
-    group_entry(std::string q, params pr, query_handler h)
-        : sql(std::move(q)), p(std::move(pr)), handler(std::move(h)) {}
+    group_entry(std::string q, params pr, query_handler h, respool::diagnostics* d)
+        : sql(std::move(q)), p(std::move(pr)), handler(std::move(h)), diag(d) {}
     std::string sql;
     params p;
     query_handler handler;
+    respool::diagnostics* diag;  // the caller's (filled on failure before the handler runs), or nullptr
     error_code ec;
+    diagnostics words;  // ec's, as SQLite said it
     result res;
     std::atomic<bool> cancelled{false};  // cancelled after it was taken into a group: skipped if not run yet
     bool taken = false;                  // in a group handed to the writer

@@ -17,6 +17,7 @@
 #include <boost/asio/this_coro.hpp>
 
 #include <stdexcept>
+#include <typeinfo>
 
 namespace asio = boost::asio;
 
@@ -87,7 +88,7 @@ hooks<connection> hooks_of(const pool_config& c, role r, std::shared_ptr<workers
     h.factory = [opts, threads, timeout = c.statement_timeout]() -> asio::awaitable<connection> {
         connection conn(co_await asio::this_coro::executor, threads->tp.get_executor(), threads);
         auto [ec] = co_await conn.async_open(opts, asio::as_tuple(asio::use_awaitable));
-        if (ec) throw boost::system::system_error(ec, conn.last_error().message);
+        if (ec) throw error_with_diagnostics(ec, conn.last_error());  // the path and SQLite's words
         conn.set_statement_timeout(timeout);
         co_return conn;
     };
@@ -120,34 +121,62 @@ error_code code_of(const std::exception_ptr& e) {
     }
 }
 
+// Whether `ec` is the failure c.last_error() describes: then those are its words.
+bool is_last_failure(const connection& c, const error_code& ec) {
+    const diagnostics& d = c.last_error();
+    return !d.message.empty() && d.code != 0 && result_code_of(ec) == d.code;
+}
+
 using query_handler = asio::any_completion_handler<void(error_code, result)>;
 
 // pool::async_query on the writer: acquire it, query, give it back. (Reads go to read batches,
 // read_batch.hpp; a statement a reader refused comes here from there.)
 struct pool_query : std::enable_shared_from_this<pool_query> {
-    pool_query(std::shared_ptr<pool_state> st, query_handler h, std::string q, std::optional<params> pr)
-        : s(std::move(st)), handler(std::move(h)), sql(std::move(q)), p(std::move(pr)) {}
+    pool_query(std::shared_ptr<pool_state> st, query_handler h, std::string q, std::optional<params> pr,
+               respool::diagnostics* d)
+        : s(std::move(st)), handler(std::move(h)), sql(std::move(q)), p(std::move(pr)), diag(d) {}
     std::shared_ptr<pool_state> s;
     query_handler handler;
     std::string sql;
     std::optional<params> p;
+    respool::diagnostics* diag;  // the caller's, or nullptr
+    respool::diagnostics acquire_diag;
     lease<connection> l;
 
     void start() {
         auto slot = handler.get_cancellation_slot();
-        s->writer->async_acquire(
-            s->cfg.borrow_timeout,
-            asio::bind_cancellation_slot(slot, [self = shared_from_this()](error_code ec,
-                                                                           lease<connection> got) {
-                if (ec)
-                    return self->deliver(ec == respool::errc::timeout ? respool::errc::exhausted : ec, {});
-                self->l = std::move(got);
-                self->run();
-            }));
+        auto acquired = [self = shared_from_this()](error_code ec, lease<connection> got) {
+            if (ec) {
+                if (ec == respool::errc::timeout) {
+                    ec = respool::errc::exhausted;
+                    self->acquire_diag.message = describe(self->s->writer->stats(), role::writer);
+                }
+                if (self->diag) {  // an open's failure: the factory's message names the path
+                    self->diag->message =
+                        self->acquire_diag.message.empty() ? ec.message() : self->acquire_diag.message;
+                    self->diag->error = self->acquire_diag.error;
+                }
+                return self->deliver(ec, {});
+            }
+            self->l = std::move(got);
+            self->run();
+        };
+        if (diag)
+            s->writer->async_acquire(s->cfg.borrow_timeout, acquire_diag,
+                                     asio::bind_cancellation_slot(slot, std::move(acquired)));
+        else
+            s->writer->async_acquire(s->cfg.borrow_timeout,
+                                     asio::bind_cancellation_slot(slot, std::move(acquired)));
     }
 
     void run() {
         auto done = [self = shared_from_this()](error_code ec, result res) {
+            if (ec && self->diag) {
+                const diagnostics words =
+                    is_last_failure(*self->l, ec) ? self->l->last_error() : diagnostics{};
+                self->diag->message = sqlite::describe(ec, words);
+                self->diag->error = std::make_exception_ptr(error_with_diagnostics(ec, words));
+            }
             if (ec == condition::connection_broken)
                 self->l.poison();
             else
@@ -173,8 +202,8 @@ struct pool_query : std::enable_shared_from_this<pool_query> {
 namespace detail {
 
 void query_on_writer(const std::shared_ptr<pool_state>& s, std::string sql, std::optional<params> p,
-                     query_handler h) {
-    std::make_shared<pool_query>(s, std::move(h), std::move(sql), std::move(p))->start();
+                     query_handler h, respool::diagnostics* diag) {
+    std::make_shared<pool_query>(s, std::move(h), std::move(sql), std::move(p), diag)->start();
 }
 
 asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s, role r) {
@@ -190,15 +219,16 @@ asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s, role r
 asio::awaitable<void> begin(connection& c, const transaction_options& o) {
     auto [ec, r] = co_await c.async_query(o.read_only ? "BEGIN" : "BEGIN IMMEDIATE",
                                           asio::as_tuple(asio::use_awaitable));
-    if (ec) throw boost::system::system_error(ec, c.last_error().message);
+    if (ec) throw error_with_diagnostics(ec, c.last_error());
 }
 
 asio::awaitable<void> commit(connection& c) {
     auto [ec, r] = co_await c.async_query("COMMIT", asio::as_tuple(asio::use_awaitable));
-    if (ec) throw boost::system::system_error(ec, c.last_error().message);
+    if (ec) throw error_with_diagnostics(ec, c.last_error());
 }
 
-asio::awaitable<bool> recover(connection& c, std::exception_ptr error, bool attempts_left) {
+asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool attempts_left) {
+    explain(c, error);  // before the ROLLBACK: the connection's last failure is the statement's
     const error_code ec = code_of(error);
     if (ec == condition::connection_broken || !c.is_open()) co_return false;
     if (c.in_transaction()) {
@@ -208,7 +238,26 @@ asio::awaitable<bool> recover(connection& c, std::exception_ptr error, bool atte
     co_return attempts_left&& ec == condition::busy;
 }
 
-void settle(lease<connection>& l, const std::exception_ptr& error) noexcept {
+void explain(const connection& c, std::exception_ptr& error) noexcept {
+    if (!error) return;
+    try {
+        std::rethrow_exception(error);
+    } catch (const error_with_diagnostics&) {
+        return;  // has its words already
+    } catch (const boost::system::system_error& e) {
+        // Only the exception asio::use_awaitable throws for a failed statement (not a type of the
+        // caller's own), and only with the code the connection failed with last.
+        if (typeid(e) != typeid(boost::system::system_error) || !is_last_failure(c, e.code())) return;
+        try {
+            error = std::make_exception_ptr(error_with_diagnostics(e.code(), c.last_error()));
+        } catch (...) {  // out of memory: the failure without its words
+        }
+    } catch (...) {
+    }
+}
+
+void settle(lease<connection>& l, std::exception_ptr& error) noexcept {
+    if (error && l) explain(*l, error);
     if (error && code_of(error) == condition::connection_broken)
         l.poison();
     else
@@ -276,16 +325,18 @@ void pool::start_acquire(role r, asio::any_completion_handler<void(error_code, l
                                      }));
 }
 
-void pool::start_query(std::string sql, std::optional<params> p, query_handler handler) {
+void pool::start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
+                       query_handler handler) {
+    if (diag) diag->clear();
     // A single write with parameters: queued for the writer's next group commit (group_commit.hpp).
     if (p && detail::groupable(sql))
-        return detail::submit_write(
-            state_, std::make_shared<detail::group_entry>(std::move(sql), std::move(*p), std::move(handler)));
+        return detail::submit_write(state_, std::make_shared<detail::group_entry>(
+                                                std::move(sql), std::move(*p), std::move(handler), diag));
     // Anything else: a reader's batch (read_batch.hpp), unless it is known to write.
     if (!state_->readers || state_->writes.count(sql) > 0)
-        return detail::query_on_writer(state_, std::move(sql), std::move(p), std::move(handler));
+        return detail::query_on_writer(state_, std::move(sql), std::move(p), std::move(handler), diag);
     detail::submit_read(
-        state_, std::make_shared<detail::read_entry>(std::move(sql), std::move(p), std::move(handler)));
+        state_, std::make_shared<detail::read_entry>(std::move(sql), std::move(p), std::move(handler), diag));
 }
 
 }  // namespace respool::sqlite

@@ -48,6 +48,6 @@ struct pool_state {
 
 // pool::async_query on the writer (a statement a reader refused, or every statement with no readers).
 void query_on_writer(const std::shared_ptr<pool_state>& s, std::string sql, std::optional<params> p,
-                     query_handler h);
+                     query_handler h, respool::diagnostics* diag);
 
 }  // namespace respool::sqlite::detail

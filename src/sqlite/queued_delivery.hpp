@@ -1,6 +1,6 @@
 // What group commit's and the read batches' queued statements share on the caller's side: delivering
 // an outcome, and a cancelled statement leaving its queue. An Entry has `handler`
-// (void(error_code, result)), `ec` and `res`.
+// (void(error_code, result)), `ec`, `res`, `words` (ec's diagnostics) and `diag` (the caller's).
 #pragma once
 
 #include <respool/sqlite/connection.hpp>
@@ -21,8 +21,26 @@ namespace respool::sqlite::detail {
 // Completes `e` on its handler's associated executor (dispatch: at once when that is where this runs,
 // the pool's executor, as usual), its cancellation slot cleared first (the slot is the caller's, and
 // this runs on the pool's executor, where the caller initiated the query).
+// The words of an acquire that failed: the factory's error_with_diagnostics (an open's failure names
+// the path), or none.
+inline diagnostics words_of(const respool::diagnostics& acquire) {
+    if (acquire.error) {
+        try {
+            std::rethrow_exception(acquire.error);
+        } catch (const error_with_diagnostics& e) {
+            return e.get_diagnostics();
+        } catch (...) {
+        }
+    }
+    return {};
+}
+
 template <class Entry>
 void deliver(Entry& e) {
+    if (e.ec && e.diag) {
+        e.diag->message = describe(e.ec, e.words);
+        e.diag->error = std::make_exception_ptr(error_with_diagnostics(e.ec, e.words));
+    }
     if (auto slot = boost::asio::get_associated_cancellation_slot(e.handler); slot.is_connected())
         slot.clear();
     boost::asio::dispatch(boost::asio::append(std::move(e.handler), e.ec, std::move(e.res)));

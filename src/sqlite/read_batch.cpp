@@ -53,6 +53,7 @@ std::chrono::nanoseconds run_batch(connection::impl& s, const batch& b) {
         if (together && !open) open = !exec_cached(s, "BEGIN");  // else: autocommit, as alone
         static const params none;
         e->ec = run_statement(s, e->sql, e->p ? *e->p : none, e->p.has_value(), e->res);
+        if (e->ec) e->words = s.last;
         if (open && ::sqlite3_get_autocommit(s.db) != 0) open = false;
         if (e->ec == condition::connection_broken) break;
     }
@@ -78,13 +79,14 @@ void stop_deadline_when_idle(read_queue& q) noexcept {
 }
 
 // Fails the queued reads whose borrow deadline has passed (all of them for any error but a timeout).
-void fail_waiting(pool_state& s, error_code ec, bool only_expired) {
+void fail_waiting(pool_state& s, error_code ec, bool only_expired, const diagnostics& words = {}) {
     const auto now = clock_type::now();
     auto& q = s.reads.pending;
     while (!q.empty() && (!only_expired || q.front()->deadline <= now)) {
         auto e = std::move(q.front());
         q.pop_front();
         e->ec = ec;
+        e->words = words;
         deliver(*e);
     }
 }
@@ -135,7 +137,7 @@ void finish_batch(const std::shared_ptr<pool_state>& s, lease<connection> l, clo
             s->writes.insert(e->sql);
             if (auto slot = asio::get_associated_cancellation_slot(e->handler); slot.is_connected())
                 slot.clear();
-            query_on_writer(s, std::move(e->sql), std::move(e->p), std::move(e->handler));
+            query_on_writer(s, std::move(e->sql), std::move(e->p), std::move(e->handler), e->diag);
             continue;
         }
         deliver(*e);
@@ -197,7 +199,9 @@ void start_batch(const std::shared_ptr<pool_state>& s) {
     auto& q = s->reads;
     ++q.batches;
     ++q.acquiring;
-    s->readers->async_acquire(s->cfg.borrow_timeout, [s](error_code ec, lease<connection> l) {
+    auto diag = std::make_shared<respool::diagnostics>();  // an open's failure in words
+    auto& d = *diag;
+    s->readers->async_acquire(s->cfg.borrow_timeout, d, [s, diag](error_code ec, lease<connection> l) {
         auto& reads = s->reads;
         --reads.acquiring;
         if (ec) {
@@ -205,7 +209,8 @@ void start_batch(const std::shared_ptr<pool_state>& s) {
             // Past the borrow timeout: the reads that waited as long fail (errc::exhausted, as an
             // acquire's); the others wait on. Closed (or any other failure): every queued read fails.
             const bool timeout = ec == respool::errc::timeout;
-            fail_waiting(*s, timeout ? make_error_code(respool::errc::exhausted) : ec, timeout);
+            fail_waiting(*s, timeout ? make_error_code(respool::errc::exhausted) : ec, timeout,
+                         words_of(*diag));
             if (reads.pending.size() > room(reads)) start_batch(s);
             stop_deadline_when_idle(reads);
             return;

@@ -35,12 +35,14 @@ using query_handler = boost::asio::any_completion_handler<void(error_code, resul
 // One queued read. The caller's side owns everything but `ec`, `res`, `ran` (written by the batch's job,
 // read after its completion) and `cancelled`.
 struct read_entry {
-    read_entry(std::string q, std::optional<params> pr, query_handler h)
-        : sql(std::move(q)), p(std::move(pr)), handler(std::move(h)) {}
+    read_entry(std::string q, std::optional<params> pr, query_handler h, respool::diagnostics* d)
+        : sql(std::move(q)), p(std::move(pr)), handler(std::move(h)), diag(d) {}
     std::string sql;
     std::optional<params> p;  // none: the text alone (async_query without parameters)
     query_handler handler;
+    respool::diagnostics* diag;  // the caller's (filled on failure before the handler runs), or nullptr
     error_code ec;
+    diagnostics words;  // ec's, as SQLite said it
     result res;
     std::weak_ptr<connection::impl> runner;          // the reader it was handed to (for an interrupt)
     std::chrono::steady_clock::time_point deadline;  // of its wait in the queue (borrow_timeout)

@@ -1,7 +1,7 @@
 // `respool serve` while its PostgreSQL server goes away and comes back (pg_cluster_faults: these tests
 // stop the server, so they have a cluster of their own and its RESOURCE_LOCK). While it is down,
-// requests get 503 + Retry-After within the borrow timeout and /health says down; once it is back the
-// service serves again by itself.
+// requests get 503 + Retry-After within the borrow timeout and /health says down and why; once it is
+// back the service serves again by itself, and the log has the outage's start and its end.
 #include "pg_server.hpp"
 #include "serve_support.hpp"
 
@@ -35,7 +35,13 @@ TEST(serve_pg_faults, a_stopped_server_gives_503_and_health_down_then_the_servic
 
     server.stop();
     wait_until([&] { return c.request("GET", "/health").status == 503; }, 30s, "/health down");
-    EXPECT_EQ(c.request("GET", "/health").body, R"({"status":"down"})");
+    // Why it is down, in /health and once in the log (a stopped server refuses connections, or is
+    // shutting down when the service notices first).
+    const std::string down = c.request("GET", "/health").body;
+    EXPECT_TRUE(down.starts_with(R"({"status":"down","reason":")")) << down;
+    EXPECT_NE(down.find(R"(","since":")"), std::string::npos) << down;
+    wait_until([&] { return p.stderr_text().find("database unreachable: ") != std::string::npos; }, 10s,
+               "the outage in the log");
     for (int i = 0; i < 3; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
         auto r = c.request("POST", "/kv/k/incr");
@@ -58,4 +64,14 @@ TEST(serve_pg_faults, a_stopped_server_gives_503_and_health_down_then_the_servic
     EXPECT_EQ(r.body, "42");
     p.signal(SIGTERM);
     EXPECT_EQ(p.wait_exit(), 0);
+    // The outage, one line at each end; the password never.
+    const std::string err = p.stderr_text();
+    auto count = [&](const std::string& part) {
+        std::size_t n = 0;
+        for (auto i = err.find(part); i != std::string::npos; i = err.find(part, i + 1)) ++n;
+        return n;
+    };
+    EXPECT_EQ(count("database unreachable: "), 1u) << err;
+    EXPECT_EQ(count("database reachable again after "), 1u) << err;
+    EXPECT_EQ(err.find("respool-test-secret"), std::string::npos) << err;
 }

@@ -255,7 +255,11 @@ TEST(serve_sqlite, an_unreachable_database_at_startup_is_served_once_it_appears)
     client c(p.wait_listening());
     auto h = c.request("GET", "/health");
     EXPECT_EQ(h.status, 503u);
-    EXPECT_EQ(h.body, R"({"status":"down"})");
+    // Why: the file cannot be opened (SQLite's words, the path), since the first check.
+    EXPECT_TRUE(h.body.starts_with(R"({"status":"down","reason":"database file cannot be opened: )"))
+        << h.body;
+    EXPECT_NE(h.body.find(folder + "/kv.db"), std::string::npos) << h.body;
+    EXPECT_NE(h.body.find(R"(","since":")"), std::string::npos) << h.body;
     const auto t0 = std::chrono::steady_clock::now();
     auto r = c.request("GET", "/kv/a");
     EXPECT_EQ(r.status, 503u) << r.body;
@@ -268,6 +272,40 @@ TEST(serve_sqlite, an_unreachable_database_at_startup_is_served_once_it_appears)
     EXPECT_EQ(c.request("GET", "/kv/a").body, "x");
     p.signal(SIGTERM);
     EXPECT_EQ(p.wait_exit(), 0);
+    const std::string err = p.stderr_text();
+    EXPECT_NE(err.find("database unreachable: database file cannot be opened: "), std::string::npos) << err;
+    EXPECT_NE(err.find("database reachable again after "), std::string::npos) << err;
+}
+
+// A statement the database refuses is a 500 whose body has the database's words in "detail".
+TEST(serve_sqlite, a_database_error_is_a_500_with_the_database_s_words) {
+    temp_dir dir;
+    const std::string file = dir.path + "/kv.db";
+    serve_process p({"serve", "--db", "sqlite:" + file, "--listen", "127.0.0.1:0"});
+    client c(p.wait_listening());
+    ASSERT_EQ(c.request("PUT", "/kv/a", "1").status, 204u);
+    {  // the table becomes a view: a write to it fails in SQLite (not a connection failure)
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+        sqlite3_busy_timeout(db, 5000);
+        ASSERT_EQ(sqlite3_exec(db,
+                               "ALTER TABLE respool_kv RENAME TO kv_data; "
+                               "CREATE VIEW respool_kv AS SELECT * FROM kv_data",
+                               nullptr, nullptr, nullptr),
+                  SQLITE_OK)
+            << sqlite3_errmsg(db);
+        sqlite3_close(db);
+    }
+    auto r = c.request("PUT", "/kv/b", "2");
+    EXPECT_EQ(r.status, 500u) << r.body;
+    EXPECT_NE(r.body.find(R"("detail":"cannot modify respool_kv because it is a view)"), std::string::npos)
+        << r.body;
+    p.signal(SIGTERM);
+    EXPECT_EQ(p.wait_exit(), 0);
+    const std::string err = p.stderr_text();
+    EXPECT_NE(err.find("error respool serve: PUT /kv/{key}: cannot modify respool_kv because it is a view"),
+              std::string::npos)
+        << err;
 }
 
 TEST(serve_sqlite, sigterm_lets_the_request_in_flight_finish_then_exits_zero) {

@@ -1,5 +1,7 @@
 #include "handlers.hpp"
 
+#include "log.hpp"
+
 #include <respool/http/metrics.hpp>
 #include <respool/http/request_metrics.hpp>
 
@@ -82,6 +84,24 @@ asio::awaitable<std::vector<std::vector<pool_view>>> all_pools(service& svc, wor
     co_return out;
 }
 
+// `s` inside a JSON string: quotes, backslashes and control characters escaped.
+std::string json_escape(std::string_view s) {
+    std::string out;
+    for (const char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            char u[8];
+            std::snprintf(u, sizeof u, "\\u%04x", static_cast<unsigned>(c));
+            out += u;
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
 const char* circuit_name(respool::circuit_state s) {
     switch (s) {
     case respool::circuit_state::closed: return "closed";
@@ -98,9 +118,19 @@ asio::awaitable<response> health(service& svc, worker& self, const request& req)
     for (const auto& per_worker : pools)
         for (const auto& p : per_worker) up = up && p.stats.circuit != respool::circuit_state::open;
     if (!up) {
-        auto res =
-            make_response(bh::status::service_unavailable, req, R"({"status":"down"})", "application/json");
-        co_return res;
+        // Why, and since when: the outage's cause (classified, the driver's words masked), or the
+        // circuit, or no answer yet from the first check.
+        const db_health::view v = svc.health->snapshot();
+        std::string reason = v.reason;
+        if (reason.empty()) {
+            bool probed = true;
+            for (auto& w : svc.workers) probed = probed && w->store->probed();
+            reason =
+                probed ? "circuit open: the pool stopped connecting for its cool-down" : "not checked yet";
+        }
+        const std::string body = R"({"status":"down","reason":")" + json_escape(reason) + R"(","since":")" +
+                                 log::rfc3339(v.since) + R"("})";
+        co_return make_response(bh::status::service_unavailable, req, std::move(body), "application/json");
     }
     std::string body = R"({"status":"up","database":")";
     body += svc.target.kind == db_kind::sqlite ? "sqlite" : "postgresql";
@@ -139,13 +169,22 @@ asio::awaitable<response> metrics(service& svc, worker& self, const request& req
     co_return make_response(bh::status::ok, req, std::move(out), respool::http::exposition_content_type);
 }
 
-// A failure of the store: SPEC.md §6's mapping (respool::http). 500s are logged with the error's
-// code; a code's message carries no connection string (pg's are "SQLSTATE ..." or fixed texts).
-response store_error(const respool::error_code& ec, const request& req) {
-    auto res = respool::http::error_response(ec, req.version(), req.keep_alive());
-    if (res.result_int() == 500)
-        std::fprintf(stderr, "respool serve: %s %s: %s\n", std::string(req.method_string()).c_str(),
-                     std::string(route_of(req.target())).c_str(), ec.message().c_str());
+// A failure of the store: SPEC.md §6's mapping (respool::http). A 500 is logged, and its body gets a
+// "detail" with the database's words (`relation "x" does not exist (SQLSTATE 42P01)`: the server's
+// message, which the connection masks; never a connection string).
+response store_error(const kv_result& r, const request& req) {
+    auto res = respool::http::error_response(r.ec, req.version(), req.keep_alive());
+    if (res.result_int() == 500) {
+        const std::string words = log::one_line(r.words.empty() ? r.ec.message() : r.words);
+        log::error(std::string(req.method_string()) + " " + std::string(route_of(req.target())) + ": " +
+                   words);
+        std::string& body = res.body();
+        if (!body.empty() && body.back() == '}') {
+            body.pop_back();
+            body += R"(,"detail":")" + json_escape(words) + R"("})";
+            res.prepare_payload();
+        }
+    }
     return res;
 }
 
@@ -158,7 +197,7 @@ asio::awaitable<response> kv(worker& w, const request& req, std::string key) {
     case bh::verb::delete_: r = co_await store.erase(std::move(key)); break;
     default: co_return method_not_allowed(req, "GET, PUT, DELETE");
     }
-    if (r.ec) co_return store_error(r.ec, req);
+    if (r.ec) co_return store_error(r, req);
     if (r.what == kv_result::outcome::absent)
         co_return json_error(404, "not_found", "no such key", req.version(), req.keep_alive());
     if (req.method() == bh::verb::get)
@@ -168,7 +207,7 @@ asio::awaitable<response> kv(worker& w, const request& req, std::string key) {
 
 asio::awaitable<response> incr(worker& w, const request& req, std::string key) {
     kv_result r = co_await w.store->incr(std::move(key));
-    if (r.ec) co_return store_error(r.ec, req);
+    if (r.ec) co_return store_error(r, req);
     if (r.what == kv_result::outcome::not_integer)
         co_return json_error(409, "not_an_integer",
                              "the stored value is not an integer within signed 64 bits", req.version(),

@@ -1,5 +1,7 @@
 #include "kv_store.hpp"
 
+#include "db_health.hpp"
+
 #include <respool/http/status.hpp>
 #include <respool/sqlite/errors.hpp>
 
@@ -21,17 +23,21 @@ std::unique_ptr<kv_store> make_store(boost::asio::any_io_executor ex, const db_t
     return make_pg_store(std::move(ex), target, cfg);
 }
 
-void kv_store::note(const respool::error_code& ec) noexcept {
+void kv_store::note(const respool::error_code& ec, std::string_view words) {
     if (!ec) {
         reachable_.store(true, std::memory_order_relaxed);
+        if (health_) health_->answered(worker_);
         return;
     }
     // The mapping already sorts "no connection can be made / the server went away" into
     // database_unavailable. SQLITE_BUSY is there too (503), but a file locked by another process is
     // a busy database, not an unreachable one: /health stays up.
     if (ec == respool::sqlite::condition::busy) return;
-    if (respool::http::map_error(ec).error == "database_unavailable")
-        reachable_.store(false, std::memory_order_relaxed);
+    // The circuit open: the database is still down (counted for the log), its cause unchanged.
+    if (ec == respool::errc::unavailable && health_) return health_->failed(worker_, {});
+    if (respool::http::map_error(ec).error != "database_unavailable") return;
+    reachable_.store(false, std::memory_order_relaxed);
+    if (health_) health_->failed(worker_, classify(ec, words));
 }
 
 kv_result increment(const std::string* current) {

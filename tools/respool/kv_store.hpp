@@ -19,12 +19,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace respool_cli {
+
+class db_health;
 
 // A value's bytes, as the databases take a blob parameter.
 inline std::span<const std::byte> bytes_of(const std::string& s) {
@@ -40,7 +43,8 @@ struct kv_result {
     };
     respool::error_code ec;  // a database or pool failure (respool::http::error_response)
     outcome what = outcome::ok;
-    std::string value;  // GET: the stored bytes; incr: the new value in decimal
+    std::string value;    // GET: the stored bytes; incr: the new value in decimal
+    std::string words{};  // with ec: the failure as the database said it (masked), when known
 };
 
 // One pool's state for /health and the demo's progress line.
@@ -73,19 +77,29 @@ public:
     bool reachable() const noexcept { return reachable_.load(std::memory_order_relaxed); }
     bool probed() const noexcept { return probed_.load(std::memory_order_relaxed); }
 
+    // Reports what the store learns about the database to `h` as worker `w` (and installs the pool
+    // observers and log sinks that log the circuit's changes and count failed connects).
+    virtual void report_to(db_health& h, std::size_t w) {
+        health_ = &h;
+        worker_ = w;
+    }
+
 protected:
     // Records what an operation's outcome says about the database: success means it answered; a
-    // failure to connect, a connection lost, a file that cannot be opened means it did not. Other
-    // errors (an exhausted pool, a constraint, a timeout) say nothing about reachability.
-    void note(const respool::error_code& ec) noexcept;
-    void note_probe(const respool::error_code& ec) noexcept {
-        note(ec);
+    // failure to connect, a connection lost, a file that cannot be opened means it did not (with
+    // `words`, the driver's message, for the log and /health). Other errors (an exhausted pool, a
+    // constraint, a timeout) say nothing about reachability.
+    void note(const respool::error_code& ec, std::string_view words = {});
+    void note_probe(const respool::error_code& ec, std::string_view words = {}) {
+        note(ec, words);
         probed_.store(true, std::memory_order_relaxed);
     }
 
 private:
     std::atomic<bool> reachable_{false};
     std::atomic<bool> probed_{false};
+    db_health* health_ = nullptr;
+    std::size_t worker_ = 0;
 };
 
 // The store for `target` on `ex` (the loop's executor). Throws std::invalid_argument (masked) for a

@@ -6,6 +6,8 @@
 // inserted "0" with it.
 #include "kv_store.hpp"
 
+#include "db_health.hpp"
+
 #include <respool/http/request_lease.hpp>
 #include <respool/pg/errors.hpp>
 #include <respool/pg/pool.hpp>
@@ -96,18 +98,30 @@ public:
         co_return next;
     }
 
+    // On the pool (its async_query poisons a broken connection itself), with the failure in words:
+    // libpq's for a connect that failed, the server's for a statement.
     asio::awaitable<error_code> probe() override {
+        respool::diagnostics diag;
         error_code ec;
-        auto conn = co_await borrow();
-        if (!conn) {
-            ec = conn.error();
-        } else {
-            auto [qec, r] = co_await conn->async_query("SELECT 1", tuple_awaitable);
-            ec = qec;
-            if (ec == pg::condition::connection_broken) conn.get().poison();
+        if (!schema_ready_) {
+            auto [sec, r] = co_await db_.async_query(create_table, &diag, tuple_awaitable);
+            if (!sec || pg::sqlstate_of(sec) == "23505" || pg::sqlstate_of(sec) == "42P07")
+                schema_ready_ = true;
+            ec = schema_ready_ ? error_code{} : sec;
         }
-        note_probe(ec);
+        if (!ec) {
+            auto [qec, r] = co_await db_.async_query("SELECT 1", &diag, tuple_awaitable);
+            ec = qec;
+        }
+        note_probe(ec, diag.message);
         co_return ec;
+    }
+
+    void report_to(db_health& h, std::size_t w) override {
+        kv_store::report_to(h, w);
+        const std::string name = "postgresql (thread " + std::to_string(w) + ")";
+        db_.base().add_observer(make_pool_observer(h, name));
+        db_.base().set_log_sink(make_pool_log_sink(name));
     }
 
     std::vector<pool_view> pools() const override { return {{"postgresql", db_.stats()}}; }
@@ -122,8 +136,7 @@ private:
     asio::awaitable<respool::http::request_lease<pg::connection>> borrow() {
         auto conn = co_await respool::http::borrow(db_, std::chrono::steady_clock::now() + borrow_timeout_);
         if (!conn || schema_ready_) co_return conn;
-        auto [ec, r] = co_await conn->async_query(
-            "CREATE TABLE IF NOT EXISTS respool_kv (k text PRIMARY KEY, v bytea NOT NULL)", tuple_awaitable);
+        auto [ec, r] = co_await conn->async_query(create_table, tuple_awaitable);
         // Two loops creating it at once: one of them meets the other's catalog row (23505) or table
         // (42P07); either way the table is there.
         if (!ec || pg::sqlstate_of(ec) == "23505" || pg::sqlstate_of(ec) == "42P07") {
@@ -134,13 +147,18 @@ private:
         co_return respool::http::request_lease<pg::connection>(ec);
     }
 
-    kv_result fail(const error_code& ec) {
-        note(ec);
-        return {ec, kv_result::outcome::ok, {}};
+    static constexpr const char* create_table =
+        "CREATE TABLE IF NOT EXISTS respool_kv (k text PRIMARY KEY, v bytea NOT NULL)";
+
+    kv_result fail(const error_code& ec, std::string words = {}) {
+        note(ec, words);
+        return {ec, kv_result::outcome::ok, {}, std::move(words)};
     }
+    // A statement's failure: the server's words (masked by the connection), then the lease's fate.
     kv_result fail(const error_code& ec, respool::lease<pg::connection>& l) {
+        std::string words = pg::describe(ec, l->last_error());
         if (ec == pg::condition::connection_broken) l.poison();  // never lent again
-        return fail(ec);
+        return fail(ec, std::move(words));
     }
 
     respool::duration borrow_timeout_;

@@ -1,6 +1,7 @@
 #include "serve_flags.hpp"
 
 #include "duration.hpp"
+#include "log.hpp"
 
 #include <respool/pg/errors.hpp>
 
@@ -151,6 +152,15 @@ void add_serve_flags(CLI::App& cmd, serve_config& cfg) {
                  zero::refused);
     add_duration(cmd, "--shutdown-timeout", cfg.shutdown_timeout,
                  "SIGINT/SIGTERM: in-flight requests and pools get this long");
+    cmd.add_option_function<std::string>(
+           "--log-level",
+           [&cfg](const std::string& s) {
+               cfg.log_level = s;
+               log::set_level(*log::parse_level(s));
+           },
+           "standard error's log: error, warn, info or debug")
+        ->default_str(cfg.log_level)
+        ->check(CLI::Validator(log::level_error, "LEVEL"));
 }
 
 }  // namespace respool_cli

@@ -60,6 +60,7 @@ struct serve_config {
     std::chrono::nanoseconds idle_timeout = std::chrono::seconds(60);     // keep-alive wait for a header
     std::chrono::nanoseconds shutdown_timeout = std::chrono::seconds(10);
     std::size_t body_limit = 1024 * 1024;  // SPEC.md §6: 1 MiB, 413 beyond
+    std::string log_level = "info";        // error, warn, info, debug (log.hpp)
 };
 
 // Adds serve's flags to `cmd`, filling `cfg` (validated: durations, URL, address, ranges).

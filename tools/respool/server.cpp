@@ -11,6 +11,7 @@
 // is left of that deadline; then the loops stop and the process exits 0.
 #include "server.hpp"
 
+#include "log.hpp"
 #include "service.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -59,7 +60,7 @@ asio::awaitable<void> accept_loop(service& svc, tcp::acceptor& acceptor) {
             co_await acceptor.async_accept(asio::any_io_executor(target.io.get_executor()), tuple_awaitable);
         if (!acceptor.is_open() || ec == asio::error::operation_aborted) break;
         if (ec) {  // out of descriptors, say: not a reason to stop, nor to spin
-            std::fprintf(stderr, "respool serve: accept: %s\n", ec.message().c_str());
+            log::warn("accept: " + ec.message());
             pause.expires_after(50ms);
             co_await pause.async_wait(tuple_awaitable);
             continue;
@@ -96,7 +97,7 @@ asio::awaitable<void> wait_for(countdown& c) {
 asio::awaitable<void> shutdown(service& svc, tcp::acceptor& acceptor, bool& started, const char* why) {
     if (started) co_return;
     started = true;
-    std::fprintf(stderr, "respool serve: %s: finishing requests in flight, closing the pools\n", why);
+    log::info(std::string(why) + ": finishing requests in flight, closing the pools");
     beast::error_code ignored;
     acceptor.close(ignored);
     worker& w0 = *svc.workers[0];
@@ -109,9 +110,8 @@ asio::awaitable<void> shutdown(service& svc, tcp::acceptor& acceptor, bool& star
     }
     co_await wait_for(*busy);
     if (busy->left.load() != 0) {
-        std::fprintf(stderr,
-                     "respool serve: shutdown deadline: closing %zu worker(s)' remaining connections\n",
-                     busy->left.load());
+        log::warn("shutdown deadline: closing " + std::to_string(busy->left.load()) +
+                  " worker(s)' remaining connections");
         for (auto& wp : svc.workers) {
             worker* w = wp.get();
             asio::post(w->io, [w] { abort_sessions(*w); });
@@ -129,7 +129,7 @@ asio::awaitable<void> shutdown(service& svc, tcp::acceptor& acceptor, bool& star
     }
     co_await wait_for(*open);
     if (open->left.load() != 0)
-        std::fprintf(stderr, "respool serve: %zu pool(s) did not close in time\n", open->left.load());
+        log::warn(std::to_string(open->left.load()) + " pool(s) did not close in time");
     // Nothing is left that must run: stop every loop (what a pool still has queued is destroyed with it).
     for (auto& wp : svc.workers) wp->io.stop();
 }
@@ -150,10 +150,11 @@ std::string show_endpoint(const tcp::endpoint& ep) {
 }  // namespace
 
 int run_serve(const serve_config& cfg, serve_hooks* hooks) {
-    service svc{cfg, parse_db_url(cfg.db), {}};
+    service svc{cfg, parse_db_url(cfg.db), {}, std::make_unique<db_health>(cfg.threads)};
     for (std::size_t i = 0; i < cfg.threads; ++i) {
         svc.workers.push_back(std::make_unique<worker>(i));
         svc.workers.back()->store = make_store(svc.workers.back()->io.get_executor(), svc.target, cfg);
+        svc.workers.back()->store->report_to(*svc.health, i);
     }
     worker& w0 = *svc.workers[0];
 
@@ -169,8 +170,7 @@ int run_serve(const serve_config& cfg, serve_hooks* hooks) {
         acceptor.bind(ep);
         acceptor.listen(asio::socket_base::max_listen_connections);
     } catch (const boost::system::system_error& e) {
-        std::fprintf(stderr, "respool serve: cannot listen on %s: %s\n", cfg.listen.c_str(),
-                     e.code().message().c_str());
+        log::error("cannot listen on " + cfg.listen + ": " + e.code().message());
         return 1;
     }
     const std::string bound = show_endpoint(acceptor.local_endpoint());
@@ -197,9 +197,9 @@ int run_serve(const serve_config& cfg, serve_hooks* hooks) {
         w0.io,
         [&]() -> asio::awaitable<void> {
             co_await wait_for(*unprobed);
-            std::fprintf(stderr, "respool serve: %s %s, %zu thread(s), pool max %zu per thread\n",
-                         svc.target.kind == db_kind::sqlite ? "sqlite" : "postgresql",
-                         svc.target.shown.c_str(), svc.workers.size(), cfg.max);
+            log::info(std::string(svc.target.kind == db_kind::sqlite ? "sqlite " : "postgresql ") +
+                      svc.target.shown + ", " + std::to_string(svc.workers.size()) + " thread(s), pool max " +
+                      std::to_string(cfg.max) + " per thread");
             if (hooks && hooks->on_listening) {
                 hooks->on_listening(bound);
             } else {
@@ -217,7 +217,7 @@ int run_serve(const serve_config& cfg, serve_hooks* hooks) {
         try {
             w.io.run();
         } catch (const std::exception& e) {  // a bug: say so, and do not hang the other loops
-            std::fprintf(stderr, "respool serve: worker %zu: %s\n", w.index, e.what());
+            log::error("worker " + std::to_string(w.index) + ": " + e.what());
             std::_Exit(1);
         }
     };

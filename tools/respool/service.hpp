@@ -5,6 +5,7 @@
 // snapshots, taken by running a coroutine on each worker's loop.
 #pragma once
 
+#include "db_health.hpp"
 #include "kv_store.hpp"
 #include "serve_flags.hpp"
 
@@ -47,6 +48,7 @@ struct service {
     serve_config cfg;
     db_target target;
     std::vector<std::unique_ptr<worker>> workers;
+    std::unique_ptr<db_health> health;  // why the database is down, since when (/health, the log)
 };
 
 // Stops the sessions of `w` (on w's thread): idle ones are closed now, busy ones after their

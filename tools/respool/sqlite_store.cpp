@@ -5,6 +5,8 @@
 // N writers on the same file; SQLite's lock, waited for up to --busy-timeout, orders them).
 #include "kv_store.hpp"
 
+#include "db_health.hpp"
+
 #include <respool/http/request_lease.hpp>
 #include <respool/sqlite/pool.hpp>
 
@@ -96,19 +98,31 @@ public:
         co_return next;
     }
 
+    // On the pool, with the failure in words (an open's names the path).
     asio::awaitable<error_code> probe() override {
-        error_code ec = co_await ensure_schema();
-        if (!ec) {
-            auto conn = co_await respool::http::borrow_reader(db_, deadline());
-            if (!conn) {
-                ec = conn.error();
-            } else {
-                auto [qec, r] = co_await conn->async_query("SELECT 1", tuple_awaitable);
-                ec = qec;
-            }
+        respool::diagnostics diag;
+        error_code ec;
+        if (!schema_ready_) {
+            auto [sec, r] = co_await db_.async_query(create_table, &diag, tuple_awaitable);
+            ec = sec;
+            if (!ec) schema_ready_ = true;
         }
-        note_probe(ec);
+        if (!ec) {
+            auto [qec, r] = co_await db_.async_query("SELECT 1", &diag, tuple_awaitable);
+            ec = qec;
+        }
+        note_probe(ec, diag.message);
         co_return ec;
+    }
+
+    void report_to(db_health& h, std::size_t w) override {
+        kv_store::report_to(h, w);
+        for (auto* p : {&db_.writer_pool(), &db_.reader_pool()}) {
+            const std::string name = std::string(p == &db_.writer_pool() ? "writer" : "reader") +
+                                     " (thread " + std::to_string(w) + ")";
+            p->add_observer(make_pool_observer(h, name));
+            p->set_log_sink(make_pool_log_sink(name));
+        }
     }
 
     std::vector<pool_view> pools() const override {
@@ -127,13 +141,18 @@ private:
         return std::chrono::steady_clock::now() + borrow_timeout_;
     }
 
-    kv_result fail(const error_code& ec) {
-        note(ec);
-        return {ec, kv_result::outcome::ok, {}};
+    static constexpr const char* create_table =
+        "CREATE TABLE IF NOT EXISTS respool_kv (k TEXT PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID";
+
+    kv_result fail(const error_code& ec, std::string words = {}) {
+        note(ec, words);
+        return {ec, kv_result::outcome::ok, {}, std::move(words)};
     }
+    // A statement's failure: SQLite's words, then the lease's fate.
     kv_result fail(const error_code& ec, respool::lease<sqlite::connection>& l) {
+        std::string words = sqlite::describe(ec, l->last_error());
         if (ec == sqlite::condition::connection_broken) l.poison();  // never lent again
-        return fail(ec);
+        return fail(ec, std::move(words));
     }
 
     // The table, created on the writer the first time the database answers (it may be unreachable
@@ -142,10 +161,7 @@ private:
         if (schema_ready_) co_return error_code{};
         auto conn = co_await respool::http::borrow(db_, deadline());
         if (!conn) co_return conn.error();
-        auto [ec, r] = co_await conn->async_query(
-            "CREATE TABLE IF NOT EXISTS respool_kv (k TEXT PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT "
-            "ROWID",
-            tuple_awaitable);
+        auto [ec, r] = co_await conn->async_query(create_table, tuple_awaitable);
         if (ec == sqlite::condition::connection_broken) conn.get().poison();
         if (!ec) schema_ready_ = true;
         co_return ec;

@@ -5,6 +5,8 @@
 
 #include <respool/error.hpp>
 
+#include <boost/system/system_error.hpp>
+
 #include <string>
 #include <string_view>
 
@@ -67,6 +69,26 @@ struct diagnostics {
 
 // The connection string with the password's value replaced by "***" (keyword/value and URI forms).
 std::string masked(std::string_view conninfo);
+
+// A failure in words: the server's message and its SQLSTATE, `relation "nope" does not exist (SQLSTATE
+// 42P01)`; for the connection's own failures, libpq's message and the code's, `connection refused
+// ... (connect failed)`; the code's message alone when `d` has no message.
+std::string describe(const error_code& ec, const diagnostics& d);
+
+// What with_connection and transaction throw when a statement fails (in fn, BEGIN or COMMIT): a
+// boost::system::system_error (code() is the failure's code, so `catch (system_error&)` and
+// `e.code() == pg::condition::...` work as before) whose what() is describe(code(), diagnostics),
+// and the server's diagnostics whole.
+class error_with_diagnostics : public boost::system::system_error {
+public:
+    error_with_diagnostics(const error_code& ec, diagnostics d);
+    [[nodiscard]] const diagnostics& get_diagnostics() const noexcept { return diag_; }
+    [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
+
+private:
+    diagnostics diag_;
+    std::string what_;
+};
 
 }  // namespace respool::pg
 

@@ -94,11 +94,15 @@ struct pool_state;
 boost::asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s);
 boost::asio::awaitable<void> begin(connection& c, const transaction_options& o);
 boost::asio::awaitable<void> commit(connection& c);
-// After `error` in a transaction: rolls back when the connection is still in one; true when the
-// transaction may run again.
-boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr error, bool attempts_left);
-// Gives the lease back: poisoned after a connection-level failure, else released (and reset).
-void settle(lease<connection>& l, const std::exception_ptr& error) noexcept;
+// After `error` in a transaction: puts the connection's words into it (explain), rolls back when the
+// connection is still in one; true when the transaction may run again.
+boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool attempts_left);
+// Gives the lease back: poisoned after a connection-level failure, else released (and reset); `error`
+// gets the connection's words first (explain).
+void settle(lease<connection>& l, std::exception_ptr& error) noexcept;
+// A plain boost::system::system_error whose code is the connection's last failure becomes
+// error_with_diagnostics with the connection's diagnostics; anything else is left as it is.
+void explain(const connection& c, std::exception_ptr& error) noexcept;
 
 using respool::detail::db::awaited;
 
@@ -107,10 +111,10 @@ struct transaction_steps {
     transaction_options o;
     boost::asio::awaitable<void> begin(connection& c) const { return detail::begin(c, o); }
     boost::asio::awaitable<void> commit(connection& c) const { return detail::commit(c); }
-    boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr e, bool attempts_left) const {
-        return detail::recover(c, std::move(e), attempts_left);
+    boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr& e, bool attempts_left) const {
+        return detail::recover(c, e, attempts_left);
     }
-    void settle(lease<connection>& l, const std::exception_ptr& e) const noexcept { detail::settle(l, e); }
+    void settle(lease<connection>& l, std::exception_ptr& e) const noexcept { detail::settle(l, e); }
 };
 }  // namespace detail
 
@@ -158,27 +162,43 @@ public:
     // A connection-level failure poisons the connection; the pool's errors are async_acquire's.
     //  Handler: void(error_code, result). Executor, cancellation (of the wait and of the statement,
     //  which is cancelled on the server): as async_acquire and connection::async_query.
+    //  Diagnostics: with `diag` (kept alive by the caller until the handler runs), a failure fills
+    //  diag->message with it in words, `relation "nope" does not exist (SQLSTATE 42P01)` (the server's
+    //  message, libpq's for a failed connect, the pool's state for exhausted; masked), and diag->error
+    //  with a pg::error_with_diagnostics to rethrow for the whole of pg::diagnostics. Cleared when
+    //  the operation starts, so it is empty after a success (Boost.MySQL's convention).
     template <class Token = boost::asio::deferred_t>
     auto async_query(std::string sql, Token&& token = {}) {
+        return async_query(std::move(sql), nullptr, std::forward<Token>(token));
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_query(std::string sql, respool::diagnostics* diag, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, result)>(
-            [this](auto handler, std::string s) {
-                start_query(std::move(s), std::nullopt, std::move(handler));
+            [this](auto handler, std::string s, respool::diagnostics* d) {
+                start_query(std::move(s), std::nullopt, d, std::move(handler));
             },
-            token, std::move(sql));
+            token, std::move(sql), diag);
     }
     template <class Token = boost::asio::deferred_t>
     auto async_query(std::string sql, params p, Token&& token = {}) {
+        return async_query(std::move(sql), std::move(p), nullptr, std::forward<Token>(token));
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_query(std::string sql, params p, respool::diagnostics* diag, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, result)>(
-            [this](auto handler, std::string s, params q) {
-                start_query(std::move(s), std::move(q), std::move(handler));
+            [this](auto handler, std::string s, params q, respool::diagnostics* d) {
+                start_query(std::move(s), std::move(q), d, std::move(handler));
             },
-            token, std::move(sql), std::move(p));
+            token, std::move(sql), std::move(p), diag);
     }
 
     // Borrows a connection, runs `fn(connection&)` (a coroutine: asio::awaitable<R>) on the pool's
     // executor and returns the connection. Failures are exceptions (asio::co_spawn's convention):
-    // the acquire's as boost::system::system_error (exhausted's what() says how the pool stood), and
-    // whatever fn throws. The connection is poisoned only when fn fails with connection_broken.
+    // the acquire's as boost::system::system_error (exhausted's what() says how the pool stood; a
+    // failed connect's has libpq's message), and whatever fn throws; a statement of fn's that failed
+    // (the boost::system::system_error that asio::use_awaitable throws, with the code the connection
+    // reported last) comes out as pg::error_with_diagnostics, the server's words in its what(). The
+    // connection is poisoned only when fn fails with connection_broken.
     //  Handler: void(std::exception_ptr, R) (void(std::exception_ptr) for R = void).
     template <class F, class Token = boost::asio::deferred_t>
     auto with_connection(F fn, Token&& token = {}) {
@@ -188,7 +208,8 @@ public:
     }
 
     // BEGIN (isolation level, read-only), fn(connection&), COMMIT, on one borrowed connection; ROLLBACK
-    // when fn throws (and the exception goes on). A COMMIT the server turned into a rollback (a
+    // when fn throws (and the exception goes on, a failed statement's as with_connection's). A failed
+    // BEGIN or COMMIT throws pg::error_with_diagnostics. A COMMIT the server turned into a rollback (a
     // statement failed and fn caught it) fails with SQLSTATE 25P02. Retries: transaction_options.
     //  Handler: as with_connection.
     template <class F, class Token = boost::asio::deferred_t>
@@ -218,7 +239,7 @@ public:
 private:
     void start_acquire(duration timeout, respool::diagnostics* diag,
                        boost::asio::any_completion_handler<void(error_code, lease<connection>)> handler);
-    void start_query(std::string sql, std::optional<params> p,
+    void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
                      boost::asio::any_completion_handler<void(error_code, result)> handler);
 
     template <class R, class F>

@@ -5,6 +5,8 @@
 
 #include <respool/error.hpp>
 
+#include <boost/system/system_error.hpp>
+
 #include <string>
 
 namespace respool::sqlite {
@@ -54,6 +56,24 @@ struct diagnostics {
     int code = 0;         // the extended result code (0 = no failure)
     std::string message;  // sqlite3_errmsg, prefixed with the path for a failed open
     int offset = -1;      // byte offset in the SQL text the error points at (sqlite3_error_offset), or -1
+};
+
+// A failure in words: SQLite's message (sqlite3_errmsg) and the result code, `no such table: nope
+// (SQLite result code 1)`; the code's message alone when `d` has no message.
+std::string describe(const error_code& ec, const diagnostics& d);
+
+// What with_connection, with_reader and transaction throw when a statement fails (in fn, BEGIN or
+// COMMIT): a boost::system::system_error (code() is the failure's code) whose what() is
+// describe(code(), diagnostics), and SQLite's diagnostics whole.
+class error_with_diagnostics : public boost::system::system_error {
+public:
+    error_with_diagnostics(const error_code& ec, diagnostics d);
+    [[nodiscard]] const diagnostics& get_diagnostics() const noexcept { return diag_; }
+    [[nodiscard]] const char* what() const noexcept override { return what_.c_str(); }
+
+private:
+    diagnostics diag_;
+    std::string what_;
 };
 
 }  // namespace respool::sqlite

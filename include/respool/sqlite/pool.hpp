@@ -70,8 +70,13 @@ enum class role { writer, reader };
 boost::asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s, role r);
 boost::asio::awaitable<void> begin(connection& c, const transaction_options& o);
 boost::asio::awaitable<void> commit(connection& c);
-boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr error, bool attempts_left);
-void settle(lease<connection>& l, const std::exception_ptr& error) noexcept;
+// After `error` in a transaction: the connection's words into it (explain), ROLLBACK; true: run again.
+boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool attempts_left);
+// Gives the lease back (poisoned after a connection-level failure); `error` gets its words first.
+void settle(lease<connection>& l, std::exception_ptr& error) noexcept;
+// A plain boost::system::system_error whose code is the connection's last failure becomes
+// error_with_diagnostics with the connection's diagnostics; anything else is left as it is.
+void explain(const connection& c, std::exception_ptr& error) noexcept;
 
 using respool::detail::db::awaited;
 
@@ -80,10 +85,10 @@ struct transaction_steps {
     transaction_options o;
     boost::asio::awaitable<void> begin(connection& c) const { return detail::begin(c, o); }
     boost::asio::awaitable<void> commit(connection& c) const { return detail::commit(c); }
-    boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr e, bool attempts_left) const {
-        return detail::recover(c, std::move(e), attempts_left);
+    boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr& e, bool attempts_left) const {
+        return detail::recover(c, e, attempts_left);
     }
-    void settle(lease<connection>& l, const std::exception_ptr& e) const noexcept { detail::settle(l, e); }
+    void settle(lease<connection>& l, std::exception_ptr& e) const noexcept { detail::settle(l, e); }
 };
 }  // namespace detail
 
@@ -125,28 +130,43 @@ public:
     //  Handler: void(error_code, result). Executor: the handler's associated executor; never inline.
     //  Cancellation (terminal, partial, total): of the wait, or of the statement (interrupted).
     //  Errors: the acquire's (exhausted, closed, cancelled, an open's failure), the statement's.
+    //  Diagnostics: with `diag` (kept alive by the caller until the handler runs; cleared when the
+    //  operation starts), a failure fills diag->message with it in words, `no such table: nope (SQLite
+    //  result code 1)` (sqlite3_errmsg; an open's failure names the path), and diag->error with a
+    //  sqlite::error_with_diagnostics to rethrow for the whole of sqlite::diagnostics.
     template <class Token = boost::asio::deferred_t>
     auto async_query(std::string sql, Token&& token = {}) {
+        return async_query(std::move(sql), nullptr, std::forward<Token>(token));
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_query(std::string sql, respool::diagnostics* diag, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, result)>(
-            [this](auto handler, std::string s) {
-                start_query(std::move(s), std::nullopt, std::move(handler));
+            [this](auto handler, std::string s, respool::diagnostics* d) {
+                start_query(std::move(s), std::nullopt, d, std::move(handler));
             },
-            token, std::move(sql));
+            token, std::move(sql), diag);
     }
     template <class Token = boost::asio::deferred_t>
     auto async_query(std::string sql, params p, Token&& token = {}) {
+        return async_query(std::move(sql), std::move(p), nullptr, std::forward<Token>(token));
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_query(std::string sql, params p, respool::diagnostics* diag, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, result)>(
-            [this](auto handler, std::string s, params q) {
-                start_query(std::move(s), std::move(q), std::move(handler));
+            [this](auto handler, std::string s, params q, respool::diagnostics* d) {
+                start_query(std::move(s), std::move(q), d, std::move(handler));
             },
-            token, std::move(sql), std::move(p));
+            token, std::move(sql), std::move(p), diag);
     }
 
     // Borrows the writer (with_connection) or a reader (with_reader), runs `fn(connection&)` (a
     // coroutine: asio::awaitable<R>) on the pool's executor and returns the connection (reset when the
     // borrower left a transaction or a statement open). Failures are exceptions: the acquire's as
     // boost::system::system_error (its what() names the path for an open that failed), and whatever
-    // fn throws. The connection is poisoned only when fn fails with condition::connection_broken.
+    // fn throws; a statement of fn's that failed (the boost::system::system_error that
+    // asio::use_awaitable throws, with the code the connection reported last) comes out as
+    // sqlite::error_with_diagnostics, SQLite's words in its what(). The connection is poisoned only
+    // when fn fails with condition::connection_broken.
     //  Handler: void(std::exception_ptr, R) (void(std::exception_ptr) for R = void).
     template <class F, class Token = boost::asio::deferred_t>
     auto with_connection(F fn, Token&& token = {}) {
@@ -164,7 +184,8 @@ public:
     }
 
     // BEGIN IMMEDIATE on the writer (BEGIN on a reader with read_only), fn(connection&), COMMIT;
-    // ROLLBACK when fn throws (and the exception goes on). Retries: transaction_options.
+    // ROLLBACK when fn throws (and the exception goes on, a failed statement's as with_connection's).
+    // A failed BEGIN or COMMIT throws sqlite::error_with_diagnostics. Retries: transaction_options.
     //  Handler: as with_connection.
     template <class F, class Token = boost::asio::deferred_t>
     auto transaction(F fn, transaction_options o = {}, Token&& token = {}) {
@@ -184,7 +205,7 @@ public:
 private:
     void start_acquire(detail::role r,
                        boost::asio::any_completion_handler<void(error_code, lease<connection>)> handler);
-    void start_query(std::string sql, std::optional<params> p,
+    void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
                      boost::asio::any_completion_handler<void(error_code, result)> handler);
 
     template <class R, class F>
