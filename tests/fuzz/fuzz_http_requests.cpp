@@ -7,19 +7,23 @@
 // Checked for every input:
 //  - every response parses as HTTP/1.1, and its status is one SPEC.md §6 gives (after a 100 Continue
 //    when the request asked for one): 200, 204, 400, 404,
-//    405, 409, 413, or 503/504 (the pool's deadline); never a 500 (a bad request must never reach the
-//    database as an error) nor anything else;
-//  - a response closing the connection (a malformed request's 400, a body too large's 413, an HTTP/1.0
-//    request without keep-alive) is the last one;
+//    405, 409, 413, 501 (a transfer coding other than chunked), or 503/504 (the pool's deadline); never
+//    a 500 (a bad request must never reach the database as an error) nor anything else;
+//  - a response closing the connection (a malformed request's 400, a body too large's 413, a 501, an
+//    HTTP/1.0 request without keep-alive) is the last one;
 //  - the first request, read by Beast's own request_parser with the session's limits (body 1 MiB as
-//    serve_config::body_limit here, Beast's default header limit, which session.cpp keeps), decides the
-//    first answer: a malformed request gets 400 (413 when the parser's error is body_limit) with
-//    Connection: close and nothing after it (after a 100 Continue at most, when its header asked for one
-//    and the error is in the body); a complete, well-formed request gets a response (an empty reply is a
-//    failure); only a request cut short by the end of the input may get no response at all, or one the
-//    parser judges differently whole and in the writes' pieces (see classify);
+//    serve_config::body_limit here, Beast's default header limit, which session.cpp keeps), and the
+//    session's own rules on top of it (no bare line breaks nor folded lines in the header,
+//    line_breaks.hpp; no ambiguous framing, framing.hpp: checked once the header is parsed, before its
+//    body) decide the first answer: a malformed request gets 400 (413 when the parser's error is
+//    body_limit, 501 for a coding before chunked) with Connection: close and nothing after it (after a
+//    100 Continue at most, when its header asked for one and the error is in the body), so that no
+//    request smuggled in its body ever runs; a complete, well-formed request gets a response (an empty
+//    reply is a failure); only a request cut short by the end of the input may get no response at all,
+//    or one the parser judges differently whole and in the writes' pieces (see classify);
 //  - the session ends (the read of the responses has a 10 s deadline: past it the fuzzer aborts, a hang);
 //  - nothing crashes, leaks or reads out of bounds (ASan + UBSan in the fuzz preset).
+#include "framing.hpp"
 #include "handlers.hpp"
 #include "kv_store.hpp"
 #include "line_breaks.hpp"
@@ -122,6 +126,7 @@ bool allowed(unsigned status) {
     case 405:
     case 409:
     case 413:
+    case 501:
     case 503:
     case 504: return true;
     default: return false;
@@ -139,6 +144,7 @@ enum class first_request {
     complete,          // parsed whole and well-formed: it gets a response
     malformed,         // a parse error: 400
     too_large,         // body_limit: 413
+    not_implemented,   // a transfer coding before chunked (framing.hpp): 501
     header_too_large,  // Beast's header limit (8 KiB): 400, as malformed
     either,            // the verdict depends on the split in a way classify allows
 };
@@ -148,13 +154,18 @@ enum class first_request {
 first_request classify(const std::vector<std::string>& pieces) {
     bh::request_parser<bh::string_body> p;  // as session.cpp: a fresh parser, header_limit left as is
     p.body_limit(body_limit);
-    p.eager(true);
+    p.eager(false);  // the header alone first: its framing is judged before any byte of the body
     beast::error_code ec;
     std::string input;
     std::size_t at = 0;
+    bool framing_judged = false;
     for (const std::string& piece : pieces) {
         input += piece;
         while (!p.is_done() && at < input.size()) {
+            // session.cpp's read_header refuses a folded header line before the parser (which would
+            // unfold it) takes it.
+            if (!p.is_header_done() && respool_cli::has_obs_fold(std::string_view(input).substr(at)))
+                return first_request::malformed;
             const std::size_t n = p.put(asio::buffer(input.data() + at, input.size() - at), ec);
             at += n;
             if (ec == bh::error::need_more) {
@@ -171,6 +182,12 @@ first_request classify(const std::vector<std::string>& pieces) {
             if (ec == bh::error::body_limit) return first_request::too_large;
             if (ec == bh::error::header_limit) return first_request::header_too_large;
             if (ec) return first_request::malformed;
+            if (p.is_header_done() && !framing_judged) {
+                framing_judged = true;
+                if (const auto refusal = respool_cli::refuse_framing(p.get().base(), p.chunked()))
+                    return refusal->status == 501 ? first_request::not_implemented : first_request::malformed;
+                p.eager(true);  // the body in as few puts as the reads allow
+            }
             if (n == 0) break;  // no progress (never seen): as if waiting for more
         }
         if (p.is_done()) return first_request::complete;
@@ -276,13 +293,17 @@ void check_first(first_request kind, const std::vector<response_seen>& seen, con
         return;
     case first_request::malformed:
     case first_request::header_too_large:
+    case first_request::not_implemented:
     case first_request::too_large: {
-        const unsigned want = kind == first_request::too_large ? 413 : 400;
+        const unsigned want = kind == first_request::too_large         ? 413
+                              : kind == first_request::not_implemented ? 501
+                                                                       : 400;
         if (!answered) fail("no response to a malformed request; received:", bytes);
         if (i > 1) fail("more than one 100 Continue before the refusal");
         if (seen[i].status != want)
-            fail(kind == first_request::too_large ? "a body over the limit did not get 413 but"
-                                                  : "a malformed request did not get 400 but",
+            fail(kind == first_request::too_large         ? "a body over the limit did not get 413 but"
+                 : kind == first_request::not_implemented ? "a coding before chunked did not get 501 but"
+                                                          : "a malformed request did not get 400 but",
                  std::to_string(seen[i].status));
         if (seen[i].keep_alive || !seen[i].says_close) fail("a refusal without Connection: close");
         if (i + 1 != seen.size()) fail("a response after the refusal of a malformed request");

@@ -38,6 +38,19 @@ namespace serve_test {
 
 namespace {
 
+response to_response(const bh::response<bh::string_body>& msg) {
+    response r;
+    r.status = msg.result_int();
+    r.body = msg.body();
+    r.keep_alive = msg.keep_alive();
+    for (const auto& f : msg) {
+        std::string name(f.name_string());
+        for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        r.headers[name] = std::string(f.value());
+    }
+    return r;
+}
+
 std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -185,17 +198,7 @@ struct client::impl {
         bh::response_parser<bh::string_body> parser;
         parser.body_limit(64 * 1024 * 1024);
         bh::read(socket, buffer, parser);
-        auto& msg = parser.get();
-        response r;
-        r.status = msg.result_int();
-        r.body = msg.body();
-        r.keep_alive = msg.keep_alive();
-        for (const auto& f : msg) {
-            std::string name(f.name_string());
-            for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-            r.headers[name] = std::string(f.value());
-        }
-        return r;
+        return to_response(parser.get());
     }
 };
 
@@ -229,6 +232,49 @@ response client::raw(const std::string& bytes) {
     response r = impl_->read_response();
     impl_->socket.close();
     return r;
+}
+
+conversation converse(std::uint16_t port, const std::string& bytes, std::chrono::seconds limit) {
+    asio::io_context io;
+    tcp::socket socket(io);
+    socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+    timeval tv{static_cast<time_t>(limit.count()), 0};
+    setsockopt(socket.native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    beast::error_code ignored;  // a server that refused early may close before all is written
+    asio::write(socket, asio::buffer(bytes), ignored);
+
+    conversation out;
+    std::string received;
+    const auto end = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+        if (left.count() <= 0) break;
+        pollfd p{socket.native_handle(), POLLIN, 0};
+        if (poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+        char buf[16384];
+        const auto n = recv(socket.native_handle(), buf, sizeof buf, 0);
+        if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+            out.closed = true;
+            break;
+        }
+        if (n < 0) break;
+        received.append(buf, static_cast<std::size_t>(n));
+    }
+
+    std::size_t at = 0;
+    while (at < received.size()) {
+        bh::response_parser<bh::string_body> parser;
+        parser.body_limit(64 * 1024 * 1024);
+        parser.eager(true);
+        beast::error_code ec;
+        const std::size_t n = parser.put(asio::buffer(received.data() + at, received.size() - at), ec);
+        if (ec || !parser.is_done()) break;  // cut short or not HTTP: left in `trailing`
+        out.responses.push_back(to_response(parser.get()));
+        at += n;
+    }
+    out.trailing = received.substr(at);
+    return out;
 }
 
 std::optional<std::chrono::milliseconds> time_until_closed(std::uint16_t port, const std::string& bytes,

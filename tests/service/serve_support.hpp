@@ -82,6 +82,18 @@ private:
     int connects_ = 0;
 };
 
+// What one raw connection got back: every whole response, in order, and how the connection ended.
+struct conversation {
+    std::vector<response> responses;
+    bool closed = false;   // the server closed the connection (end of stream) within the limit
+    std::string trailing;  // bytes after the last whole response (none from a well-behaved server)
+};
+
+// Connects, sends `bytes` as they are without closing its own side (a server that waits for more
+// waits), and reads until the server closes the connection or `limit` passes.
+conversation converse(std::uint16_t port, const std::string& bytes,
+                      std::chrono::seconds limit = std::chrono::seconds(10));
+
 // Connects, sends `bytes` (maybe an incomplete request) and waits (at most `limit`) for the server to
 // close the connection; returns how long that took, or nullopt when it did not close in time.
 std::optional<std::chrono::milliseconds> time_until_closed(std::uint16_t port, const std::string& bytes,

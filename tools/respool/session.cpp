@@ -5,7 +5,11 @@
 //  Body limit: 1 MiB (SPEC.md §6). A larger Content-Length is refused after the header alone, a
 //  chunked body once it grows past it: 413, then the connection is closed.
 //  Line endings: CRLF only. A header line ending in a bare LF (or a bare CR) is refused (400, RFC 9112
-//  §2.2 lets a server refuse it), however the header was split across reads (read_header).
+//  §2.2 lets a server refuse it), however the header was split across reads (read_header); so is a
+//  folded field line (obs-fold, RFC 9112 §5.2).
+//  Framing: a request whose body length is ambiguous (framing.hpp) gets 400 (501 for a transfer coding
+//  other than chunked) once its header is read, before any byte of its body, and the connection closes.
+#include "framing.hpp"
 #include "handlers.hpp"
 #include "line_breaks.hpp"
 #include "service.hpp"
@@ -57,11 +61,15 @@ using request_parser = bh::request_parser<bh::string_body>;
 // which a header of bare LFs never sends: the session waited for more, up to the header limit, the idle
 // timeout or the client's close, and answered nothing. So whenever the parser asks for more, what it
 // has not taken is looked at: a bare line break there is an error already, the same 400 whatever the
-// reads were.
+// reads were. A folded line is looked for before the parser is given the bytes, since it unfolds what
+// it takes (it never takes a field line before the byte after it, so no fold gets past the look).
 asio::awaitable<beast::error_code> read_header(beast::tcp_stream& stream, beast::flat_buffer& buffer,
                                                request_parser& parser) {
     for (;;) {
         if (buffer.size() > 0) {
+            const auto pending = buffer.data();
+            if (has_obs_fold({static_cast<const char*>(pending.data()), pending.size()}))
+                co_return bh::error::bad_obs_fold;
             beast::error_code ec;
             buffer.consume(parser.put(buffer.data(), ec));
             if (!ec && parser.is_header_done()) co_return ec;
@@ -108,7 +116,7 @@ asio::awaitable<void> run_session(service& svc, worker& w, beast::tcp_stream str
     registration reg{w, w.sessions.insert(w.sessions.end(), worker::session_entry{&stream})};
     const serve_config& cfg = svc.cfg;
     beast::flat_buffer buffer;
-    bool refused = false;  // a 413 or 400 was sent: drain, then close
+    bool refused = false;  // a 400, 413 or 501 was sent: drain, then close
     for (;;) {
         if (w.stopping) break;
         request_parser parser;
@@ -118,7 +126,9 @@ asio::awaitable<void> run_session(service& svc, worker& w, beast::tcp_stream str
         beast::error_code ec = co_await read_header(stream, buffer, parser);
         reg.it->busy = true;
         const auto start = std::chrono::steady_clock::now();
-        if (!ec && !parser.is_done()) {
+        // The framing is judged on the header alone: a refused request's body is never read.
+        const auto framing = ec ? std::nullopt : refuse_framing(parser.get().base(), parser.chunked());
+        if (!ec && !framing && !parser.is_done()) {
             if (beast::iequals(parser.get()[bh::field::expect], "100-continue")) {
                 bh::response<bh::empty_body> go_on(bh::status::continue_, parser.get().version());
                 stream.expires_after(cfg.request_timeout);
@@ -129,18 +139,23 @@ asio::awaitable<void> run_session(service& svc, worker& w, beast::tcp_stream str
             auto [bec, bn] = co_await bh::async_read(stream, buffer, parser, tuple_awaitable);
             ec = bec;
         }
-        if (ec) {
+        if (ec || framing) {
             const bool too_large = ec == bh::error::body_limit;
-            if (!too_large && !is_http_parse_error(ec)) break;  // closed, timed out, stopped
-            // The header was parsed for a body too large; a parse error may have left none.
-            const auto target = too_large ? std::string(parser.get().target()) : std::string();
-            const auto method = too_large ? std::string(parser.get().method_string()) : std::string("other");
+            if (ec && !too_large && !is_http_parse_error(ec)) break;  // closed, timed out, stopped
+            // The header was parsed for a framing refusal or a body too large; a parse error may have
+            // left none.
+            const bool header_read = framing || too_large;
+            const auto target = header_read ? std::string(parser.get().target()) : std::string();
+            const auto method =
+                header_read ? std::string(parser.get().method_string()) : std::string("other");
             auto res =
-                too_large ? json_error(413, "payload_too_large", "a request body is at most 1 MiB", 11, false)
-                          : json_error(400, "bad_request", "malformed HTTP request", 11, false);
+                framing ? json_error(framing->status, framing->error, framing->message, 11, false)
+                : too_large
+                    ? json_error(413, "payload_too_large", "a request body is at most 1 MiB", 11, false)
+                    : json_error(400, "bad_request", "malformed HTTP request: " + ec.message(), 11, false);
             stream.expires_after(cfg.request_timeout);
             auto [wec, wn] = co_await bh::async_write(stream, res, tuple_awaitable);
-            w.metrics.record(too_large ? route_of(target) : "unmatched", method, res.result_int(),
+            w.metrics.record(header_read ? route_of(target) : "unmatched", method, res.result_int(),
                              std::chrono::steady_clock::now() - start);
             refused = !wec;
             break;
