@@ -5,16 +5,17 @@
 //   - no request takes longer than the service's own bounds allow (borrow 1 s, statement 1 s, the
 //     cancel drain limit 1 s) plus a margin: request_limit; none hangs (the client's 30 s receive
 //     timeout would fail the test);
-//   - success resumes by itself after the fault ends: every client sees 10 successes in a row within
-//     one health interval (--healthcheck-interval, with the connect back-off's cap and the circuit's
-//     cool-down well inside it, as pg_chaos_test explains), and the process is still the same one,
-//     exiting 0 on SIGTERM at the end;
+//   - success resumes by itself after the fault ends: every client, still sending, sees 10 successes
+//     in a row within one health interval (--healthcheck-interval, with the connect back-off's cap and
+//     the circuit's cool-down well inside it, as pg_chaos_test explains), and the process is still the
+//     same one, exiting 0 on SIGTERM at the end;
 //   - no acknowledged increment is lost: the counter is at least the number of incr answered 200, and
 //     at most the number sent.
 // Every scenario runs through tests/tools/chaos_proxy, the server's own faults (terminate, restarts,
 // a stop of 10 s) too. The server errors (statement_timeout on a prepare, a table altered
 // under the service's statements, the server at max_connections) are checked to have happened, from
-// the server's log. Every loop is bounded in count and time.
+// the server's log. Every loop is bounded in count and time; a client whose loop reaches its bound
+// before the scenario ends fails the scenario at once, saying so.
 #include "chaos_proxy.hpp"
 #include "pg_server.hpp"
 #include "pg_slot_filler.hpp"
@@ -26,9 +27,9 @@
 #include <array>
 #include <atomic>
 #include <csignal>
+#include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <thread>
 
 using namespace serve_test;
@@ -40,20 +41,43 @@ constexpr auto request_limit = 5s;    // a request's time under any fault (bound
 constexpr auto health_interval = 2s;  // from the fault's end until every client succeeds again
 constexpr int clients = 4;
 
+// A client's loop ends when its scenario says stop (well within three minutes: the longest waits 10 s,
+// holds its fault 10 s, and pg_ctl gives up on a start after 60 s); these bounds only catch one that
+// never does. The count must stay out of reach of a working scenario: while the circuit is open each
+// request is a 503 answered in microseconds, and a Release build's client sends some 10,000 a second,
+// 100,000 during the 10 s stop (a bound of 100,000 ended the clients silently in the outage, and the
+// wait for their successes after it timed out).
+constexpr int max_requests_per_client = 10'000'000;
+constexpr auto max_client_time = std::chrono::minutes(3);
+
+using status_counts = std::map<unsigned, std::size_t>;  // status -> responses
+
+std::size_t count_of(const status_counts& s, unsigned status) {
+    const auto it = s.find(status);
+    return it == s.end() ? 0 : it->second;
+}
+
 struct tally {
     std::mutex m;
-    std::multiset<unsigned> statuses;
+    status_counts statuses;
+    std::size_t responses = 0;
     std::vector<std::string> failures;  // exceptions: a dropped connection or a hang
     std::chrono::milliseconds slowest{0};
-    int incr_sent = 0;
-    int incr_acked = 0;
+    long long incr_sent = 0;
+    long long incr_acked = 0;
 };
 
-// One client's loop: GET k, POST c/incr alternately, until `stop`; counts everything in `t`. `streak`
-// counts successes in a row (reset by any other status).
-void drive(std::uint16_t port, std::atomic<bool>& stop, tally& t, std::atomic<int>& streak, int id) {
+// What the test thread reads of one client while it runs.
+struct client_progress {
+    std::atomic<int> streak{0};            // successes in a row (reset by any other status)
+    std::atomic<bool> ended_early{false};  // its loop reached a bound before `stop`
+};
+
+// One client's loop: GET k, POST c/incr alternately, until `stop`; counts everything in `t`.
+void drive(std::uint16_t port, std::atomic<bool>& stop, tally& t, client_progress& progress, int id) {
     std::optional<client> c(std::in_place, port);
-    for (int i = 0; !stop && i < 100000; ++i) {  // bounded
+    const auto give_up = std::chrono::steady_clock::now() + max_client_time;
+    for (int i = 0; !stop && i < max_requests_per_client && std::chrono::steady_clock::now() < give_up; ++i) {
         const bool incr = (i + id) % 2 == 0;
         const auto t0 = std::chrono::steady_clock::now();
         response r;
@@ -68,15 +92,17 @@ void drive(std::uint16_t port, std::atomic<bool>& stop, tally& t, std::atomic<in
         const auto took =
             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
         const bool ok = r.status == 200 || r.status == 204;
-        streak = ok ? streak + 1 : 0;
+        progress.streak = ok ? progress.streak + 1 : 0;
         std::lock_guard lock(t.m);
-        t.statuses.insert(r.status);
+        ++t.statuses[r.status];
+        ++t.responses;
         t.slowest = std::max(t.slowest, took);
         if (incr) {
             ++t.incr_sent;
             if (r.status == 200) ++t.incr_acked;
         }
     }
+    if (!stop) progress.ended_early = true;
 }
 
 class serve_pg_chaos : public ::testing::Test {
@@ -123,14 +149,22 @@ protected:
         }
         tally t;
         std::atomic<bool> stop{false};
-        std::array<std::atomic<int>, clients> streaks{};
+        std::array<client_progress, clients> progress{};
         std::vector<std::thread> threads;
         for (int i = 0; i < clients; ++i)
-            threads.emplace_back(drive, port, std::ref(stop), std::ref(t), std::ref(streaks[i]), i);
+            threads.emplace_back(drive, port, std::ref(stop), std::ref(t), std::ref(progress[i]), i);
+        // A client that has ended can never succeed again: say so now rather than at the wait's limit.
         auto all_succeeding = [&] {
-            for (auto& s : streaks)
-                if (s < 10) return false;
-            return true;
+            bool all = true;
+            for (int i = 0; i < clients; ++i) {
+                if (progress[i].ended_early)
+                    throw std::runtime_error(app + ": client " + std::to_string(i) + " reached its bound (" +
+                                             std::to_string(max_requests_per_client) + " requests or " +
+                                             std::to_string(max_client_time.count()) +
+                                             " min) before the scenario ended");
+                all = all && progress[i].streak >= 10;
+            }
+            return all;
         };
         std::exception_ptr error;
         std::chrono::milliseconds recovery{0};
@@ -139,7 +173,7 @@ protected:
             fault(proxy);
             std::this_thread::sleep_for(hold);  // the fault's duration, under load
             heal(proxy);
-            for (auto& s : streaks) s = 0;
+            for (auto& c : progress) c.streak = 0;
             const auto healed = std::chrono::steady_clock::now();
             wait_until(all_succeeding, health_interval, "success after the fault");
             recovery = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -151,10 +185,9 @@ protected:
         for (auto& th : threads) th.join();
         if (error) std::rethrow_exception(error);
 
-        std::set<unsigned> seen(t.statuses.begin(), t.statuses.end());
-        for (unsigned s : seen) {
+        for (const auto& [s, n] : t.statuses) {
             EXPECT_TRUE(s == 200 || s == 204 || s == 404 || s == 503 || s == 504)
-                << app << ": status " << s << " (" << t.statuses.count(s) << " times)";
+                << app << ": status " << s << " (" << n << " times)";
         }
         EXPECT_TRUE(t.failures.empty())
             << app << ": " << t.failures.size()
@@ -166,10 +199,10 @@ protected:
         EXPECT_GE(counter, t.incr_acked) << app << ": an acknowledged increment was lost";
         EXPECT_LE(counter, t.incr_sent) << app;
         std::printf(
-            "[ %s ] %zu requests: %zu ok, %zu 503, %zu 504; slowest %lld ms; incr %d acked of %d sent, "
+            "[ %s ] %zu requests: %zu ok, %zu 503, %zu 504; slowest %lld ms; incr %lld acked of %lld sent, "
             "counter %lld; every client succeeding again %lld ms after the fault\n",
-            app.c_str(), t.statuses.size(), t.statuses.count(200) + t.statuses.count(204),
-            t.statuses.count(503), t.statuses.count(504), static_cast<long long>(t.slowest.count()),
+            app.c_str(), t.responses, count_of(t.statuses, 200) + count_of(t.statuses, 204),
+            count_of(t.statuses, 503), count_of(t.statuses, 504), static_cast<long long>(t.slowest.count()),
             t.incr_acked, t.incr_sent, counter, static_cast<long long>(recovery.count()));
         std::fflush(stdout);
         last_statuses = t.statuses;
@@ -178,7 +211,7 @@ protected:
     }
 
     std::optional<test::pg_server> server;
-    std::multiset<unsigned> last_statuses;  // the statuses of the last scenario
+    status_counts last_statuses;  // the statuses of the last scenario
 };
 
 const auto plain = [](test::chaos_proxy& p) { p.normal(); };
@@ -238,7 +271,7 @@ TEST_F(serve_pg_chaos, server_stopped_for_ten_seconds) {
     scenario(
         "sc_stopped", [&](test::chaos_proxy&) { server->stop(); }, 10000ms,
         [&](test::chaos_proxy&) { server->start(); });
-    EXPECT_GT(last_statuses.count(503), 0u) << "no request saw the server down";
+    EXPECT_GT(count_of(last_statuses, 503), 0u) << "no request saw the server down";
 }
 
 // Another session holds respool_kv's lock while the service's backends are terminated: the service's
@@ -262,7 +295,7 @@ TEST_F(serve_pg_chaos, statement_timeout_during_a_prepare) {
     std::printf("[ sc_prepare_timeout ] the server cancelled %zu statements at statement_timeout (57014)\n",
                 timeouts);
     EXPECT_GT(timeouts, 0u) << "no statement ran into statement_timeout: the fault did not happen";
-    EXPECT_GT(last_statuses.count(504), 0u) << "57014 is answered 504";
+    EXPECT_GT(count_of(last_statuses, 504), 0u) << "57014 is answered 504";
 }
 
 // A column added to the service's table under its prepared statements. They name their columns
