@@ -208,7 +208,8 @@ error_code open_on_worker(connection::impl& s, const connection_options& o, cons
     if (o.reader) sql += "PRAGMA query_only=1;";
     sql += "PRAGMA schema_version;";  // reads the header: a file that is not a database fails now
     error_code ec = pragma(s, sql, prefix);
-    if (!ec) ec = detail::capture_baseline(s);  // the session as every reset leaves it
+    if (!ec)
+        ec = detail::capture_baseline(s, o.reader ? std::string() : journal);  // as every reset leaves it
     if (ec) {
         s.close_now();
         return ec;

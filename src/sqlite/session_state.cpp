@@ -21,10 +21,9 @@ constexpr const char* sets_nothing[] = {
     "wal_checkpoint", "incremental_vacuum", "optimize",          "user_version",    "application_id",
 };
 
-// The per-connection settings read back after the open and set again by a full reset. query_only comes
-// first (a writer must be writable again before journal_mode can change) and is set last once more (a
-// reader is query_only again only after everything else). A pragma this SQLite does not know returns
-// no row at the open and is left out (then setting it is session_lost).
+// The per-connection settings read back after the open and set again by a full reset. query_only is set
+// last (the reset runs writable; a reader is query_only again only after everything else). A pragma this
+// SQLite does not know returns no row at the open and is left out (then setting it is session_lost).
 constexpr const char* restorable[] = {
     "query_only",
     "foreign_keys",
@@ -104,14 +103,15 @@ bool plain(std::string_view v) noexcept {
 // Runs `sql` (a script without rows we need); the failure's message in s.last.
 error_code exec(connection::impl& s, const std::string& sql) {
     int rc = ::sqlite3_exec(s.db, sql.c_str(), nullptr, nullptr, nullptr);
-    return rc == SQLITE_OK ? error_code{} : s.fail(rc, "reset: ");
+    return rc == SQLITE_OK ? error_code{} : s.fail(rc, "reset: " + sql + ": ");
 }
 
 // The text of every row's columns of `sql` (no parameters).
 error_code rows_of(connection::impl& s, const char* sql, std::vector<std::vector<std::string>>& out) {
     ::sqlite3_stmt* st = nullptr;
+    const std::string prefix = std::string("reset: ") + sql + ": ";
     int rc = ::sqlite3_prepare_v2(s.db, sql, -1, &st, nullptr);
-    if (rc != SQLITE_OK) return s.fail(rc, "reset: ");
+    if (rc != SQLITE_OK) return s.fail(rc, prefix);
     while ((rc = ::sqlite3_step(st)) == SQLITE_ROW) {
         auto& row = out.emplace_back();
         for (int i = 0; i < ::sqlite3_column_count(st); ++i) {
@@ -119,8 +119,9 @@ error_code rows_of(connection::impl& s, const char* sql, std::vector<std::vector
             row.emplace_back(t ? t : "");
         }
     }
+    error_code ec = rc == SQLITE_DONE ? error_code{} : s.fail(rc, prefix);
     ::sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? error_code{} : s.fail(rc, "reset: ");
+    return ec;
 }
 
 std::string quoted(const std::string& name) {
@@ -140,18 +141,29 @@ void watch_session(connection::impl& s) noexcept {
     ::sqlite3_set_authorizer(s.db, &on_authorize, &s);
 }
 
-error_code capture_baseline(connection::impl& s) {
+error_code capture_baseline(connection::impl& s, const std::string& journal_mode) {
     s.baseline.clear();
     std::string query_only;
     std::string script;
     for (const char* name : restorable) {
+        if (same_name(name, "journal_mode")) {
+            // A property of the file, which only the writer sets (a connection reads "delete" until it
+            // has looked at the WAL): restored to the pool's setting, never to what was read.
+            if (!journal_mode.empty()) {
+                script += "PRAGMA journal_mode=" + journal_mode + ";";
+                s.baseline.emplace_back(name, journal_mode);
+            }
+            continue;
+        }
         std::vector<std::vector<std::string>> rows;
         if (error_code ec = rows_of(s, (std::string("PRAGMA ") + name).c_str(), rows)) return ec;
         if (rows.size() != 1 || rows[0].size() != 1 || !plain(rows[0][0])) continue;
         std::string value = rows[0][0];
         if (same_name(name, "secure_delete") && value == "2") value = "FAST";  // "2" would set 1
-        if (same_name(name, "query_only")) query_only = value;
-        script += std::string("PRAGMA ") + name + "=" + value + ";";
+        if (same_name(name, "query_only"))
+            query_only = value;  // set last, below
+        else
+            script += std::string("PRAGMA ") + name + "=" + value + ";";
         s.baseline.emplace_back(name, std::move(value));
     }
     if (!query_only.empty()) script += "PRAGMA query_only=" + query_only + ";";
@@ -186,12 +198,14 @@ error_code restore_session(connection::impl& s) {
     }
     if (error_code ec = exec(s, s.restore_script)) return ec;
     std::vector<std::vector<std::string>> left;
-    if (error_code ec = rows_of(s,
-                                "SELECT (SELECT count(*) FROM pragma_database_list), (SELECT count(*) FROM "
-                                "temp.sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\')",
-                                left))
+    if (error_code ec =
+            rows_of(s,
+                    "SELECT (SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')), "
+                    "(SELECT count(*) FROM "
+                    "temp.sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\')",
+                    left))
         return ec;
-    if (left.size() != 1 || left[0] != std::vector<std::string>{"2", "0"})
+    if (left.size() != 1 || left[0] != std::vector<std::string>{"0", "0"})
         return not_restored(s, "an attached database or a TEMP object could not be removed");
     return {};
 }

@@ -28,8 +28,9 @@ enum session_effect : unsigned {
 // Installs the authorizer that records session effects on `s` (open, and a full reset).
 void watch_session(connection::impl& s) noexcept;
 
-// Reads the per-connection pragmas after the open into s.baseline and s.restore_script.
-error_code capture_baseline(connection::impl& s);
+// Reads the per-connection pragmas after the open into s.baseline and s.restore_script. `journal_mode`:
+// the one the open set (a writer's), or "" (then a PRAGMA journal_mode set is not restored).
+error_code capture_baseline(connection::impl& s, const std::string& journal_mode);
 
 // Puts the session back as capture_baseline found it (outside a transaction; the handlers are the
 // caller's to install again). The failure's message in s.last.
