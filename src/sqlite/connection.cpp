@@ -1,6 +1,7 @@
 // sqlite::connection: open (with the pragmas), the progress and busy handlers that make a statement
 // stoppable, async_run, the reset on release, close. Statements are in query.cpp.
 #include "connection_impl.hpp"
+#include "session_state.hpp"
 
 #include <boost/system/system_error.hpp>
 
@@ -55,6 +56,11 @@ std::string checked_pragma_value(const std::string& v, std::initializer_list<con
 }
 
 }  // namespace
+
+void install_handlers(connection::impl& s) noexcept {
+    ::sqlite3_progress_handler(s.db, 1000, &on_progress, &s);
+    ::sqlite3_busy_handler(s.db, &on_busy, &s);  // also what PRAGMA busy_timeout replaced
+}
 
 // ---- impl ---------------------------------------------------------------------------------------
 
@@ -136,9 +142,14 @@ connection& connection::operator=(connection&& o) noexcept {
 const asio::any_io_executor& connection::get_executor() const noexcept {
     return impl_->ex;
 }
-bool connection::needs_reset() const noexcept {
+bool connection::needs_reset(reset_policy policy) const noexcept {
     if (impl_->running.load(std::memory_order_acquire)) return true;
-    return impl_->in_txn || impl_->busy_statements || impl_->touched;
+    if (policy == reset_policy::always || impl_->in_txn || impl_->busy_statements) return true;
+    const bool changed = impl_->touched.load(std::memory_order_relaxed) || impl_->session != 0;
+    return changed && (policy == reset_policy::tracked || impl_->reader);
+}
+void connection::mark_dirty() noexcept {
+    impl_->touched.store(true, std::memory_order_relaxed);
 }
 bool connection::in_transaction() const noexcept {
     return impl_->in_txn;
@@ -189,18 +200,22 @@ error_code open_on_worker(connection::impl& s, const connection_options& o, cons
         return ec;
     }
     ::sqlite3_extended_result_codes(s.db, 1);
-    ::sqlite3_progress_handler(s.db, 1000, &on_progress, &s);
-    ::sqlite3_busy_handler(s.db, &on_busy, &s);
+    install_handlers(s);
     std::string sql;
     if (!journal.empty() && !o.reader) sql += "PRAGMA journal_mode=" + journal + ";";
     if (!sync.empty()) sql += "PRAGMA synchronous=" + sync + ";";
     sql += o.foreign_keys ? "PRAGMA foreign_keys=ON;" : "PRAGMA foreign_keys=OFF;";
     if (o.reader) sql += "PRAGMA query_only=1;";
     sql += "PRAGMA schema_version;";  // reads the header: a file that is not a database fails now
-    if (error_code ec = pragma(s, sql, prefix)) {
+    error_code ec = pragma(s, sql, prefix);
+    if (!ec)
+        ec = detail::capture_baseline(s, o.reader ? std::string() : journal);  // as every reset leaves it
+    if (ec) {
         s.close_now();
         return ec;
     }
+    detail::watch_session(s);
+    s.session = 0;
     s.last = {};
     return {};
 }
@@ -249,7 +264,7 @@ void connection::start_run(respool::detail::unique_function<void(::sqlite3*)> fn
         release_claim(*impl_);
         return refuse(error::not_open);
     }
-    impl_->touched = true;
+    impl_->touched.store(true, std::memory_order_relaxed);
     offload(impl_, hex, std::move(handler), [fn = std::move(fn)](impl& s) {
         std::exception_ptr e;
         try {
@@ -262,7 +277,8 @@ void connection::start_run(respool::detail::unique_function<void(::sqlite3*)> fn
     });
 }
 
-void connection::start_reset(hex_t hex, asio::any_completion_handler<void(error_code)> handler) {
+void connection::start_reset(reset_policy policy, hex_t hex,
+                             asio::any_completion_handler<void(error_code)> handler) {
     if (!claim(*impl_)) {
         // The borrower returned it with an operation still running: stop it; the caller destroys it.
         impl_->interrupt(stop_reason::cancelled);
@@ -272,7 +288,7 @@ void connection::start_reset(hex_t hex, asio::any_completion_handler<void(error_
         release_claim(*impl_);
         return complete_now(hex, std::move(handler), make_error_code(error::not_open));
     }
-    offload(impl_, hex, std::move(handler), [](impl& s) {
+    offload(impl_, hex, std::move(handler), [policy](impl& s) {
         s.has_deadline = false;
         // An un-reset SELECT keeps its read snapshot (stale reads for the next borrower, and a WAL
         // that cannot be checkpointed past it).
@@ -280,10 +296,25 @@ void connection::start_reset(hex_t hex, asio::any_completion_handler<void(error_
             if (::sqlite3_stmt_busy(st)) ::sqlite3_reset(st);
         error_code ec;
         if (::sqlite3_get_autocommit(s.db) == 0) ec = pragma(s, "ROLLBACK", "reset: ");
-        if (!ec && s.reader && s.touched) ec = pragma(s, "PRAGMA query_only=1", "reset: ");
+        const bool touched = s.touched.load(std::memory_order_relaxed);
+        const bool changed = touched || s.session != 0;
+        if (!ec && (policy == reset_policy::always || (policy == reset_policy::tracked && changed))) {
+            ec = detail::restore_session(s);
+            if (!ec) {
+                install_handlers(s);
+                // Only async_run can have replaced the authorizer; setting it expires every prepared
+                // statement (each is prepared again at its next run), so not without need.
+                if (touched) detail::watch_session(s);
+            }
+        } else if (!ec && s.reader && changed) {
+            ec = pragma(s, "PRAGMA query_only=1", "reset: ");  // reset_policy::none: routing relies on it
+        }
         s.snapshot();
         if (!ec && (s.in_txn || s.busy_statements)) ec = from_result_code(SQLITE_BUSY);
-        if (!ec) s.touched = false;
+        if (!ec) {
+            s.touched.store(false, std::memory_order_relaxed);
+            s.session = 0;
+        }
         return std::make_tuple(ec);
     });
 }

@@ -31,6 +31,8 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace respool::sqlite {
 
@@ -74,8 +76,20 @@ struct connection::impl {
     bool open = false;
     bool in_txn = false;
     bool busy_statements = false;
-    bool touched = false;  // async_run ran: the next reset runs in full
+    // async_run ran or mark_dirty() was called: the next reset runs in full. Set on the caller's side
+    // (atomic: mark_dirty may come while a job runs), cleared by a reset.
+    std::atomic<bool> touched{false};
     diagnostics last;
+
+    // What borrowers changed in the session (session_state.hpp). Owned by the job that runs; the
+    // caller reads `session` only between operations, as the results above.
+    bool preparing = false;         // inside one of our prepares: the authorizer's findings go below
+    unsigned prepared_effects = 0;  // session_effect bits of the statement being prepared
+    unsigned session = 0;           // session_effect bits since the last reset (or the open)
+    // The per-connection pragmas as the open left them ("name", "value"), and the script that sets them
+    // so again.
+    std::vector<std::pair<std::string, std::string>> baseline;
+    std::string restore_script;
 
     // Called from any thread: interrupts the job under way, if any, for `why`.
     void interrupt(stop_reason why) noexcept;
@@ -86,6 +100,10 @@ struct connection::impl {
     // Finalizes every statement and closes the handle (job thread, or the destructor).
     void close_now() noexcept;
 };
+
+// On the job's thread: installs the connection's own busy, progress and authorizer handlers (at the
+// open, and again by a full reset: async_run may have replaced them).
+void install_handlers(connection::impl& s) noexcept;
 
 namespace detail {
 // The inside of a connection, for the pool's own operations (group commit, read batches).

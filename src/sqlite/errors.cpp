@@ -26,6 +26,8 @@ struct sqlite_errors final : boost::system::error_category {
         case error::multiple_statements: return "bound parameters with more than one statement";
         case error::parameter_count:
             return "the statement's parameters and the values given differ in number";
+        case error::session_not_restorable:
+            return "the connection's session holds a setting the reset cannot restore";
         }
         if (v >= own_base) return "unknown respool.sqlite error " + std::to_string(v);
         return std::string(::sqlite3_errstr(v)) + " (SQLite result code " + std::to_string(v) + ")";

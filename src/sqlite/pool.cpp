@@ -3,9 +3,10 @@
 // (docs/07-sqlite.md):
 //   factory         open on the thread pool (pragmas; readers query_only), statement timeout set
 //   before_acquire  is_open(): a connection closed under its holder is not lent again
-//   needs_reset     synchronous, no SQLite call: a transaction or statement left open, or async_run used
-//   before_release  async_reset (reset busy statements, ROLLBACK), bounded by reset_timeout; a
-//                   connection that cannot be reset is destroyed
+//   needs_reset     synchronous, no SQLite call: a transaction or statement left open, the session
+//                   changed (a PRAGMA set, ATTACH, a TEMP object), async_run or mark_dirty used
+//   before_release  async_reset (reset busy statements, ROLLBACK, restore the session when changed),
+//                   bounded by reset_timeout; a connection that cannot be reset is destroyed
 #include <respool/sqlite/pool.hpp>
 
 #include "group_commit.hpp"
@@ -93,12 +94,12 @@ hooks<connection> hooks_of(const pool_config& c, role r, std::shared_ptr<workers
         co_return conn;
     };
     h.before_acquire = [](connection& conn) { return conn.is_open(); };
-    h.needs_reset = [timeout = c.statement_timeout](connection& conn) {
+    h.needs_reset = [timeout = c.statement_timeout, policy = c.reset](connection& conn) {
         conn.set_statement_timeout(timeout);  // a borrower's own deadline ends with its lease
-        return conn.needs_reset();
+        return conn.needs_reset(policy);
     };
-    h.before_release = [](connection& conn) -> asio::awaitable<bool> {
-        auto [ec] = co_await conn.async_reset(asio::as_tuple(asio::use_awaitable));
+    h.before_release = [policy = c.reset](connection& conn) -> asio::awaitable<bool> {
+        auto [ec] = co_await conn.async_reset(policy, asio::as_tuple(asio::use_awaitable));
         co_return !ec;
     };
     return h;

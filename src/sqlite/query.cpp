@@ -63,8 +63,10 @@ error_code interrupted(connection::impl& s, error_code ec) {
     return ec;
 }
 
-// Steps `st` to the end, collecting its rows; the statement is reset (not busy) afterwards.
-error_code run(connection::impl& s, ::sqlite3_stmt* st, result& out) {
+// Steps `st` to the end, collecting its rows; the statement is reset (not busy) afterwards. `effects`:
+// what its preparation found it changes in the session (session_state.hpp), counted before it runs.
+error_code run(connection::impl& s, ::sqlite3_stmt* st, unsigned effects, result& out) {
+    s.session |= effects;
     result_builder rows;
     const auto changes_before = ::sqlite3_total_changes64(s.db);
     int rc;
@@ -88,23 +90,36 @@ error_code stopped_early(connection::impl& s) {
     return interrupted(s, from_result_code(SQLITE_INTERRUPT));
 }
 
+// sqlite3_prepare_v3, with what the authorizer finds the statement changes in the session in `effects`.
+int prepare_watched(connection::impl& s, const char* sql, int size, unsigned flags, ::sqlite3_stmt*& st,
+                    const char*& tail, unsigned& effects) {
+    s.preparing = true;
+    s.prepared_effects = 0;
+    const int rc = ::sqlite3_prepare_v3(s.db, sql, size, flags, &st, &tail);
+    s.preparing = false;
+    effects = s.prepared_effects;
+    return rc;
+}
+
 // Prepares `sql`'s first statement (from the cache when it is there). `more`: text follows it.
-error_code prepare(connection::impl& s, const std::string& sql, ::sqlite3_stmt*& st, bool& cached,
-                   bool& more) {
+error_code prepare(connection::impl& s, const std::string& sql, ::sqlite3_stmt*& st, bool& cached, bool& more,
+                   unsigned& effects) {
     more = false;
-    if ((st = s.cache.find(sql))) {
+    if (const auto* c = s.cache.find(sql)) {
+        st = c->stmt;
+        effects = c->effects;
         cached = true;
         return {};
     }
     const char* tail = nullptr;
-    int rc = ::sqlite3_prepare_v3(s.db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-                                  &st, &tail);
+    int rc = prepare_watched(s, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, st, tail,
+                             effects);
     if (rc != SQLITE_OK) {
         if ((rc & 0xff) == SQLITE_INTERRUPT) return interrupted(s, s.fail(rc));
         return s.fail(rc);
     }
     more = has_more(tail);
-    cached = !more && st && s.cache.put(sql, st);
+    cached = !more && st && s.cache.put(sql, st, effects);
     return {};
 }
 
@@ -116,11 +131,12 @@ error_code run_script(connection::impl& s, const std::string& sql, result& out) 
         ::sqlite3_stmt* st = nullptr;
         const char* tail = nullptr;
         if (error_code ec = stopped_early(s)) return ec;
-        int rc = ::sqlite3_prepare_v3(s.db, next, static_cast<int>(end - next), 0, &st, &tail);
+        unsigned effects = 0;
+        int rc = prepare_watched(s, next, static_cast<int>(end - next), 0, st, tail, effects);
         if (rc != SQLITE_OK) return (rc & 0xff) == SQLITE_INTERRUPT ? interrupted(s, s.fail(rc)) : s.fail(rc);
         next = tail;
         if (!st) continue;  // blanks or a comment
-        error_code ec = run(s, st, out);
+        error_code ec = run(s, st, effects, out);
         ::sqlite3_finalize(st);
         if (ec) return ec;
     }
@@ -134,7 +150,8 @@ error_code query_on_worker(connection::impl& s, const std::string& sql, const pa
     if (error_code ec = stopped_early(s)) return ec;
     ::sqlite3_stmt* st = nullptr;
     bool cached = false, more = false;
-    if (error_code ec = prepare(s, sql, st, cached, more)) return ec;
+    unsigned effects = 0;
+    if (error_code ec = prepare(s, sql, st, cached, more, effects)) return ec;
     if (more) {
         if (!cached && st) ::sqlite3_finalize(st);
         if (bound) {
@@ -156,7 +173,7 @@ error_code query_on_worker(connection::impl& s, const std::string& sql, const pa
         s.last = {SQLITE_READONLY, "a reader connection does not run statements that may write", -1};
         ec = make_error_code(error::writes_on_reader);
     } else if (!(ec = bind_all(s, st, p))) {
-        ec = run(s, st, out);
+        ec = run(s, st, effects, out);
     }
     if (ec) ::sqlite3_clear_bindings(st);
     if (!cached) ::sqlite3_finalize(st);
@@ -183,7 +200,9 @@ error_code run_statement(connection::impl& s, const std::string& sql, const para
 error_code exec_cached(connection::impl& s, const std::string& sql) {
     ::sqlite3_stmt* st = nullptr;
     bool cached = false, more = false;
-    if (error_code ec = prepare(s, sql, st, cached, more)) return ec;
+    unsigned effects = 0;
+    if (error_code ec = prepare(s, sql, st, cached, more, effects)) return ec;
+    s.session |= effects;
     const int rc = ::sqlite3_step(st);
     error_code ec;
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) ec = s.fail(rc);

@@ -38,7 +38,8 @@ void set_current(connection::impl& s, const read_entry* e) noexcept {
 
 // Runs the batch's statements in turn, two or more inside one read transaction. A statement that ends
 // the transaction (an interrupt, an I/O error) does not end the batch: the next one begins another.
-// A broken connection stops it: what did not run goes back to the queue.
+// A broken connection stops it, and so does a statement that changed the session: what did not run
+// goes back to the queue.
 std::chrono::nanoseconds run_batch(connection::impl& s, const batch& b) {
     const auto start = clock_type::now();
     const bool together = b.size() > 1;
@@ -56,6 +57,9 @@ std::chrono::nanoseconds run_batch(connection::impl& s, const batch& b) {
         if (e->ec) e->words = s.last;
         if (open && ::sqlite3_get_autocommit(s.db) != 0) open = false;
         if (e->ec == condition::connection_broken) break;
+        // It changed the session (a PRAGMA, an ATTACH): nobody else's statement may run in that
+        // session; the rest go back to the queue, and the reader to its pool, which resets it.
+        if (s.session != 0) break;
     }
     set_current(s, nullptr);
     if (open && exec_cached(s, "COMMIT")) exec_cached(s, "ROLLBACK");  // a read: its rows stand
@@ -146,7 +150,9 @@ void finish_batch(const std::shared_ptr<pool_state>& s, lease<connection> l, clo
     b.clear();
     if (q.closed) fail_waiting(*s, make_error_code(respool::errc::closed), false);
     const bool others_wait = s->readers->stats().waiting > 0;
-    if (!broken && !q.pending.empty() && !others_wait && clock_type::now() - since < hold_at_most)
+    // A reader whose session a statement changed goes back to its pool (and its reset) at once.
+    if (!broken && !l->needs_reset() && !q.pending.empty() && !others_wait &&
+        clock_type::now() - since < hold_at_most)
         return run_on_reader(s, std::move(l), since, take_share(q));
     if (broken)
         l.poison();

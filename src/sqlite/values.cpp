@@ -1,6 +1,7 @@
 // sqlite::params and sqlite::result: binding values, reading fields back as C++ values, and the one
 // text form of a time point (params binds it, result::get reads it and SQLite's own variants).
 #include "result_data.hpp"
+#include "time_text.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -22,15 +23,30 @@ params& params::add(bool v) {
     values_.emplace_back(std::int64_t{v ? 1 : 0});
     return *this;
 }
-params& params::add(std::int64_t v) {
+params& params::add_integer(std::int64_t v) {
     values_.emplace_back(v);
     return *this;
 }
+void params::refuse_integer(std::uint64_t v) const {
+    throw std::out_of_range("respool::sqlite::params: parameter " + std::to_string(values_.size() + 1) +
+                            " (" + std::to_string(v) +
+                            ") does not fit SQLite's INTEGER (64-bit signed, at most 9223372036854775807)");
+}
 params& params::add(double v) {
+    if (std::isnan(v))
+        throw std::invalid_argument("respool::sqlite::params: parameter " +
+                                    std::to_string(values_.size() + 1) +
+                                    " is NaN, which SQLite stores as NULL; bind std::nullopt for NULL");
     values_.emplace_back(v);
     return *this;
 }
 params& params::add(std::string_view v) {
+    if (const auto nul = v.find('\0'); nul != std::string_view::npos)
+        throw std::invalid_argument("respool::sqlite::params: parameter " +
+                                    std::to_string(values_.size() + 1) +
+                                    " is text holding a NUL byte (at offset " + std::to_string(nul) +
+                                    "), which SQLite's text functions would cut; bind bytes as a blob "
+                                    "(std::span<const std::byte>)");
     values_.emplace_back(std::string(v));
     return *this;
 }
@@ -41,6 +57,10 @@ params& params::add(std::span<const std::byte> v) {
 params& params::add(chr::sys_time<chr::microseconds> t) {
     const auto day = chr::floor<chr::days>(t);
     const chr::year_month_day ymd(day);
+    if (!ymd.ok() || ymd.year() < chr::year(0) || ymd.year() > chr::year(9999))
+        throw std::out_of_range("respool::sqlite::params: parameter " + std::to_string(values_.size() + 1) +
+                                " is a time outside the years 0000-9999, which the text form "
+                                "YYYY-MM-DD HH:MM:SS.ffffff cannot hold");
     const chr::hh_mm_ss<chr::microseconds> tod(t - day);
     char buf[40];
     std::snprintf(buf, sizeof buf, "%04d-%02u-%02u %02d:%02d:%02d.%06lld", static_cast<int>(ymd.year()),
@@ -71,8 +91,9 @@ bool parse_int(std::string_view s, std::int64_t& out) {
     return ec == std::errc() && p == s.data() + s.size();
 }
 
-// "YYYY-MM-DD", then ' ' or 'T' and "HH:MM[:SS[.fff...]]", then "Z" or "+HH:MM"/"-HH:MM"; false otherwise.
-bool parse_time(std::string_view s, chr::system_clock::time_point& out) {
+}  // namespace
+
+bool detail::parse_time(std::string_view s, chr::system_clock::time_point& out) {
     auto num = [&](std::size_t at, std::size_t n, int& v) {
         if (at + n > s.size()) return false;
         auto [p, ec] = std::from_chars(s.data() + at, s.data() + at + n, v);
@@ -113,8 +134,6 @@ bool parse_time(std::string_view s, chr::system_clock::time_point& out) {
         chr::sys_days(ymd) + chr::hours(h) + chr::minutes(mi) + chr::seconds(sec) + frac - offset);
     return true;
 }
-
-}  // namespace
 
 std::size_t result::rows() const noexcept {
     return data_ ? data_->rows : 0;
@@ -227,7 +246,7 @@ void result::parse(std::size_t row, std::size_t col, chr::system_clock::time_poi
         out = chr::system_clock::time_point(chr::seconds(c.integer));
         return;
     }
-    if (c.kind == value_kind::text && parse_time(t, out)) return;
+    if (c.kind == value_kind::text && detail::parse_time(t, out)) return;
     not_a(*data_, col, t, "a time (YYYY-MM-DD HH:MM:SS[.ffffff][Z|+HH:MM] or Unix seconds)");
 }
 

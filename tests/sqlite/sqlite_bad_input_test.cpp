@@ -7,9 +7,12 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <vector>
 
 using namespace sqlite_test;
@@ -171,6 +174,95 @@ TEST_F(sqlite_bad_input, zero_readers_threads_and_cache_capacity_work) {
     }());
     EXPECT_EQ(db.reader_stats().max, 0u) << "no reader pool";
     EXPECT_GE(db.writer_stats().acquires, 3u) << "everything ran on the writer";
+}
+
+// Parameters are data stored exactly, or refused when they are added (before any statement could run),
+// with the parameter's position and what is wrong in the message.
+template <class F>
+std::string refusal(F add) {
+    try {
+        add();
+    } catch (const std::logic_error& e) {  // std::invalid_argument, std::out_of_range
+        return e.what();
+    }
+    ADD_FAILURE() << "accepted";
+    return {};
+}
+
+TEST_F(sqlite_bad_input, text_with_a_nul_byte_is_refused_naming_the_parameter) {
+    const std::string with_nul("abc\0def", 7);
+    EXPECT_THROW((void)sqlite::params(1, with_nul), std::invalid_argument);
+    const std::string why = refusal([&] { (void)sqlite::params(1, with_nul); });
+    EXPECT_NE(why.find("parameter 2"), std::string::npos) << why;
+    EXPECT_NE(why.find("NUL"), std::string::npos) << why;
+    EXPECT_NE(why.find("offset 3"), std::string::npos) << why;
+    EXPECT_NE(why.find("blob"), std::string::npos) << why;
+    for (std::string_view v : {std::string_view("\0", 1), std::string_view("x\0", 2)})
+        EXPECT_THROW((void)sqlite::params().add(v), std::invalid_argument) << v.size();
+    EXPECT_THROW((void)sqlite::params().add(std::optional<std::string>(with_nul)), std::invalid_argument);
+
+    // The same bytes as a blob are stored as they are.
+    sqlite::pool db(io.get_executor(), config(dir.file("nul.db"), 1));
+    const auto* b = reinterpret_cast<const std::byte*>(with_nul.data());
+    auto r = run(io, db.async_query("SELECT ?, length(?1)", sqlite::params(std::span(b, with_nul.size())),
+                                    asio::use_awaitable));
+    EXPECT_EQ(r.kind(0, 0), sqlite::value_kind::blob);
+    EXPECT_EQ(r.text(0, 0), with_nul);
+    EXPECT_EQ(r.get<std::int64_t>(0, 1), 7);
+}
+
+TEST_F(sqlite_bad_input, integers_outside_int64_are_refused_never_wrapped) {
+    constexpr auto max = std::numeric_limits<std::int64_t>::max();
+    const std::uint64_t above = static_cast<std::uint64_t>(max) + 1;
+    const std::string why = refusal([&] { (void)sqlite::params("x", above); });
+    EXPECT_NE(why.find("parameter 2"), std::string::npos) << why;
+    EXPECT_NE(why.find("9223372036854775808"), std::string::npos) << why;
+    EXPECT_THROW((void)sqlite::params(std::numeric_limits<std::uint64_t>::max()), std::out_of_range);
+    EXPECT_THROW((void)sqlite::params(std::numeric_limits<std::size_t>::max()), std::out_of_range);
+    EXPECT_THROW((void)sqlite::params(std::numeric_limits<unsigned long long>::max()), std::out_of_range);
+    EXPECT_THROW((void)sqlite::params(std::optional<std::uint64_t>(above)), std::out_of_range);
+
+    // Every integer type that fits is bound as itself.
+    sqlite::pool db(io.get_executor(), config(dir.file("ints.db"), 1));
+    auto r = run(io, db.async_query("SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?",
+                                    sqlite::params(static_cast<std::uint64_t>(max), std::size_t{42},
+                                                   std::numeric_limits<long long>::min(),
+                                                   std::numeric_limits<std::uint32_t>::max(), std::int8_t{-8},
+                                                   std::uint8_t{255}, std::uint16_t{65535}, short{-3}, 7u),
+                                    asio::use_awaitable));
+    EXPECT_EQ(r.get<std::int64_t>(0, 0), max);
+    EXPECT_EQ(r.get<std::int64_t>(0, 1), 42);
+    EXPECT_EQ(r.get<std::int64_t>(0, 2), std::numeric_limits<std::int64_t>::min());
+    EXPECT_EQ(r.get<std::int64_t>(0, 3), 4294967295);
+    EXPECT_EQ(r.get<std::int64_t>(0, 4), -8);
+    EXPECT_EQ(r.get<std::int64_t>(0, 5), 255);
+    EXPECT_EQ(r.get<std::int64_t>(0, 6), 65535);
+    EXPECT_EQ(r.get<std::int64_t>(0, 7), -3);
+    EXPECT_EQ(r.get<std::int64_t>(0, 8), 7);
+    for (std::size_t col = 0; col < 9; ++col) EXPECT_EQ(r.kind(0, col), sqlite::value_kind::integer) << col;
+}
+
+TEST_F(sqlite_bad_input, nan_and_times_outside_four_digit_years_are_refused) {
+    const std::string nan = refusal([] { (void)sqlite::params(1.5, std::nan("")); });
+    EXPECT_NE(nan.find("parameter 2"), std::string::npos) << nan;
+    EXPECT_NE(nan.find("NaN"), std::string::npos) << nan;
+    EXPECT_THROW((void)sqlite::params(std::numeric_limits<float>::quiet_NaN()), std::invalid_argument);
+    using namespace std::chrono;
+    const sys_days far = year(10000) / 1 / 1;
+    const std::string when = refusal([&] { (void)sqlite::params(far); });
+    EXPECT_NE(when.find("parameter 1"), std::string::npos) << when;
+    EXPECT_NE(when.find("0000-9999"), std::string::npos) << when;
+    EXPECT_THROW((void)sqlite::params(sys_days(year(-1) / 12 / 31)), std::out_of_range);
+
+    // The edges that fit, and infinities (SQLite's REAL holds them), come back as themselves.
+    sqlite::pool db(io.get_executor(), config(dir.file("edges.db"), 1));
+    const sys_days first = year(0) / 1 / 1;
+    const auto last = sys_days(year(9999) / 12 / 31) + hours(23) + minutes(59) + seconds(59);
+    auto r = run(
+        io, db.async_query("SELECT ?, ?, ?", sqlite::params(first, last, -HUGE_VAL), asio::use_awaitable));
+    EXPECT_EQ(r.get<system_clock::time_point>(0, 0), first);
+    EXPECT_EQ(r.get<system_clock::time_point>(0, 1), last);
+    EXPECT_EQ(r.get<double>(0, 2), -HUGE_VAL);
 }
 
 }  // namespace

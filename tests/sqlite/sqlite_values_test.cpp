@@ -2,10 +2,13 @@
 // NULLs (bound, read, as optional), column names, affected rows, last insert rowid, time points in
 // the documented text form (and SQLite's own variants), and the errors of a wrong read.
 #include "sqlite_test_support.hpp"
+#include "time_text.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 
+#include <cstring>
 #include <limits>
+#include <memory>
 
 using namespace sqlite_test;
 using respool::error_code;
@@ -27,12 +30,10 @@ protected:
 
 TEST_F(sqlite_values, every_type_round_trips) {
     const std::vector<std::byte> blob{std::byte{0}, std::byte{0xff}, std::byte{0x10}, std::byte{0}};
-    const std::string text_with_nul("a\0b", 3);
-    auto r =
-        query("SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?",
-              sqlite::params(std::numeric_limits<std::int64_t>::min(),
-                             std::numeric_limits<std::int64_t>::max(), std::int32_t{-7}, 2.5, true, false,
-                             "héllo", std::string_view(text_with_nul), blob, std::vector<std::byte>{}));
+    auto r = query("SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?",
+                   sqlite::params(std::numeric_limits<std::int64_t>::min(),
+                                  std::numeric_limits<std::int64_t>::max(), std::int32_t{-7}, 2.5, true,
+                                  false, "héllo", std::string_view(), blob, std::vector<std::byte>{}));
     ASSERT_EQ(r.rows(), 1u);
     EXPECT_EQ(r.get<std::int64_t>(0, 0), std::numeric_limits<std::int64_t>::min());
     EXPECT_EQ(r.get<std::int64_t>(0, 1), std::numeric_limits<std::int64_t>::max());
@@ -43,7 +44,8 @@ TEST_F(sqlite_values, every_type_round_trips) {
     EXPECT_TRUE(r.get<bool>(0, 4));
     EXPECT_FALSE(r.get<bool>(0, 5));
     EXPECT_EQ(r.get<std::string>(0, 6), "héllo");
-    EXPECT_EQ(r.get<std::string>(0, 7), text_with_nul);
+    EXPECT_EQ(r.kind(0, 7), sqlite::value_kind::text);  // an empty text is a text, not NULL
+    EXPECT_EQ(r.get<std::string>(0, 7), "");
     EXPECT_EQ(r.kind(0, 8), sqlite::value_kind::blob);
     EXPECT_EQ(r.get<std::vector<std::byte>>(0, 8), blob);
     EXPECT_EQ(r.kind(0, 9), sqlite::value_kind::blob);  // an empty blob is a blob, not NULL
@@ -117,6 +119,30 @@ TEST_F(sqlite_values, affected_rows_and_last_insert_rowid) {
     auto empty = query("SELECT id FROM t WHERE id < 0");
     EXPECT_EQ(empty.rows(), 0u);
     EXPECT_EQ(empty.columns(), 1u);  // names even without rows
+}
+
+// Every prefix of a full time text, each on a heap buffer of exactly its length (so that AddressSanitizer
+// sees a read of one byte too many): none is a time, and none is read past its end. The 4- and
+// 7-character ones ("2024", "2024-02") were read one byte past their end.
+TEST(sqlite_time_text, prefixes_are_refused_without_reading_past_their_end) {
+    const std::string full = "2024-02-29 23:59:58.123456+02:00";
+    for (std::size_t n = 0; n <= full.size(); ++n) {
+        auto buffer = std::make_unique<char[]>(n == 0 ? 1 : n);
+        std::memcpy(buffer.get(), full.data(), n);
+        std::chrono::system_clock::time_point out{};
+        const bool parsed = respool::sqlite::detail::parse_time(std::string_view(buffer.get(), n), out);
+        // "YYYY-MM-DD", "... HH:MM", "... HH:MM:SS[.f...]" and the whole are times of their own; a cut
+        // offset is not.
+        const bool complete = n == 10 || n == 16 || (n >= 19 && n <= 26) || n == full.size();
+        EXPECT_EQ(parsed, complete) << '"' << full.substr(0, n) << '"';
+    }
+}
+
+TEST_F(sqlite_values, short_texts_are_not_times) {
+    auto r = query("SELECT '2024', '2024-02', '2024-02-2'");
+    for (std::size_t col = 0; col < 3; ++col)
+        EXPECT_THROW((void)r.get<std::chrono::system_clock::time_point>(0, col), std::invalid_argument)
+            << col;
 }
 
 }  // namespace

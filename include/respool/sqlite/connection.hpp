@@ -28,6 +28,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <utility>
 
 struct sqlite3;  // SQLite's connection handle (sqlite3.h stays out of respool's headers)
 
@@ -36,6 +37,15 @@ namespace respool::sqlite {
 namespace detail {
 struct connection_access;  // the pool's own jobs on a connection (group commit), in src/sqlite
 }
+
+// What a connection given back to a pool gets before the next borrower (docs/07-sqlite.md, "Reset on
+// return"). A transaction left open is always rolled back and a statement left stepping is always reset;
+// then `tracked` (the default) restores the session only when the borrower changed it (a PRAGMA that
+// sets a value, ATTACH or DETACH, a TEMP table, view, index or trigger: seen by an SQLite authorizer when
+// the statement is prepared, and remembered with the cached statement; or async_run, or mark_dirty());
+// `always` restores it every time; `none` never (the borrower's settings reach the next borrower; a
+// reader is made query_only again all the same).
+enum class reset_policy { tracked, always, none };
 
 // How a connection is opened. Every pragma is set per connection, after the open; an empty string
 // leaves SQLite's default.
@@ -116,8 +126,9 @@ public:
     // Runs fn(db) on the offload executor with SQLite's own handle, for what the API does not cover
     // (user functions, backups, sqlite3_blob). fn must leave no statement of its own running when it
     // returns (or the release resets it) and must not close the handle. After it the next reset runs
-    // in full. Handler: void(std::exception_ptr) carrying what fn threw; error::not_open
-    // (as boost::system::system_error) when the connection is not open.
+    // in full; what fn registers on the handle (functions, collations, hooks) stays: undo it in fn. Handler:
+    // void(std::exception_ptr) carrying what fn threw; error::not_open (as boost::system::system_error) when
+    // the connection is not open.
     template <class Token>
     auto async_run(respool::detail::unique_function<void(::sqlite3*)> fn, Token&& token) {
         return boost::asio::async_initiate<Token, void(std::exception_ptr)>(
@@ -129,21 +140,33 @@ public:
     }
 
     // Makes the connection fit for the next borrower: resets every statement still stepping
-    // (sqlite3_next_stmt + sqlite3_stmt_busy), rolls back an open transaction (sqlite3_get_autocommit)
-    // and, on a reader after async_run, sets query_only again. Handler: void(error_code); an error
-    // means the connection could not be reset and must not be reused.
+    // (sqlite3_next_stmt + sqlite3_stmt_busy), rolls back an open transaction (sqlite3_get_autocommit);
+    // then, when `policy` says so (reset_policy), restores the session as it was after async_open:
+    // every per-connection PRAGMA read back at the open set to that value again (foreign_keys,
+    // synchronous, journal_mode, query_only, cache_size, temp_store, busy_timeout, ...), every
+    // attached database detached, every TEMP object dropped, the connection's busy, progress and
+    // authorizer handlers installed again. Handler: void(error_code); an error (among them
+    // error::session_not_restorable: the borrower set a PRAGMA that is not among those restored) means
+    // the connection could not be reset and must not be reused.
+    template <class Token>
+    auto async_reset(reset_policy policy, Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [this](auto handler, reset_policy p) {
+                auto hex = completion_executor(handler);
+                start_reset(p, hex, std::move(handler));
+            },
+            token, policy);
+    }
+    // async_reset(reset_policy::tracked, token).
     template <class Token>
     auto async_reset(Token&& token) {
-        return boost::asio::async_initiate<Token, void(error_code)>(
-            [this](auto handler) {
-                auto hex = completion_executor(handler);
-                start_reset(hex, std::move(handler));
-            },
-            token);
+        return async_reset(reset_policy::tracked, std::forward<Token>(token));
     }
-    // Cheap, synchronous, no SQLite call: would async_reset have anything to do? (As of the end of
-    // the last operation; true while one runs.)
-    [[nodiscard]] bool needs_reset() const noexcept;
+    // Cheap, synchronous, no SQLite call: would async_reset(policy) have anything to do? (As of the end
+    // of the last operation; true while one runs.)
+    [[nodiscard]] bool needs_reset(reset_policy policy = reset_policy::tracked) const noexcept;
+    // For session effects tracking cannot see: the next reset under `tracked` runs in full.
+    void mark_dirty() noexcept;
     // Whether the last operation left a transaction open.
     [[nodiscard]] bool in_transaction() const noexcept;
 
@@ -174,7 +197,8 @@ private:
                      boost::asio::any_completion_handler<void(error_code, result)> handler);
     void start_run(respool::detail::unique_function<void(::sqlite3*)> fn, hex_t hex,
                    boost::asio::any_completion_handler<void(std::exception_ptr)> handler);
-    void start_reset(hex_t hex, boost::asio::any_completion_handler<void(error_code)> handler);
+    void start_reset(reset_policy policy, hex_t hex,
+                     boost::asio::any_completion_handler<void(error_code)> handler);
 
     std::shared_ptr<void> keep_alive_;  // the offload executor's owner, released after impl_
     std::shared_ptr<impl> impl_;        // shared with the operation under way, which may outlive a move

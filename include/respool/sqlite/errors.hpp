@@ -29,6 +29,7 @@ enum class error {
     writes_on_reader,             // a reader connection refused a statement that may write (or a script)
     multiple_statements,          // bound parameters with more than one statement in the text
     parameter_count,              // the statement's parameters and the values given differ in number
+    session_not_restorable,       // the borrower set a PRAGMA the reset does not restore: not reused
 };
 error_code make_error_code(error e) noexcept;
 

@@ -44,7 +44,10 @@ struct pool_config {
     duration idle_ttl = std::chrono::seconds(300);      // an idle reader longer: closed
     duration acquire_ttl = std::chrono::seconds(30);    // a lease held longer is reported (leak_suspected)
     duration reset_timeout = std::chrono::seconds(5);   // the reset on release
-    duration statement_timeout{};                       // per statement, every connection; 0 = none
+    // What a connection given back gets before the next borrower (reset_policy, connection.hpp): by
+    // default its session is restored when the borrower changed it (a PRAGMA set, ATTACH, a TEMP object).
+    reset_policy reset = reset_policy::tracked;
+    duration statement_timeout{};  // per statement, every connection; 0 = none
     // Per connection (connection_options has the details).
     duration busy_timeout = std::chrono::seconds(5);
     std::string journal_mode = "WAL";
@@ -161,12 +164,12 @@ public:
 
     // Borrows the writer (with_connection) or a reader (with_reader), runs `fn(connection&)` (a
     // coroutine: asio::awaitable<R>) on the pool's executor and returns the connection (reset when the
-    // borrower left a transaction or a statement open). Failures are exceptions: the acquire's as
-    // boost::system::system_error (its what() names the path for an open that failed), and whatever
-    // fn throws; a statement of fn's that failed (the boost::system::system_error that
-    // asio::use_awaitable throws, with the code the connection reported last) comes out as
-    // sqlite::error_with_diagnostics, SQLite's words in its what(). The connection is poisoned only
-    // when fn fails with condition::connection_broken.
+    // borrower left a transaction or a statement open, or changed the session: pool_config::reset).
+    // Failures are exceptions: the acquire's as boost::system::system_error (its what() names the path
+    // for an open that failed), and whatever fn throws; a statement of fn's that failed (the
+    // boost::system::system_error that asio::use_awaitable throws, with the code the connection
+    // reported last) comes out as sqlite::error_with_diagnostics, SQLite's words in its what(). The
+    // connection is poisoned only when fn fails with condition::connection_broken.
     //  Handler: void(std::exception_ptr, R) (void(std::exception_ptr) for R = void).
     template <class F, class Token = boost::asio::deferred_t>
     auto with_connection(F fn, Token&& token = {}) {

@@ -22,6 +22,11 @@ namespace respool::sqlite {
 // A system_clock time point is bound as TEXT "YYYY-MM-DD HH:MM:SS.ffffff" in UTC: the form SQLite's
 // own date functions produce and read (datetime('now') is its prefix), so stored times sort and
 // compare as text and work with strftime() and julianday().
+// A value that SQLite would not store exactly is refused when it is added, before anything runs: a
+// string holding a NUL byte (std::invalid_argument; bytes are a blob's), an integer outside SQLite's
+// 64-bit signed INTEGER such as an unsigned value above INT64_MAX (std::out_of_range; never wrapped),
+// a NaN (std::invalid_argument; SQLite would store NULL), a time point outside the years 0000-9999
+// (std::out_of_range). The message names the parameter's position (1 for the first).
 //   c.async_query("SELECT name FROM users WHERE id = ? AND active = ?", sqlite::params(42, true), token);
 class params {
 public:
@@ -34,10 +39,18 @@ public:
     }
     params& add(std::nullopt_t);
     params& add(bool v);
-    params& add(std::int16_t v) { return add(std::int64_t{v}); }
-    params& add(std::int32_t v) { return add(std::int64_t{v}); }
-    params& add(std::int64_t v);
-    params& add(std::uint32_t v) { return add(std::int64_t{v}); }
+    // Every integer type (char, char8_t, ... are not: text or number? say which by their type).
+    template <class I>
+    requires(std::is_integral_v<I> && !std::is_same_v<I, bool> && !std::is_same_v<I, char> &&
+             !std::is_same_v<I, wchar_t> && !std::is_same_v<I, char8_t> && !std::is_same_v<I, char16_t> &&
+             !std::is_same_v<I, char32_t>) params& add(I v) {
+        static_assert(sizeof(I) <= sizeof(std::int64_t), "an integer wider than 64 bits");
+        if constexpr (std::is_unsigned_v<I>) {
+            if (static_cast<std::uint64_t>(v) > static_cast<std::uint64_t>(INT64_MAX))
+                refuse_integer(static_cast<std::uint64_t>(v));
+        }
+        return add_integer(static_cast<std::int64_t>(v));
+    }
     params& add(float v) { return add(double{v}); }
     params& add(double v);
     params& add(std::string_view v);
@@ -58,6 +71,8 @@ public:
     [[nodiscard]] const std::vector<value>& values() const noexcept { return values_; }
 
 private:
+    params& add_integer(std::int64_t v);
+    [[noreturn]] void refuse_integer(std::uint64_t v) const;
     std::vector<value> values_;
 };
 
