@@ -44,7 +44,8 @@ void pool_impl::driver_state::unlock_cached() noexcept {
 void pool_impl::driver_state::rearm() noexcept {
     auto next = core.next_deadline();
     if (auto t = timers.next(); t && (!next || *t < *next)) next = t;
-    if (!next) {  // also after a ring: the cancel orders that ring's post before whatever follows
+    if (!next ||
+        context_gone) {  // also after a ring: the cancel orders that ring's post before whatever follows
         clock->cancel(*this);
         alarm_set = false;
         return;

@@ -10,6 +10,7 @@
 #include "asio/pool_impl.hpp"
 
 #include "affinity_cache.hpp"
+#include "context_service.hpp"
 #include "conversions.hpp"
 #include "core/pool_core.hpp"
 #include "hook_run.hpp"
@@ -46,6 +47,10 @@ struct pool_impl::driver_state final : pool_clock::alarm {
     timer_list timers;
     bool alarm_set = false;
     clock::time_point alarm_at{};
+    // The pools of the executor's execution context (set by start()); once that context has shut
+    // down (context_gone), the alarm is never set again: a ring would post into a dead context.
+    std::shared_ptr<context_pools> context;
+    bool context_gone = false;
     std::weak_ptr<pool_impl> self;  // what a ring posts to (set by start())
     asio::any_io_executor alarm_ex;
     timer_list::handle health_timer, housekeeping_timer, retry_timer, recover_timer;
