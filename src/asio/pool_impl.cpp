@@ -205,9 +205,10 @@ void pool_impl::close() noexcept {
         guard g(*state_);
         if (!state_->core.close(fx)) return;  // fails every waiter, those awaiting a verdict too
         // No timer outlives close (but async_close's grace): once this returns, nothing rings.
-        for (auto* t : {&state_->health_timer, &state_->housekeeping_timer, &state_->retry_timer,
-                        &state_->recover_timer})
-            state_->cancel_timer(*t);
+        state_->health_at.reset();
+        state_->housekeeping_at.reset();
+        state_->retry_at.reset();
+        state_->cancel_timer(state_->recover_timer);
         for (auto& run : state_->runs) state_->cancel_timer(run->bound);
         interrupted = state_->runs;
         state_->rearm();

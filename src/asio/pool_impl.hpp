@@ -137,6 +137,7 @@ private:
     void housekeep_tick() noexcept;
     void arm_housekeeping() noexcept;
     void arm_retry(duration d) noexcept;
+    void retry_elapsed() noexcept;
     void log(log_level level, const std::string& message) noexcept;
     [[nodiscard]] bool logging(log_level level) const noexcept;
     void stamp_new(resource_node* n) noexcept;
