@@ -1,11 +1,12 @@
 // Hooks of a pool<T> (SPEC.md §1.1). Each check accepts a plain callable or a coroutine returning
 // asio::awaitable<...> (creating, pinging or resetting a connection is I/O), with or without a
-// hook_context; callables may be move-only.
+// hook_context; callables may be move-only. before_acquire runs on every resource taken from idle,
+// pre-warmed ones included, never on one created for that very acquire.
 //   factory        T()                      or awaitable<T>()          failure: throw (system_error keeps its
 //   code) destructor     void(T&)                                             runs exactly once per created
 //   resource validate       bool(T&[, hook_context])  or awaitable<bool>(...)    on borrow, idle past
-//   validate_after before_acquire bool(T&[, hook_context])  or awaitable<bool>(...)    on borrow (never a
-//   fresh one) healthcheck    bool(T&[, hook_context])  or awaitable<bool>(...)    in the background, idle
+//   validate_after before_acquire bool(T&[, hook_context])  or awaitable<bool>(...)    on borrow (not a
+//   new one) healthcheck    bool(T&[, hook_context])  or awaitable<bool>(...)    in the background, idle
 //   resources only needs_reset    bool(T&[, hook_context])                             on release: false
 //   skips before_release before_release bool(T&[, hook_context])  or awaitable<bool>(...)    on release;
 //   false/throw = broken, destroy

@@ -156,8 +156,9 @@ typedef struct respool_hooks2 {
      * acquire this failure fails (pick codes apart from RESPOOL_E_*, e.g. positive ones) */
     int (*create)(void* ctx, void** out_resource);
     void (*destroy)(void* ctx, void* resource);
-    bool (*healthcheck)(void* ctx, void* resource);    /* background; false = unhealthy */
-    bool (*before_acquire)(void* ctx, void* resource); /* on borrow, never for a fresh resource */
+    bool (*healthcheck)(void* ctx, void* resource); /* background; false = unhealthy */
+    /* on borrow: every resource taken from idle (pre-warmed too), never one created for this acquire */
+    bool (*before_acquire)(void* ctx, void* resource);
     bool (*before_release)(void* ctx, void* resource); /* false = broken */
     bool (*validate)(void* ctx, void* resource);       /* on borrow past validate_after; else healthcheck */
 } respool_hooks2;

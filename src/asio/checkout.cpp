@@ -72,13 +72,15 @@ resource_node* pool_impl::acquire_now(error_code& ec, const respool::source_loca
 
 // Steps 1-3 through the core's general take, for a synchronous caller: every check on the way out is
 // synchronous here (acquire_inline) and runs inline; a resource a check refuses is destroyed, and
-// the caller takes again.
+// the caller takes again (a replacement made meanwhile was made for it: no before_acquire).
 resource_node* pool_impl::acquire_general(error_code& ec, const respool::source_location& where) noexcept {
+    std::uint64_t arrival = core::pool_core::newcomer;
     for (;;) {
         core::pool_core::take_result t;
         {
             guard g(*state_);
-            t = state_->core.try_take();
+            if (arrival == core::pool_core::newcomer) arrival = state_->core.arrive();
+            t = state_->core.try_take(arrival);
         }
         bool refused = false;
         while (t.r && t.check != core::borrow_check::none) {

@@ -43,8 +43,10 @@ void pool_impl::driver_state::unlock_cached() noexcept {
 
 void pool_impl::driver_state::rearm() noexcept {
     auto next = core.next_deadline();
-    if (auto t = timers.next(); t && (!next || *t < *next)) next = t;
-    if (!next) {  // also after a ring: the cancel orders that ring's post before whatever follows
+    for (const auto& t : {timers.next(), health_at, housekeeping_at, retry_at})
+        if (t && (!next || *t < *next)) next = t;
+    if (!next ||
+        context_gone) {  // also after a ring: the cancel orders that ring's post before whatever follows
         clock->cancel(*this);
         alarm_set = false;
         return;
@@ -54,7 +56,7 @@ void pool_impl::driver_state::rearm() noexcept {
         clock->set(*this, *next);
         alarm_set = true;
         alarm_at = *next;
-    } catch (...) {  // out of memory in the clock: the next timer change tries again
+    } catch (...) {  // a clock of the user's that failed: the next timer change tries again
     }
 }
 

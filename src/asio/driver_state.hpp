@@ -10,6 +10,8 @@
 #include "asio/pool_impl.hpp"
 
 #include "affinity_cache.hpp"
+#include "alarm_schedule.hpp"
+#include "context_service.hpp"
 #include "conversions.hpp"
 #include "core/pool_core.hpp"
 #include "hook_run.hpp"
@@ -26,7 +28,7 @@ namespace respool::detail {
 
 using clock = std::chrono::steady_clock;
 
-struct pool_impl::driver_state final : pool_clock::alarm {
+struct pool_impl::driver_state final : scheduled_alarm {
     driver_state(pool_impl* o, const asio::any_io_executor& ex, const core::config& c, bool ts,
                  std::shared_ptr<pool_clock> clk)
         : owner(o), core(c), thread_safe(ts), clock(std::move(clk)), alarm_ex(ex) {}
@@ -46,9 +48,17 @@ struct pool_impl::driver_state final : pool_clock::alarm {
     timer_list timers;
     bool alarm_set = false;
     clock::time_point alarm_at{};
+    // The pools of the executor's execution context (set by start()); once that context has shut
+    // down (context_gone), the alarm is never set again: a ring would post into a dead context.
+    std::shared_ptr<context_pools> context;
+    bool context_gone = false;
     std::weak_ptr<pool_impl> self;  // what a ring posts to (set by start())
     asio::any_io_executor alarm_ex;
-    timer_list::handle health_timer, housekeeping_timer, retry_timer, recover_timer;
+    // The recurring timers (health check, housekeeping, creation retry) are a due time each, kept
+    // here rather than in `timers`: arming one allocates nothing and cannot fail, so running out of
+    // memory never ends them (the alarm itself is a scheduled_alarm: re-setting it allocates nothing).
+    std::optional<clock::time_point> health_at, housekeeping_at, retry_at;
+    timer_list::handle recover_timer;
     std::minstd_rand rng{std::random_device{}()};
 
     std::shared_ptr<circuit_strategy> strategy;
@@ -90,6 +100,11 @@ struct pool_impl::driver_state final : pool_clock::alarm {
         return h;
     }
     void cancel_timer(timer_list::handle& h) noexcept { timers.cancel(h); }
+    // Arms a recurring timer `d` from now (lock held). Never allocates.
+    void arm(std::optional<clock::time_point>& at, duration d) noexcept {
+        at = core::deadline_after(clock->now(), d);
+        rearm();
+    }
     void ring() noexcept override;
     // Every resource in the cache back to the core (lock held). Returns how many.
     unsigned drain_cache_locked(core::effects& fx) noexcept;

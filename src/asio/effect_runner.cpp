@@ -132,10 +132,18 @@ void pool_impl::apply(core::effects& fx, const error_code& create_ec, const reso
 }
 
 void pool_impl::destroy_node(resource_node* n, destroy_reason why) noexcept {
-    if (!hooks_->destroy(n))
-        log(log_level::warning, std::string("destructor hook failed (") + to_string(why) + ")");
-    else if (why == destroy_reason::idle_timeout || why == destroy_reason::lifetime)
-        log(log_level::debug, std::string("destroyed an idle resource: ") + to_string(why));
+    // The messages are built only for a sink that wants them, and a message that finds no memory is
+    // dropped: destroying a resource must not fail for a log line.
+    const bool failed = !hooks_->destroy(n);
+    const log_level level = failed ? log_level::warning : log_level::debug;
+    if ((failed || why == destroy_reason::idle_timeout || why == destroy_reason::lifetime) &&
+        logging(level)) {
+        try {
+            log(level, failed ? std::string("destructor hook failed (") + to_string(why) + ")"
+                              : std::string("destroyed an idle resource: ") + to_string(why));
+        } catch (...) {
+        }
+    }
     notify(state_->obs, [&](observer& o) {
         if (why == destroy_reason::poisoned) o.on_poisoned();
         o.on_destroyed(why);

@@ -6,35 +6,57 @@ namespace respool::detail {
 
 // ---- timers: one alarm per pool; the work runs on the pool's executor ------------------------
 
+namespace {
+// Clears a recurring timer that is due at `t`; true when it was.
+bool take_if_due(std::optional<clock::time_point>& at, clock::time_point t) noexcept {
+    if (!at || *at > t) return false;
+    at.reset();
+    return true;
+}
+}  // namespace
+
+// Allocates nothing of its own: the due one-shot timers are taken one at a time, and the recurring
+// ones are a due time each.
 void pool_impl::on_alarm() noexcept {
     core::effects fx;
-    std::vector<timer_list::callback> due;
+    bool health, housekeeping, retry;
+    clock::time_point t;
     {
         guard g(*state_);
         state_->alarm_set = false;
-        const auto t = now();
+        t = now();
         state_->core.set_now(t);
         state_->core.expire(t, fx);
-        state_->timers.take_due(t, due);
-        state_->rearm();
+        health = take_if_due(state_->health_at, t);
+        housekeeping = take_if_due(state_->housekeeping_at, t);
+        retry = take_if_due(state_->retry_at, t);
     }
     apply(fx);
-    for (auto& f : due) f();
+    for (;;) {
+        timer_list::callback f;
+        {
+            guard g(*state_);
+            f = state_->timers.pop_due(t);
+            if (!f) {
+                state_->rearm();
+                break;
+            }
+        }
+        f();
+    }
+    if (retry) retry_elapsed();
+    if (housekeeping) housekeep_tick();
+    if (health) health_tick();
 }
 
 void pool_impl::arm_housekeeping() noexcept {
-    if (state_->core.closed()) return;
-    try {
-        state_->housekeeping_timer = state_->schedule(housekeeping_period_, [this] { housekeep_tick(); });
-    } catch (...) {
-    }
+    if (!state_->core.closed()) state_->arm(state_->housekeeping_at, housekeeping_period_);
 }
 
 void pool_impl::housekeep_tick() noexcept {
     core::effects fx;
     {
         guard g(*state_);
-        state_->housekeeping_timer = {};
         const auto t = now();
         state_->core.set_now(t);
         if (state_->cache) {  // cached resources age and expire in the core's idle set
@@ -53,37 +75,28 @@ void pool_impl::arm_retry(duration d) noexcept {
     std::uniform_real_distribution<double> jitter(0.8, 1.2);
     guard g(*state_);
     if (state_->core.closed()) return;
-    const auto delay = std::chrono::duration_cast<duration>(d * jitter(state_->rng));
-    state_->cancel_timer(state_->retry_timer);
-    try {
-        state_->retry_timer = state_->schedule(delay, [this] {
-            core::effects fx;
-            {
-                guard g2(*state_);
-                state_->retry_timer = {};
-                state_->core.backoff_elapsed(fx);
-            }
-            apply(fx);
-        });
-    } catch (...) {
+    state_->arm(state_->retry_at, std::chrono::duration_cast<duration>(d * jitter(state_->rng)));
+}
+
+void pool_impl::retry_elapsed() noexcept {
+    core::effects fx;
+    {
+        guard g(*state_);
+        state_->core.backoff_elapsed(fx);
     }
+    apply(fx);
 }
 
 // ---- health check ----------------------------------------------------------------------------
 
 void pool_impl::arm_health_timer() noexcept {
-    if (state_->core.closed()) return;
-    try {
-        state_->health_timer = state_->schedule(opts_.healthcheck_interval, [this] { health_tick(); });
-    } catch (...) {
-    }
+    if (!state_->core.closed()) state_->arm(state_->health_at, opts_.healthcheck_interval);
 }
 
 void pool_impl::health_tick() noexcept {
     core::effects fx;
     {
         guard g(*state_);
-        state_->health_timer = {};
         state_->core.begin_health_round();
         state_->core.set_now(now());
         if (state_->cache) state_->drain_cache_locked(fx);  // cached resources are idle: they are checked too

@@ -64,9 +64,15 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
     cache_ = state_->cache.get();
 }
 
-pool_impl::~pool_impl() = default;
+// First of all, the context's shutdown must no longer reach this pool (it waits for a shutdown under
+// way, which may still be disarming this pool: every member is whole until then).
+pool_impl::~pool_impl() {
+    if (state_ && state_->context) state_->context->leave(*this);
+}
 
 void pool_impl::start() {
+    state_->context = pools_of(executor);
+    if (!state_->context->join(*this)) context_gone();
     core::effects fx;
     {
         guard g(*state_);
@@ -199,9 +205,10 @@ void pool_impl::close() noexcept {
         guard g(*state_);
         if (!state_->core.close(fx)) return;  // fails every waiter, those awaiting a verdict too
         // No timer outlives close (but async_close's grace): once this returns, nothing rings.
-        for (auto* t : {&state_->health_timer, &state_->housekeeping_timer, &state_->retry_timer,
-                        &state_->recover_timer})
-            state_->cancel_timer(*t);
+        state_->health_at.reset();
+        state_->housekeeping_at.reset();
+        state_->retry_at.reset();
+        state_->cancel_timer(state_->recover_timer);
         for (auto& run : state_->runs) state_->cancel_timer(run->bound);
         interrupted = state_->runs;
         state_->rearm();
@@ -215,6 +222,22 @@ void pool_impl::close() noexcept {
             });
         } catch (...) {
         }
+    }
+}
+
+void pool_impl::context_gone() noexcept {
+    std::vector<driver_state::close_waiter> closing;
+    std::vector<signal_handler> readying;
+    {
+        guard g(*state_);
+        state_->context_gone = true;
+        // Handlers of async_close and async_wait_ready would be posted to their executors, which die
+        // with the context: like every pending handler of a context that shuts down, they are
+        // destroyed unrun (below, outside the lock).
+        closing.swap(state_->close_waiters);
+        readying.swap(state_->ready_waiters);
+        for (auto& w : closing) state_->cancel_timer(w.grace);
+        state_->rearm();  // cancels the alarm: a ring under way has finished when this returns
     }
 }
 

@@ -78,6 +78,9 @@ public:
     void release(resource_node* n, bool poisoned) noexcept;
 
     void close() noexcept;
+    // The execution context of the executor shuts down: the alarm is cancelled and never set again,
+    // so nothing of the pool's timers posts into the context after it is gone (context_service.hpp).
+    void context_gone() noexcept;
     // Completes when every resource is gone (leases returned, creations finished) or after `grace`
     // (errc::timeout). Closes first.
     void async_close(duration grace, signal_handler done);
@@ -134,6 +137,7 @@ private:
     void housekeep_tick() noexcept;
     void arm_housekeeping() noexcept;
     void arm_retry(duration d) noexcept;
+    void retry_elapsed() noexcept;
     void log(log_level level, const std::string& message) noexcept;
     [[nodiscard]] bool logging(log_level level) const noexcept;
     void stamp_new(resource_node* n) noexcept;

@@ -42,12 +42,13 @@ public:
         if (entries_.empty()) return std::nullopt;
         return entries_.begin()->first.first;
     }
-    // Moves every callback due at `now` to `out`, in time order (ties in the order they were added).
-    void take_due(time_point now, std::vector<callback>& out) {
-        while (!entries_.empty() && entries_.begin()->first.first <= now) {
-            out.push_back(std::move(entries_.begin()->second));
-            entries_.erase(entries_.begin());
-        }
+    // Removes and returns the earliest callback due at `now` (ties in the order they were added), or an
+    // empty one. Allocates nothing.
+    callback pop_due(time_point now) noexcept {
+        if (entries_.empty() || entries_.begin()->first.first > now) return {};
+        callback f = std::move(entries_.begin()->second);
+        entries_.erase(entries_.begin());
+        return f;
     }
     [[nodiscard]] bool empty() const noexcept { return entries_.empty(); }
 

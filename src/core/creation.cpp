@@ -20,12 +20,12 @@ void pool_core::creation_succeeded(resource* r, effects& fx) {
     floor_blocked_ = false;
     failures_in_row_ = 0;
     r->idle_since = now_;
-    r->fresh = true;  // never lent: before_acquire skips it (validation still looks at its idle time)
     r->generation = generation_;
     if (drop_unwanted(r, fx)) {  // beyond a max lowered while it was being made
         note_creation_over(fx);
         return;
     }
+    r->made = next_seq_++;  // before_acquire skips it only for an acquire that arrived before
     idle_.push_back(r);
     reserve_for_parked(fx);
     maybe_create(fx);
@@ -101,7 +101,7 @@ status pool_core::inline_created(resource* r, effects& fx) {
     }
     --active_;  // lend() counts it again, with the rest of a take
     r->generation = generation_;
-    lend(r, false);  // made for this take: no check (SPEC §1.1)
+    lend(r, newcomer, false);  // made for this take: no check
     // A waiter that parked meanwhile counted this creation as its own: it needs one now.
     maybe_create(fx);
     note_creation_over(fx);

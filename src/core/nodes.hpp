@@ -26,8 +26,8 @@ enum class status : std::uint8_t {
 struct waiter;
 
 // The checks a resource passes on its way out of the pool, as bits of resource::checks_due, run in
-// this order: validation when it idled past validate_after, then before_acquire unless it was never
-// lent (SPEC §1.1). `none`: lend it as it is.
+// this order: validation when it idled past validate_after, then before_acquire unless it was made for
+// this very acquire. `none`: lend it as it is.
 enum class borrow_check : std::uint8_t { none = 0, validate = 1, before_acquire = 2 };
 
 // Header of every resource the pool owns. The layer above embeds it first in its typed node.
@@ -42,7 +42,6 @@ struct resource {
     time_point expires_at{};  // max_lifetime deadline with jitter (set by the driver); {} = never
     bool leased = false;
     bool leak_reported = false;
-    bool fresh = true;             // never lent yet: before_acquire skips it
     std::uint32_t generation = 0;  // retire_all() generation it was made in
     // Taken for a borrower and under its checks: the checks still due (borrow_check bits, the lowest
     // runs now), and who waits for the verdict: `checker` (a waiter), or a synchronous caller
@@ -51,6 +50,10 @@ struct resource {
     waiter* checker = nullptr;
     std::uint8_t checks_due = 0;
     bool orphaned = false;
+    // Never lent yet: the arrival number (waiter::seq's sequence) its creation took; 0 once lent. An
+    // acquire that arrived before it was made is the one it was made for: before_acquire skips it
+    // then, and only then (a pre-warmed resource, or one returned by a holder, is always checked).
+    std::uint64_t made = 0;
 };
 
 enum class waiter_state : std::uint8_t {

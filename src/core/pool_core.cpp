@@ -187,9 +187,10 @@ void pool_core::drop_checker(waiter& w) noexcept {
 
 // ---- acquire ---------------------------------------------------------------------------------
 
-// A resource leaves idle for a caller: counted active, linked into the leased list (leak detection),
-// with the checks it must pass first (`checks`: false for one created for this very take).
-pool_core::take_result pool_core::lend(resource* r, bool checks) noexcept {
+// A resource leaves idle for a caller that arrived at `arrival`: counted active, linked into the
+// leased list (leak detection), with the checks it must pass first (`checks`: false for one created
+// inline for this very take).
+pool_core::take_result pool_core::lend(resource* r, std::uint64_t arrival, bool checks) noexcept {
     ++active_;
     if (circuit_ == circuit::half_open) {
         ++probes_admitted_;
@@ -207,16 +208,18 @@ pool_core::take_result pool_core::lend(resource* r, bool checks) noexcept {
     take_result t{r, status::ok};
     std::uint8_t due = 0;
     if (cfg_.before_acquire || cfg_.validate_on_borrow) {  // only the checks read or write the resource
-        // A resource never lent skips before_acquire (SPEC §1.1): a rejection then can only destroy
-        // resources that served before, so a hook that always says no cannot make a take create and
-        // reject forever. Validation depends on idle time alone: a pre-warmed resource that idled for
-        // an hour is pinged, one created for this take (idle 0) is not.
+        // before_acquire runs on every resource taken from idle, pre-warmed ones included, except
+        // one made for this very acquire: never lent and made after it arrived (the replacement of
+        // one its check refused, or one made while it waited). So a hook that always says no costs
+        // one creation per refusal instead of making a take create and reject forever. Validation
+        // depends on idle time alone: a pre-warmed resource that idled for an hour is pinged, one
+        // created for this take (idle 0) is not.
         if (checks && cfg_.validate_on_borrow && now_ - r->idle_since > cfg_.validate_after)
             due |= static_cast<std::uint8_t>(borrow_check::validate);
-        if (checks && cfg_.before_acquire && !r->fresh)
+        if (checks && cfg_.before_acquire && r->made <= arrival)
             due |= static_cast<std::uint8_t>(borrow_check::before_acquire);
-        r->fresh = false;
         r->checks_due = due;
+        r->made = 0;  // lent: whoever takes it next did not get it made
     }
     if (due == 0)
         ++c_.acquires;  // lent now; otherwise when its last check passes
@@ -236,7 +239,7 @@ void pool_core::unlend(resource* r) noexcept {
     r->lprev = r->lnext = nullptr;
 }
 
-pool_core::take_result pool_core::try_take() noexcept {
+pool_core::take_result pool_core::try_take(std::uint64_t arrival) noexcept {
     if (closed_) return {nullptr, status::closed};
     if (circuit_ == circuit::open || probes_exhausted()) {
         ++c_.unavailable_rejections;
@@ -244,7 +247,7 @@ pool_core::take_result pool_core::try_take() noexcept {
     }
     if (idle_.size() > reserved_) {
         ++c_.immediate_takes;
-        return lend(pop_idle());
+        return lend(pop_idle(), arrival);
     }
     return {};
 }
@@ -303,7 +306,7 @@ pool_core::take_result pool_core::resume(waiter& w, effects& fx) {
         shed_unwanted(fx);
         return {nullptr, status::unavailable};
     }
-    const take_result t = lend(pop_idle());
+    const take_result t = lend(pop_idle(), w.seq);
     if (t.check != borrow_check::none)
         hold_for_check(w, t.r);  // its deadline goes on running
     else
@@ -361,7 +364,7 @@ pool_core::verdict pool_core::check_done(resource* r, bool passed, time_point no
 // deadline index); it re-parks in arrival order when nothing is free, with the deadline it came with
 // (timeout when that has passed by now).
 pool_core::take_result pool_core::retry(waiter& w, time_point now, effects& fx) {
-    take_result t = try_take();
+    take_result t = try_take(w.seq);
     if (t.st == status::ok && !t.r && w.has_deadline && w.deadline <= now) {
         ++c_.timeouts;
         t.st = status::timeout;

@@ -90,8 +90,16 @@ public:
 
     // Steps 1-3 of SPEC §1.2 for a newcomer. Never takes a reserved place. A resource that needs a
     // check comes back with it: the caller runs it and calls check_done (a synchronous caller), or
-    // first wait_for_check (an acquire that may be cancelled or time out meanwhile).
-    take_result try_take() noexcept;
+    // first wait_for_check (an acquire that may be cancelled or time out meanwhile). Every resource
+    // taken from idle is due for before_acquire: a newcomer finds none made for it.
+    take_result try_take() noexcept { return try_take(newcomer); }
+    // The same for a synchronous caller that may take more than once (a check refused what it got):
+    // `arrival` comes from arrive(), once, before its first take; a resource made since then (the
+    // replacement of one it refused) was made for it and skips before_acquire, so a hook that always
+    // says no costs one creation per refused resource, not a loop.
+    take_result try_take(std::uint64_t arrival) noexcept;
+    [[nodiscard]] std::uint64_t arrive() noexcept { return next_seq_++; }
+    static constexpr std::uint64_t newcomer = ~std::uint64_t{0};  // arrived after every resource
     // The newcomer w waits for the verdict on r (take_result::check) like a parked waiter: expire(),
     // cancel() and close() end its wait; check_done() gives the verdict. `now`, `deadline` and
     // `timeout` as for park().
@@ -254,8 +262,8 @@ private:
     void destroy(resource* r, destroy_reason why, effects& fx);
     void report_creation_failure(effects& fx);
     void report_resource_failure(destroy_reason why, effects& fx);
-    take_result lend(resource* r,
-                     bool checks = true) noexcept;  // idle -> active: leased list, probes, checks
+    // idle -> active: leased list, probes, checks (`arrival`: the taker's, see try_take).
+    take_result lend(resource* r, std::uint64_t arrival, bool checks = true) noexcept;
     void unlend(resource* r) noexcept;
     void hold_for_check(waiter& w, resource* r) noexcept;
     void drop_checker(waiter& w) noexcept;

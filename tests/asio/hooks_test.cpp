@@ -261,28 +261,64 @@ TEST(observers, histograms_carry_the_sum_of_what_they_recorded) {
     EXPECT_EQ(s.wait_time.sum, std::chrono::nanoseconds(100ms)) << "the immediate take adds nothing";
 }
 
-// Adversary D2: a before_acquire that always says no, with a floor of resources to keep (min): every
-// rejection makes the pool create a replacement, and when that replacement was checked too, a single
-// try_acquire created and rejected forever. A resource never lent skips before_acquire (SPEC §1.1), so
-// the call ends with the replacement.
+// A before_acquire that always says no, with a floor of resources to keep (min): every rejection
+// makes the pool create a replacement. before_acquire runs on every resource taken from idle, the
+// pre-warmed one included; a replacement made for the acquire whose check refused skips it, so one
+// acquire ends with the replacement instead of creating and rejecting forever.
 TEST(hooks, a_before_acquire_that_always_says_no_cannot_make_one_acquire_loop) {
     fixture f;
     auto h = test::counting_hooks(f.t);
-    h.before_acquire = [](conn&) { return false; };
+    auto asked = std::make_shared<int>(0);
+    h.before_acquire = [asked](conn&) {
+        ++*asked;
+        return false;
+    };
     auto o = f.options();
     o.min = 1;
     pool<conn> p(f.io.get_executor(), o, std::move(h));
-    auto first = p.try_acquire();
-    ASSERT_TRUE(first) << "the pre-warmed one, never lent: not checked";
+    auto first = p.try_acquire();  // the pre-warmed one is checked (and refused), then replaced
+    ASSERT_TRUE(first);
+    EXPECT_EQ(first->id, 2);
+    EXPECT_EQ(*asked, 1) << "before_acquire ran on the pre-warmed resource, not on its replacement";
+    EXPECT_EQ(p.stats().rejected, 1u);
     first.release();
     auto second = p.try_acquire();  // the only idle one was lent before: rejected, then replaced
     ASSERT_TRUE(second);
-    EXPECT_EQ(second->id, 2);
-    EXPECT_EQ(p.stats().rejected, 1u);
+    EXPECT_EQ(second->id, 3);
+    EXPECT_EQ(*asked, 2);
+    EXPECT_EQ(p.stats().rejected, 2u);
     second.release();
     auto third = f.acquire(p);  // the same through async_acquire
     ASSERT_TRUE(third);
-    EXPECT_EQ(third->id, 3);
-    EXPECT_EQ(p.stats().rejected, 2u);
-    EXPECT_LE(f.t->created.load(), 3);
+    EXPECT_EQ(third->id, 4);
+    EXPECT_EQ(*asked, 3);
+    EXPECT_EQ(p.stats().rejected, 3u);
+    EXPECT_EQ(f.t->created.load(), 4);
+}
+
+// The rule for every taker: a pre-warmed resource that was never lent still passes before_acquire,
+// through try_acquire and async_acquire alike; only one created for the acquire itself skips it.
+TEST(hooks, before_acquire_runs_on_pre_warmed_resources_never_lent) {
+    fixture f;
+    auto h = test::counting_hooks(f.t);
+    auto asked = std::make_shared<int>(0);
+    h.before_acquire = [asked](conn&) {
+        ++*asked;
+        return true;
+    };
+    auto o = f.options();
+    o.min = 2;
+    o.max = 3;
+    pool<conn> p(f.io.get_executor(), o, std::move(h));
+    ASSERT_EQ(p.stats().idle, 2u);
+    auto a = p.try_acquire();
+    ASSERT_TRUE(a);
+    EXPECT_EQ(*asked, 1) << "pre-warmed, taken by try_acquire";
+    auto b = f.acquire(p);
+    ASSERT_TRUE(b);
+    EXPECT_EQ(*asked, 2) << "pre-warmed, taken by async_acquire";
+    auto c = p.try_acquire();  // nothing idle: created for this acquire
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->id, 3);
+    EXPECT_EQ(*asked, 2) << "made for this acquire: no before_acquire";
 }

@@ -24,6 +24,7 @@ typedef struct res {
 
 typedef struct ctx {
     atomic_int created, destroyed, next_id, fail_creates, reject_id, unhealthy_id, broken_id;
+    atomic_int asked, reject_all; /* before_acquire calls; nonzero: before_acquire always says no */
 } ctx;
 
 static int c_create(void* c, void** out) {
@@ -41,6 +42,8 @@ static void c_destroy(void* c, void* r) {
     free(r);
 }
 static bool c_before_acquire(void* c, void* r) {
+    atomic_fetch_add(&((ctx*)c)->asked, 1);
+    if (atomic_load(&((ctx*)c)->reject_all)) return false;
     return ((res*)r)->id != atomic_load(&((ctx*)c)->reject_id);
 }
 static bool c_healthcheck(void* c, void* r) {
@@ -710,6 +713,40 @@ static void test_create_failures_and_hooks(void) {
     CHECK(atomic_load(&x.created) == atomic_load(&x.destroyed));
 }
 
+/* before_acquire runs on every resource taken from idle, pre-warmed ones included; only one created
+ * for the acquire itself skips it. An always-no hook with a floor (min) costs one replacement. */
+static void test_before_acquire_runs_on_pre_warmed_resources(void) {
+    ctx x;
+    respool_pool* p = open_pool(&x, false, 2, 3, 0, 0);
+    CHECK(stats_of(p).idle == 2);
+    void *a = NULL, *b = NULL, *c = NULL;
+    CHECK_STATUS(respool_try_acquire(p, &a), RESPOOL_OK);
+    CHECK(atomic_load(&x.asked) == 1); /* pre-warmed, never lent: checked */
+    CHECK_STATUS(respool_acquire(p, &b, 1000), RESPOOL_OK);
+    CHECK(atomic_load(&x.asked) == 2);
+    CHECK_STATUS(respool_try_acquire(p, &c), RESPOOL_OK); /* nothing idle: made for this acquire */
+    CHECK(((res*)c)->id == 3);
+    CHECK(atomic_load(&x.asked) == 2);
+    CHECK_STATUS(respool_release(p, a), RESPOOL_OK);
+    CHECK_STATUS(respool_release(p, b), RESPOOL_OK);
+    CHECK_STATUS(respool_release(p, c), RESPOOL_OK);
+    respool_free(p);
+    CHECK(atomic_load(&x.created) == atomic_load(&x.destroyed));
+
+    ctx y;
+    memset(&y, 0, sizeof y);
+    atomic_store(&y.reject_all, 1);
+    p = open_pool(&y, true, 1, 1, 0, 0);
+    void* r = NULL;
+    CHECK_STATUS(respool_try_acquire(p, &r), RESPOOL_OK); /* the pre-warmed one refused, replaced */
+    CHECK(r != NULL && ((res*)r)->id == 2);
+    CHECK(atomic_load(&y.asked) == 1);
+    CHECK(stats_of(p).destructions == 1 && atomic_load(&y.destroyed) == 1);
+    CHECK_STATUS(respool_release(p, r), RESPOOL_OK);
+    respool_free(p);
+    CHECK(atomic_load(&y.created) == atomic_load(&y.destroyed));
+}
+
 static void test_healthcheck_runs_on_the_background(void) {
     ctx x;
     memset(&x, 0, sizeof x);
@@ -773,6 +810,7 @@ int main(void) {
     test_circuit();
     test_strategy_with_null_callbacks();
     test_create_failures_and_hooks();
+    test_before_acquire_runs_on_pre_warmed_resources();
     test_healthcheck_runs_on_the_background();
     test_max_waiters();
     test_free_with_resources_lent();

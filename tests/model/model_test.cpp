@@ -13,12 +13,12 @@
 //      §5.3); no waiter stays parked while a place is idle and unreserved, or while capacity is free
 //      and fewer creations run than the rules require (§1.2, §5.4); a timeout fires exactly when a
 //      waiter's own deadline has come, whether it is parked, woken or waiting for a check's verdict;
-//      before_acquire is due exactly for resources the harness saw lent before, and only after
-//      validation; a verdict reaches the borrower that still waits for it, and nobody once it left;
-//      `ready` is said exactly once, as soon as no creation runs (or at the first failure, or close);
-//      `drained` exactly once, only after close and when nothing the harness made is alive and no
-//      creation runs; the inline fast paths (take_fast, release_fast) apply exactly when nothing needs
-//      the general path.
+//      before_acquire is due exactly for resources the harness saw lent before or made before the
+//      borrower arrived (pre-warmed ones included), and only after validation; a verdict reaches the borrower
+//      that still waits for it, and nobody once it left; `ready` is said exactly once, as soon as no creation
+//      runs (or at the first failure, or close); `drained` exactly once, only after close and when nothing
+//      the harness made is alive and no creation runs; the inline fast paths (take_fast, release_fast) apply
+//      exactly when nothing needs the general path.
 // Waiters get per-waiter deadlines: distinct (nanosecond resolution), shared, absolute, in the past,
 // duration::max() and time_point::max(). Verdicts of borrow checks, creations (queue and synchronous),
 // health checks and wake-ups are separate operations, so a deadline, a cancel, close, set_max and
@@ -97,7 +97,8 @@ struct model {
 
     struct mres {
         time_point idle_since{}, leased_at{}, expires_at{};
-        bool leased = false, leak_reported = false, fresh = true;
+        bool leased = false, leak_reported = false;
+        std::uint64_t made = 0;  // never lent: the arrival number its creation took; 0 once lent
         std::uint32_t gen = 0;
         std::uint8_t due = 0;  // borrow_check bits
         int checker = -1;      // the waiter slot waiting for its verdict
@@ -199,7 +200,8 @@ struct model {
     bool probes_exhausted() const {
         return circ == circuit::half_open && probe_limit != 0 && probes_admitted >= probe_limit;
     }
-    m_take lend(int r, bool checks = true) {
+    static constexpr std::uint64_t newcomer = ~std::uint64_t{0};
+    m_take lend(int r, std::uint64_t arrival, bool checks = true) {
         ++active;
         if (circ == circuit::half_open) {
             ++probes_admitted;
@@ -214,9 +216,9 @@ struct model {
         if (cfg.before_acquire || cfg.validate_on_borrow) {
             if (checks && cfg.validate_on_borrow && clock_now - res[r].idle_since > cfg.validate_after)
                 due |= static_cast<std::uint8_t>(borrow_check::validate);
-            if (checks && cfg.before_acquire && !res[r].fresh)
+            if (checks && cfg.before_acquire && res[r].made <= arrival)
                 due |= static_cast<std::uint8_t>(borrow_check::before_acquire);
-            res[r].fresh = false;
+            res[r].made = 0;
             res[r].due = due;
         }
         if (due == 0) ++c.acquires;
@@ -306,7 +308,8 @@ struct model {
         replenish();
         note_creation_over();
     }
-    m_take try_take() {
+    std::uint64_t arrive() { return seq++; }
+    m_take try_take(std::uint64_t arrival = newcomer) {
         if (closed) return {status::closed, -1};
         if (circ == circuit::open || probes_exhausted()) {
             ++c.unavailable_rejections;
@@ -314,7 +317,7 @@ struct model {
         }
         if (idle.size() > reserved.size()) {
             ++c.immediate_takes;
-            return lend(pop_idle());
+            return lend(pop_idle(), arrival);
         }
         return {};
     }
@@ -360,7 +363,7 @@ struct model {
             shed_unwanted();
             return {status::unavailable, -1};
         }
-        m_take t = lend(pop_idle());
+        m_take t = lend(pop_idle(), w[s].seq);
         if (t.check != borrow_check::none) hold(s, t.r);
         return t;
     }
@@ -392,7 +395,7 @@ struct model {
         return {s, {st, st == status::ok ? r : -1}};
     }
     m_take retry(int s, time_point t_now) {
-        m_take t = try_take();
+        m_take t = try_take(w[s].seq);
         if (t.st == status::ok && t.r < 0 && w[s].has_deadline && w[s].deadline <= t_now) {
             ++c.timeouts;
             t.st = status::timeout;
@@ -521,9 +524,9 @@ struct model {
         floor_blocked = false;
         failures_in_row = 0;
         res[r].idle_since = clock_now;
-        res[r].fresh = true;
         res[r].gen = generation;
         if (drop_unwanted(r)) return note_creation_over();
+        res[r].made = seq++;
         idle.push_back(r);
         reserve_for_parked();
         maybe_create();
@@ -608,7 +611,7 @@ struct model {
         }
         --active;
         res[r].gen = generation;
-        lend(r, false);
+        lend(r, newcomer, false);
         maybe_create();
         note_creation_over();
         return status::ok;
@@ -741,6 +744,7 @@ public:
         completions_.assign(slots, 0);
         starts_.assign(slots, 0);
         arrival_.assign(slots, 0);
+        sync_arrival_.assign(slots, {});
         parked_at_.assign(slots, 0);
         woken_at_.assign(slots, 0);
         woken_with_place_.assign(slots, false);
@@ -874,6 +878,7 @@ private:
     }
 
     int new_resource() {
+        made_at_.push_back(++clock_);
         made_.push_back(std::make_unique<res>());
         made_.back()->id = static_cast<int>(made_.size());
         era_.push_back(era_now_);
@@ -1074,19 +1079,23 @@ private:
         return t.st == m.st && id_of(t.r) == m.r && (!t.r || t.check == m.check);
     }
 
-    // A resource just taken out of idle for a borrower (newcomer, woken waiter, retry): the oracles of a
-    // take. Returns the harness's own verdict on before_acquire for it: due exactly when the harness
-    // saw it lent before (and the pool has the hook).
-    bool took_from_idle(const pool_core::take_result& t) {
+    // A resource just taken out of idle for a borrower (newcomer, woken waiter, retry) that arrived at
+    // `arrival` (harness clock; a newcomer arrives after everything): the oracles of a take. Returns the
+    // harness's own verdict on before_acquire for it: due (when the pool has the hook) unless it was
+    // made for this borrower: never lent, and made after the borrower arrived.
+    static constexpr std::uint64_t newcomer = ~std::uint64_t{0};
+    bool took_from_idle(const pool_core::take_result& t, std::uint64_t arrival = newcomer) {
         const int id = id_of(t.r);
         if (destroyed_.count(id)) err("took a destroyed resource");
         if (held_by_.count(id) || in_check(id) >= 0 || health_id_ == id) err("took a resource somebody has");
         if (strict_era_ && era_of(id) < era_now_) err("took a resource made before the latest retire_all");
-        const bool ba_due = cfg_.before_acquire && !ever_lent_.insert(id).second;
+        const bool lent_before = !ever_lent_.insert(id).second;
+        const bool made_for_it = !lent_before && made_at_[static_cast<std::size_t>(id - 1)] > arrival;
+        const bool ba_due = cfg_.before_acquire && !made_for_it;
         if (t.check == borrow_check::before_acquire && !ba_due)
-            err("before_acquire for a resource never lent before");
+            err("before_acquire for a resource made for this acquire");
         if (t.check == borrow_check::none && ba_due)
-            err("lent a resource lent before without before_acquire");
+            err("lent a resource from idle without before_acquire (not made for this acquire)");
         if (t.check == borrow_check::validate && !cfg_.validate_on_borrow)
             err("validation without the option");
         return ba_due;
@@ -1204,14 +1213,15 @@ private:
         int s = free_slot();
         if (s < 0) return;
         ++starts_[s];
+        sync_arrival_[s] = {++clock_, core_.arrive(), model_.arrive()};
         sync_take(s);
     }
 
     // try_acquire's steps: take (a check due runs through check_done without a waiter), else create
     // with the synchronous factory where a place is free for anyone.
     void sync_take(int s) {
-        auto t = core_.try_take();
-        auto mt = model_.try_take();
+        auto t = core_.try_take(sync_arrival_[s].core);
+        auto mt = model_.try_take(sync_arrival_[s].model);
         if (tracing_)
             note("try_acquire slot " + std::to_string(s) + ": take " + std::to_string(int(t.st)) + " r" +
                  std::to_string(id_of(t.r)) + " " + check_name(t.check));
@@ -1219,7 +1229,7 @@ private:
         check();
         if (t.r) {
             newcomer_took_a_place();
-            const bool ba_due = took_from_idle(t);
+            const bool ba_due = took_from_idle(t, sync_arrival_[s].harness);
             return after_take(s, t, ba_due, true);
         }
         if (t.st != status::ok) return complete(s);
@@ -1364,7 +1374,7 @@ private:
             // rejected resource did so after the place was given).
             if (older_parked(s, woken_at_[s]) >= 0)
                 return void(err("a younger waiter was served while an older one was parked"));
-            const bool ba_due = took_from_idle(t);
+            const bool ba_due = took_from_idle(t, arrival_[s]);
             return after_take(s, t, ba_due, false);
         }
         if (t.st == status::timeout && !deadline_has_come(s))
@@ -1428,7 +1438,7 @@ private:
             // The waiter took again in its arrival position: another resource, parked, or an error.
             if (v.t.r) {
                 newcomer_took_a_place();  // a retry takes like a newcomer: never a reserved place
-                const bool ba_due = took_from_idle(v.t);
+                const bool ba_due = took_from_idle(v.t, arrival_[s]);
                 return after_take(s, v.t, ba_due, false);
             }
             if (v.t.st == status::timeout && !deadline_has_come(s))
@@ -1448,7 +1458,8 @@ private:
             if (pc.check != borrow_check::validate || v.t.check != borrow_check::before_acquire)
                 return void(err(std::string("check order: ") + check_name(v.t.check) + " after " +
                                 check_name(pc.check)));
-            if (!pc.ba_due) return void(err("before_acquire after validation for a resource never lent"));
+            if (!pc.ba_due)
+                return void(err("before_acquire after validation for a resource made for this acquire"));
             checks_.push_back({pc.id, s, pc.sync, v.t.check, pc.ba_due});
             if (!pc.sync && waiters_[s].state != waiter_state::checking)
                 return void(err("a waiter with a further check is not waiting for it"));
@@ -1457,7 +1468,7 @@ private:
         if (v.t.r) {
             if (v.t.r != resource_of(pc.id)) return void(err("lent another resource than the one checked"));
             if (pc.check == borrow_check::validate && pc.ba_due)
-                return void(err("lent after validation without before_acquire for a resource lent before"));
+                return void(err("lent after validation without before_acquire (not made for this acquire)"));
             hand_out(s, pc.id);
             return complete(s);
         }
@@ -1721,7 +1732,13 @@ private:
     bool retry_pending_ = false;
     bool lifetimes_ = false;
     // Harness records for the oracles, kept independently of the core and the model.
-    std::vector<std::uint64_t> arrival_;    // when the acquire first parked or took (kept across a re-park)
+    std::vector<std::uint64_t> arrival_;  // when the acquire first parked or took (kept across a re-park)
+    // A synchronous caller's arrival: the harness clock's, and the core's and the model's arrive().
+    struct sync_arrival {
+        std::uint64_t harness = 0, core = 0, model = 0;
+    };
+    std::vector<sync_arrival> sync_arrival_;
+    std::vector<std::uint64_t> made_at_;    // by resource id - 1: the harness clock when it was made
     std::vector<std::uint64_t> parked_at_;  // when it last parked or re-parked
     std::vector<std::uint64_t> woken_at_;   // when a place was handed to it (a wake with status ok)
     std::vector<bool> woken_with_place_;    // its posted resumption carries a place, not an error

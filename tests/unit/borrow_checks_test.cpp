@@ -18,11 +18,12 @@ using core_harness::res;
 // The clock starts at 100 s, so that "idle since" stamps of the pre-warm are well after the epoch.
 struct rig : core_harness::harness {
     explicit rig(config c, bool start = true) : harness(c, time_point{} + 100s, start) {}
-    // Lends every idle resource once and returns it: none of them is fresh any more.
+    // Lends every idle resource once (each passing its checks) and returns it.
     void lend_all_once() {
         std::vector<resource*> out;
         for (auto t = core.try_take(); t.r; t = core.try_take()) {
-            EXPECT_EQ(t.check, borrow_check::none);
+            while (t.check != borrow_check::none) t = verdict(t.r, true).t;
+            EXPECT_NE(t.r, nullptr);
             out.push_back(t.r);
         }
         for (resource* r : out) release(r);
@@ -142,35 +143,34 @@ TEST(borrow_checks, no_check_configured_lends_at_once) {
     EXPECT_EQ(t.check, borrow_check::none);
 }
 
-// ---- fresh resources -------------------------------------------------------------------------
+// ---- resources made for the acquire ----------------------------------------------------------
 
-TEST(borrow_checks, fresh_resources_skip_before_acquire) {
+TEST(borrow_checks, pre_warmed_resources_pass_before_acquire_though_never_lent) {
     rig h(checked(2, 3));
     h.warm();
     auto t = h.core.try_take();  // pre-warmed, never lent, idle 0 s
     ASSERT_NE(t.r, nullptr);
-    EXPECT_EQ(t.check, borrow_check::none) << "never lent: before_acquire skips it";
+    EXPECT_EQ(t.check, borrow_check::before_acquire) << "taken from idle: before_acquire runs";
+    EXPECT_EQ(h.core.stats().acquires, 0u) << "not lent before the check passed";
+    auto v = h.verdict(t.r, true);
+    EXPECT_EQ(v.t.r, t.r);
+    EXPECT_EQ(v.t.check, borrow_check::none);
     EXPECT_EQ(h.core.stats().acquires, 1u);
     h.tick(6s);                   // the other pre-warmed one idles past validate_after
-    auto t2 = h.core.try_take();  // validated (idle time alone), but not before_acquire
+    auto t2 = h.core.try_take();  // validated (idle time alone), then before_acquire
     ASSERT_NE(t2.r, nullptr);
     EXPECT_EQ(t2.check, borrow_check::validate);
-    auto v = h.verdict(t2.r, true);
-    EXPECT_EQ(v.t.check, borrow_check::none) << "fresh: no before_acquire after validation";
+    v = h.verdict(t2.r, true);
+    EXPECT_EQ(v.t.check, borrow_check::before_acquire) << "pre-warmed: before_acquire after validation";
+    EXPECT_EQ(h.verdict(t2.r, true).t.check, borrow_check::none);
     EXPECT_EQ(h.core.stats().acquires, 2u);
-    // Lent once: the next take of it runs before_acquire.
-    h.release(t.r);
-    auto t3 = h.core.try_take();
-    ASSERT_EQ(t3.r, t.r);
-    EXPECT_EQ(t3.check, borrow_check::before_acquire);
-    h.verdict(t3.r, true);
     // One made by the caller's own synchronous factory is lent without any check.
     ASSERT_TRUE(h.core.begin_inline_creation());
     effects fx;
     res* mine = h.make();
     EXPECT_EQ(h.core.inline_created(mine, fx), status::ok);
     h.apply(fx);
-    EXPECT_EQ(h.core.stats().acquires, 4u) << "inline_created counts the acquire: no confirmation";
+    EXPECT_EQ(h.core.stats().acquires, 3u) << "inline_created counts the acquire: no confirmation";
     // ...but it was lent: its next take runs both checks, like the others'.
     h.release(mine);
     h.release(t.r);
@@ -183,6 +183,44 @@ TEST(borrow_checks, fresh_resources_skip_before_acquire) {
         EXPECT_EQ(x.check, borrow_check::validate);
         EXPECT_EQ(h.verdict(x.r, true).t.check, borrow_check::before_acquire);
     }
+}
+
+TEST(borrow_checks, a_resource_made_after_a_waiter_parked_skips_before_acquire_for_it) {
+    rig h(checked(0, 1));
+    waiter w;
+    EXPECT_EQ(h.take_or_wait(w).r, nullptr);
+    ASSERT_EQ(h.pending_creates, 1) << "a creation for the parked waiter";
+    h.finish_creates();
+    auto t = h.run_next();
+    ASSERT_NE(t.r, nullptr);
+    EXPECT_EQ(t.check, borrow_check::none) << "made for this acquire: no before_acquire";
+    h.release(t.r);
+    auto again = h.core.try_take();
+    EXPECT_EQ(again.check, borrow_check::before_acquire) << "lent once: checked from now on";
+}
+
+TEST(borrow_checks, a_synchronous_caller_skips_before_acquire_only_for_a_replacement_made_after_it_arrived) {
+    config c = cfg(1, 1, 1);
+    c.before_acquire = true;
+    rig h(c);
+    h.warm();  // one pre-warmed resource, never lent
+    const std::uint64_t arrival = h.core.arrive();
+    auto t = h.core.try_take(arrival);
+    ASSERT_NE(t.r, nullptr);
+    EXPECT_EQ(t.check, borrow_check::before_acquire) << "pre-warmed: made before the caller arrived";
+    auto v = h.verdict(t.r, false);  // an always-no hook
+    EXPECT_EQ(v.w, nullptr);
+    EXPECT_EQ(v.t.r, nullptr);
+    EXPECT_EQ(v.t.st, status::ok) << "a synchronous caller takes again itself";
+    ASSERT_EQ(h.pending_creates, 1) << "the floor's replacement";
+    h.finish_creates();
+    auto t2 = h.core.try_take(arrival);
+    ASSERT_NE(t2.r, nullptr);
+    EXPECT_EQ(t2.check, borrow_check::none) << "made for this caller: the always-no hook cannot loop";
+    EXPECT_EQ(h.core.stats().acquires, 1u);
+    EXPECT_EQ(h.core.stats().rejected, 1u);
+    h.release(t2.r);
+    EXPECT_EQ(h.core.try_take().check, borrow_check::before_acquire) << "a later newcomer checks it";
 }
 
 TEST(borrow_checks, a_replacement_created_for_a_rejected_take_is_fresh) {

@@ -613,9 +613,15 @@ TEST(core, rejected_resource_is_destroyed_and_the_waiter_retries_in_its_place) {
     c.before_acquire = true;
     harness h(c);
     h.prewarm();
-    auto r1 = h.take().r, r2 = h.take().r;  // fresh: lent at once, counted
-    ASSERT_NE(r1, nullptr);
-    ASSERT_NE(r2, nullptr);
+    auto t1st = h.take(), t2nd = h.take();  // pre-warmed: before_acquire runs on them too
+    ASSERT_NE(t1st.r, nullptr);
+    ASSERT_NE(t2nd.r, nullptr);
+    EXPECT_EQ(t1st.check, borrow_check::before_acquire);
+    EXPECT_EQ(t2nd.check, borrow_check::before_acquire);
+    EXPECT_EQ(h.core.stats().acquires, 0u) << "not lent before the check passed";
+    auto r1 = h.verdict(t1st.r, true).t.r, r2 = h.verdict(t2nd.r, true).t.r;
+    ASSERT_EQ(r1, t1st.r);
+    ASSERT_EQ(r2, t2nd.r);
     EXPECT_EQ(h.core.stats().acquires, 2u);
     waiter w1, w2;
     h.acquire(w1);

@@ -240,8 +240,11 @@ TEST(lifecycle, validation_on_borrow_only_for_resources_idle_past_the_threshold)
     effects fx;
     auto t = h.core.try_take();
     ASSERT_NE(t.r, nullptr);
-    EXPECT_EQ(t.check, borrow_check::none) << "fresh: idle 0 s, never lent";
-    EXPECT_EQ(h.core.stats().acquires, 1u) << "lent at once";
+    EXPECT_EQ(t.check, borrow_check::before_acquire) << "idle 0 s: no validation; pre-warmed: before_acquire";
+    auto first = h.core.check_done(t.r, true, h.now, fx);
+    h.apply(fx);
+    EXPECT_EQ(first.t.check, borrow_check::none);
+    EXPECT_EQ(h.core.stats().acquires, 1u);
     h.release(t.r);
     h.tick(5s);
     t = h.core.try_take();

@@ -32,7 +32,7 @@ class pool_impl;
 // A resource as the pool owns it: room for the core's bookkeeping, the driver's stamps, and (in
 // typed_node<T>) the value. Standard layout, the core's part first.
 struct resource_node {
-    static constexpr std::size_t core_size = 80;
+    static constexpr std::size_t core_size = 88;
     alignas(8) unsigned char core_part[core_size];     // the core's header (constructed by the library)
     std::chrono::steady_clock::time_point taken_at{};  // precise; stamped only when hold times are wanted
     respool::source_location acquired_at{};            // the acquire call that holds it (leak reports)
