@@ -483,3 +483,29 @@ TEST(pg_masking, the_fuzzer_s_finds_stay_masked) {
     EXPECT_EQ(pg::masked("password=s3cret host"), "password=*** host") << "free text: each password value";
     EXPECT_EQ(pg::masked("relation \"t\" does not exist"), "relation \"t\" does not exist");
 }
+
+// Text that carries a connection string somewhere inside it: libpq's own parse errors (which quote the
+// URI, or the token that failed), a CLI message quoting an argument. Every one goes through masked().
+TEST(pg_masking, connection_strings_inside_messages_are_masked) {
+    EXPECT_EQ(pg::masked("postgresql://[?passwor]?password=s3cret"), "postgresql://[?passwor]?password=***")
+        << "a '?' inside an IPv6 host's brackets does not start the query";
+    EXPECT_EQ(pg::masked("end of string reached when looking for matching \"]\" in IPv6 host address in "
+                         "URI: \"postgresql://app:s3cret@[::1/postgres\"\n"),
+              "end of string reached when looking for matching \"]\" in IPv6 host address in URI: "
+              "\"postgresql://app:***@[::1/postgres\"\n");
+    EXPECT_EQ(pg::masked("bad URI \"postgresql://[::1/db?password=s3cret\""),
+              "bad URI \"postgresql://[::1/db?password=***")
+        << "a URI libpq refuses: its query masked to the end";
+    EXPECT_EQ(pg::masked("invalid percent-encoded token: \"s3%zzcret\"\n"),
+              "invalid percent-encoded token: \"***\"\n");
+    EXPECT_EQ(pg::masked("forbidden value %00 in percent-encoded value: \"s3%00cret\"\n"),
+              "forbidden value %00 in percent-encoded value: \"***\"\n");
+    EXPECT_EQ(pg::masked("missing \"=\" after \"cret\" in connection info string\n"),
+              "missing \"=\" after \"***\" in connection info string\n")
+        << "the rest of a password with a blank in it";
+    EXPECT_EQ(pg::masked("The following argument was not expected: postgres://u:s3cret@h/db"),
+              "The following argument was not expected: postgres://u:***@h/db");
+    EXPECT_EQ(pg::masked("one postgresql://h/x and postgresql://u:s3cret@h/y"),
+              "one postgresql://h/x and postgresql://u:***@h/y")
+        << "each URI in the text";
+}
