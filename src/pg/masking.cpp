@@ -140,14 +140,47 @@ std::size_t value_end(std::string_view s, std::size_t p) {
     return quoted ? std::string_view::npos : p;
 }
 
+// Whether `name` can be a libpq keyword (every one is lowercase letters and underscores).
+bool keyword_like(std::string_view name) {
+    return !name.empty() &&
+           std::all_of(name.begin(), name.end(), [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; });
+}
+
+// Whether a "keyword =" starts at `p` (the next option of a connection string).
+bool option_at(std::string_view s, std::size_t p) {
+    std::size_t e = p;
+    while (e < s.size() && s[e] != '=' && !blank(s[e])) ++e;
+    if (!keyword_like(s.substr(p, e - p))) return false;
+    e = skip_blanks(s, e);
+    return e < s.size() && s[e] == '=';
+}
+
 // Free text: every "password", blanks, '=', blanks, then a value bare or quoted, wherever it stands
-// (an unterminated quote: to the end).
+// (an unterminated quote: to the end). A bare value goes on over blanks to the next "keyword =" or
+// the next quote (the end of a connection string quoted in a message): in a string libpq refused,
+// "password=my secret" meant a password with a blank in it. A value already masked stays as it is.
 void text_passwords(std::string_view s, spans& out) {
+    constexpr std::string_view quotes = "'\"";
     for (std::size_t p = s.find("password"); p != std::string_view::npos; p = s.find("password", p + 1)) {
         std::size_t q = skip_blanks(s, p + 8);
         if (q >= s.size() || s[q] != '=') continue;
         q = skip_blanks(s, q + 1);
-        out.push_back({q, std::min(value_end(s, q), s.size())});
+        std::size_t end = std::min(value_end(s, q), s.size());
+        if (s.substr(q, 3) == "***" && (end == q + 3 || quotes.find(s[q + 3]) != std::string_view::npos))
+            continue;  // masked already (a message quoting a masked string masked once more)
+        const bool bare = q < s.size() && s[q] != '\'';
+        if (bare && s.substr(q, end - q).find_first_of(quotes) == std::string_view::npos)
+            for (std::size_t next = skip_blanks(s, end); next < s.size() && !option_at(s, next);
+                 next = skip_blanks(s, end)) {
+                const std::size_t word_end = std::min(value_end(s, next), s.size());
+                const auto quote = s.substr(next, word_end - next).find_first_of(quotes);
+                if (quote != std::string_view::npos) {
+                    end = next + quote;
+                    break;
+                }
+                end = word_end;
+            }
+        out.push_back({q, end});
     }
 }
 
@@ -165,12 +198,6 @@ void quoted_pieces(std::string_view s, spans& out) {
             if (close == std::string_view::npos || close < from) close = s.size();
             out.push_back({from, close});
         }
-}
-
-// Whether `name` can be a libpq keyword (every one is lowercase letters and underscores).
-bool keyword_like(std::string_view name) {
-    return !name.empty() &&
-           std::all_of(name.begin(), name.end(), [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; });
 }
 
 // keyword = value pairs, read as libpq's conninfo_parse reads them (see value_end). False when libpq

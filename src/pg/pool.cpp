@@ -45,15 +45,9 @@ using detail::pool_state;
 }
 
 void check(const pool_config& c) {
-    char* err = nullptr;
-    PQconninfoOption* o = PQconninfoParse(c.conninfo.c_str(), &err);
-    if (!o) {
-        std::string reason = err ? err : "out of memory";
-        if (err) PQfreemem(err);
-        while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) reason.pop_back();
-        bad_config("conninfo \"" + masked(c.conninfo) + "\": " + masked(reason));
-    }
-    PQconninfoFree(o);
+    // What libpq would refuse at parse time or at the first connect (a malformed option value).
+    if (std::string e = conninfo_error(c.conninfo); !e.empty())
+        bad_config("conninfo \"" + masked(c.conninfo) + "\": " + e);
     if (c.max == 0) bad_config("max must be at least 1");
     if (c.min_idle > c.max)
         bad_config("min_idle (" + std::to_string(c.min_idle) + ") must not exceed max (" +

@@ -480,7 +480,8 @@ TEST(pg_masking, the_fuzzer_s_finds_stay_masked) {
         << "the query starts after the credentials";
     EXPECT_EQ(pg::masked("postgresql://h/db?pass%77ord=s3cret"), "postgresql://h/db?pass%77ord=***")
         << "a percent-encoded key";
-    EXPECT_EQ(pg::masked("password=s3cret host"), "password=*** host") << "free text: each password value";
+    EXPECT_EQ(pg::masked("password=s3cret x=1 password='a b' y"), "password=*** x=1 password=*** y")
+        << "free text: each password value";
     EXPECT_EQ(pg::masked("relation \"t\" does not exist"), "relation \"t\" does not exist");
 }
 
@@ -503,6 +504,13 @@ TEST(pg_masking, connection_strings_inside_messages_are_masked) {
     EXPECT_EQ(pg::masked("missing \"=\" after \"cret\" in connection info string\n"),
               "missing \"=\" after \"***\" in connection info string\n")
         << "the rest of a password with a blank in it";
+    EXPECT_EQ(pg::masked("password=s3 cret host=db"), "password=*** host=db")
+        << "libpq refuses it: the password went on to the next keyword";
+    const std::string quoted = "'host=x password=s3 cret' is not valid: option port: \"x\"";
+    EXPECT_EQ(pg::masked(quoted), "'host=x password=***' is not valid: option port: \"x\"")
+        << "a quoted connection string ends at its quote";
+    EXPECT_EQ(pg::masked(pg::masked(quoted)), pg::masked(quoted))
+        << "masking a masked message changes nothing";
     EXPECT_EQ(pg::masked("The following argument was not expected: postgres://u:s3cret@h/db"),
               "The following argument was not expected: postgres://u:***@h/db");
     EXPECT_EQ(pg::masked("one postgresql://h/x and postgresql://u:s3cret@h/y"),
