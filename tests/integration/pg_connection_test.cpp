@@ -3,6 +3,7 @@
 // RESPOOL_PG_CONNINFO_FILE). Connect, queries, results, server errors with their SQLSTATE, a wrong
 // password (named, masked), the connect deadline against a loopback listener that never answers, and
 // the completion tokens. Nothing waits on a guessed time: every step waits on its own completion.
+#include "connect_targets.hpp"
 #include "pg_test_support.hpp"
 
 #include <respool/pg/connection.hpp>
@@ -16,7 +17,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "connect_targets.hpp"
+
 #include <gtest/gtest.h>
+
+#include <libpq-fe.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -516,4 +521,27 @@ TEST(pg_masking, connection_strings_inside_messages_are_masked) {
     EXPECT_EQ(pg::masked("one postgresql://h/x and postgresql://u:s3cret@h/y"),
               "one postgresql://h/x and postgresql://u:***@h/y")
         << "each URI in the text";
+}
+
+// A host that resolves to several addresses (localhost: ::1 and 127.0.0.1) is handed to libpq once
+// per address; with one port per host, the port list must follow, or libpq refuses the connect
+// ("could not match 2 port numbers to 3 hosts").
+TEST(pg_connect_targets, a_host_with_several_addresses_keeps_its_own_port) {
+    const auto t =
+        pg::detail::targets_of({"localhost", "db2"}, {{"::1", "127.0.0.1"}, {"127.0.0.2"}}, "5432,5433");
+    EXPECT_EQ(t.host, "localhost,localhost,db2");
+    EXPECT_EQ(t.hostaddr, "::1,127.0.0.1,127.0.0.2");
+    EXPECT_EQ(t.port, "5432,5432,5433");
+    // libpq's own verdict on the lists (it checks them before any I/O).
+    const char* keys[] = {"host", "hostaddr", "port", "dbname", "connect_timeout", nullptr};
+    const char* values[] = {t.host.c_str(), t.hostaddr.c_str(), t.port.c_str(), "x", "1", nullptr};
+    PGconn* c = PQconnectStartParams(keys, values, 0);
+    ASSERT_NE(c, nullptr);
+    const std::string error = PQstatus(c) == CONNECTION_BAD ? PQerrorMessage(c) : "";
+    PQfinish(c);
+    EXPECT_EQ(error, "");
+    // One port for all, or none: left as given.
+    EXPECT_EQ(pg::detail::targets_of({"localhost"}, {{"::1", "127.0.0.1"}}, "5432").port, "5432");
+    EXPECT_EQ(pg::detail::targets_of({"localhost"}, {{"::1", "127.0.0.1"}}, "").port, "");
+    EXPECT_EQ(pg::detail::targets_of({"/tmp/s", "h"}, {{""}, {"127.0.0.1"}}, ",5433").port, ",5433");
 }
