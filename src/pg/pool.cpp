@@ -15,11 +15,13 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/this_coro.hpp>
 
 #include <libpq-fe.h>
 
+#include <mutex>
 #include <stdexcept>
 
 namespace asio = boost::asio;
@@ -32,6 +34,21 @@ struct pool_state {
     pool_config cfg;
     std::optional<respool::pool<connection>> p;
     std::shared_ptr<pipeline_dispatch> pipelined;  // pipeline_depth > 1 (destroyed before p)
+
+    // libpq's message (masked) of the last failed connect, empty after a connect succeeded: why an
+    // operation that waited for connects which failed, or met an open circuit, failed.
+    void connect_ended(const std::string& failure) {
+        std::lock_guard lock(mutex);
+        last_connect_failure = failure;
+    }
+    std::string connect_failure() const {
+        std::lock_guard lock(mutex);
+        return last_connect_failure;
+    }
+
+private:
+    mutable std::mutex mutex;  // connects end on the pool's executor, operations on any (thread_safe)
+    std::string last_connect_failure;
 };
 
 }  // namespace detail
@@ -101,9 +118,10 @@ hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner
     hooks<connection> h;
     h.factory = [info = c.conninfo, timeout = c.connect_timeout, mode = c.statements,
                  capacity = c.statement_cache_capacity, statement_timeout = c.statement_timeout,
-                 drain_limit = c.cancel_drain_limit]() -> asio::awaitable<connection> {
+                 drain_limit = c.cancel_drain_limit, owner]() -> asio::awaitable<connection> {
         connection conn(co_await asio::this_coro::executor);
         auto [ec] = co_await conn.async_connect(info, timeout, asio::as_tuple(asio::use_awaitable));
+        if (auto s = owner.lock()) s->connect_ended(ec ? conn.last_error().message : std::string());
         if (ec) throw boost::system::system_error(ec, conn.last_error().message);
         conn.set_statement_mode(mode, capacity);
         conn.set_statement_timeout(statement_timeout);
@@ -162,6 +180,20 @@ std::string describe(const pool_stats& s) {
                                                : "half-open");
 }
 
+// Why an acquire failed, for its caller: the connect's own message when a connect made for it failed
+// (`own`), the pool's state when none was free in time, and for those and an open circuit, libpq's
+// message of the last failed connect (every message masked).
+std::string explained(const pool_state& s, const error_code& ec, const std::string& own) {
+    const std::string last = s.connect_failure();
+    if (ec == respool::errc::exhausted || ec == respool::errc::timeout)
+        return describe(s.p->stats()) + (last.empty() ? "" : "; the last connect failed: " + last);
+    if (!own.empty()) return own;
+    if (ec == respool::errc::unavailable)
+        return "the circuit is open" + (last.empty() ? std::string() : ": the last connect failed: " + last);
+    if (ec == condition::connection_broken && !last.empty()) return last;
+    return ec.message();
+}
+
 error_code code_of(const std::exception_ptr& e) {
     if (!e) return {};
     try {
@@ -177,12 +209,15 @@ using query_handler = asio::any_completion_handler<void(error_code, result)>;
 
 // pool::async_query: acquire, query, give back, complete.
 struct pool_query {
-    pool_query(std::shared_ptr<pool_state> st, query_handler h, std::string q, std::optional<params> pr)
-        : s(std::move(st)), handler(std::move(h)), sql(std::move(q)), p(std::move(pr)) {}
+    pool_query(std::shared_ptr<pool_state> st, query_handler h, std::string q, std::optional<params> pr,
+               diagnostics* d)
+        : s(std::move(st)), handler(std::move(h)), sql(std::move(q)), p(std::move(pr)), diag(d) {}
     std::shared_ptr<pool_state> s;
     query_handler handler;
     std::string sql;
     std::optional<params> p;
+    diagnostics* diag;                  // the caller's, or null
+    respool::diagnostics acquire_diag;  // what a failed connect made for this query said
     lease<connection> l;
 
     static void deliver(const std::shared_ptr<pool_query>& op, error_code ec, result r) {
@@ -200,8 +235,8 @@ asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s) {
     auto [ec, l] =
         co_await s->p->async_acquire(s->cfg.borrow_timeout, diag, asio::as_tuple(asio::use_awaitable));
     if (ec == respool::errc::timeout)
-        throw boost::system::system_error(respool::errc::exhausted, describe(s->p->stats()));
-    if (ec) throw boost::system::system_error(ec, diag.message);
+        throw boost::system::system_error(respool::errc::exhausted, explained(*s, ec, diag.message));
+    if (ec) throw boost::system::system_error(ec, explained(*s, ec, diag.message));
     co_return std::move(l);
 }
 
@@ -307,10 +342,8 @@ void pool::start_acquire(duration timeout, respool::diagnostics* diag,
                          asio::any_completion_handler<void(error_code, lease<connection>)> handler) {
     auto slot = handler.get_cancellation_slot();
     auto done = [s = state_, diag, h = std::move(handler)](error_code ec, lease<connection> l) mutable {
-        if (ec == respool::errc::timeout) {
-            ec = respool::errc::exhausted;
-            if (diag) diag->message = describe(s->p->stats());
-        }
+        if (ec == respool::errc::timeout) ec = respool::errc::exhausted;
+        if (ec && diag) diag->message = explained(*s, ec, diag->message);
         asio::dispatch(asio::append(std::move(h), ec, std::move(l)));
     };
     if (diag)
@@ -319,8 +352,20 @@ void pool::start_acquire(duration timeout, respool::diagnostics* diag,
         state_->p->async_acquire(timeout, asio::bind_cancellation_slot(slot, std::move(done)));
 }
 
-void pool::start_query(std::string sql, std::optional<params> p, query_handler handler) {
+void pool::start_query(std::string sql, std::optional<params> p, diagnostics* diag, query_handler handler) {
+    if (diag) *diag = {};
     if (state_->pipelined && p && detail::pipelinable(sql)) {
+        if (diag) {  // a pipelined statement's connection is not the caller's: the pool's own account
+            auto slot = handler.get_cancellation_slot();
+            auto hex = asio::get_associated_executor(handler, state_->p->get_executor());
+            handler = asio::bind_cancellation_slot(
+                slot, asio::bind_executor(
+                          hex, [s = state_, diag, h = std::move(handler)](error_code ec, result r) mutable {
+                              if (ec && ec.category() != sqlstate_category())
+                                  diag->message = explained(*s, ec, {});
+                              std::move(h)(ec, std::move(r));
+                          }));
+        }
         if (!state_->cfg.thread_safe)
             return state_->pipelined->submit(std::move(sql), std::move(*p), std::move(handler));
         // From any thread: the pipelines live on the pool's executor (a strand, then).
@@ -330,29 +375,32 @@ void pool::start_query(std::string sql, std::optional<params> p, query_handler h
                 d->submit(std::move(s), std::move(q), std::move(h));
             });
     }
-    auto op = std::make_shared<pool_query>(state_, std::move(handler), std::move(sql), std::move(p));
+    auto op = std::make_shared<pool_query>(state_, std::move(handler), std::move(sql), std::move(p), diag);
     auto slot = op->handler.get_cancellation_slot();
-    state_->p->async_acquire(
-        state_->cfg.borrow_timeout,
-        asio::bind_cancellation_slot(slot, [op](error_code ec, lease<connection> l) {
-            if (ec)
-                return pool_query::deliver(op, ec == respool::errc::timeout ? respool::errc::exhausted : ec,
-                                           {});
-            op->l = std::move(l);
-            auto done = [op](error_code qec, result r) {
-                if (qec == condition::connection_broken)
-                    op->l.poison();
-                else
-                    op->l.release();  // reset on the way back when the statement changed the session
-                pool_query::deliver(op, qec, std::move(r));
-            };
-            auto qslot = op->handler.get_cancellation_slot();
-            if (op->p)
-                op->l->async_query(std::move(op->sql), std::move(*op->p),
-                                   asio::bind_cancellation_slot(qslot, std::move(done)));
+    auto acquired = [op](error_code ec, lease<connection> l) {
+        if (ec) {
+            if (ec == respool::errc::timeout) ec = respool::errc::exhausted;
+            if (op->diag) op->diag->message = explained(*op->s, ec, op->acquire_diag.message);
+            return pool_query::deliver(op, ec, {});
+        }
+        op->l = std::move(l);
+        auto done = [op](error_code qec, result r) {
+            if (qec && op->diag) *op->diag = op->l->last_error();
+            if (qec == condition::connection_broken)
+                op->l.poison();
             else
-                op->l->async_query(std::move(op->sql), asio::bind_cancellation_slot(qslot, std::move(done)));
-        }));
+                op->l.release();  // reset on the way back when the statement changed the session
+            pool_query::deliver(op, qec, std::move(r));
+        };
+        auto qslot = op->handler.get_cancellation_slot();
+        if (op->p)
+            op->l->async_query(std::move(op->sql), std::move(*op->p),
+                               asio::bind_cancellation_slot(qslot, std::move(done)));
+        else
+            op->l->async_query(std::move(op->sql), asio::bind_cancellation_slot(qslot, std::move(done)));
+    };
+    state_->p->async_acquire(state_->cfg.borrow_timeout, op->acquire_diag,
+                             asio::bind_cancellation_slot(slot, std::move(acquired)));
 }
 
 }  // namespace respool::pg

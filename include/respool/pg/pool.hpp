@@ -135,7 +135,8 @@ public:
     //  Errors:       errc::exhausted (no connection free in time; `diag`, when given, says how the
     //                pool stood), unavailable (circuit open), closed, cancelled, or the connect's own
     //                error when a connection made for this acquire failed (authentication_failed,
-    //                connect_failed, connect_timeout; `diag` has libpq's message, masked).
+    //                connect_failed, connect_timeout; `diag` has libpq's message, masked). For
+    //                exhausted and unavailable, `diag` adds libpq's message of the last failed connect.
     template <class Token = boost::asio::deferred_t>
     requires(!std::is_convertible_v<Token, duration>) auto async_acquire(Token&& token = {}) {
         return async_acquire(config().borrow_timeout, nullptr, std::forward<Token>(token));
@@ -162,7 +163,7 @@ public:
     auto async_query(std::string sql, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, result)>(
             [this](auto handler, std::string s) {
-                start_query(std::move(s), std::nullopt, std::move(handler));
+                start_query(std::move(s), std::nullopt, nullptr, std::move(handler));
             },
             token, std::move(sql));
     }
@@ -170,7 +171,28 @@ public:
     auto async_query(std::string sql, params p, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, result)>(
             [this](auto handler, std::string s, params q) {
-                start_query(std::move(s), std::move(q), std::move(handler));
+                start_query(std::move(s), std::move(q), nullptr, std::move(handler));
+            },
+            token, std::move(sql), std::move(p));
+    }
+    // The same, saying why it failed in `diag` (which must outlive the operation): the server's
+    // diagnostics for a statement's error (SQLSTATE, message, detail, hint; a pipelined statement's
+    // error has its SQLSTATE in the code only), libpq's message (masked) when the connect failed, the
+    // pool's state when no connection was free in time or the circuit was open (with the last connect's
+    // failure, if any).
+    template <class Token = boost::asio::deferred_t>
+    auto async_query(std::string sql, diagnostics& diag, Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, result)>(
+            [this, &diag](auto handler, std::string s) {
+                start_query(std::move(s), std::nullopt, &diag, std::move(handler));
+            },
+            token, std::move(sql));
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_query(std::string sql, params p, diagnostics& diag, Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, result)>(
+            [this, &diag](auto handler, std::string s, params q) {
+                start_query(std::move(s), std::move(q), &diag, std::move(handler));
             },
             token, std::move(sql), std::move(p));
     }
@@ -218,7 +240,7 @@ public:
 private:
     void start_acquire(duration timeout, respool::diagnostics* diag,
                        boost::asio::any_completion_handler<void(error_code, lease<connection>)> handler);
-    void start_query(std::string sql, std::optional<params> p,
+    void start_query(std::string sql, std::optional<params> p, diagnostics* diag,
                      boost::asio::any_completion_handler<void(error_code, result)> handler);
 
     template <class R, class F>
