@@ -2,6 +2,7 @@
 // the event loop) and passed as hostaddr, then PQconnectPoll step by step, each step an Asio wait on
 // libpq's socket (re-registered after every step: libpq may open a new socket per host or TLS attempt,
 // and a reused fd number would leave a stale epoll registration), all of it under one deadline.
+#include "connect_targets.hpp"
 #include "connection_impl.hpp"
 
 #include <algorithm>
@@ -32,7 +33,8 @@ struct connect_op : std::enable_shared_from_this<connect_op> {
     std::vector<std::string> keys, values;        // libpq's parsed options (+ hostaddr)
     std::vector<std::string> hosts;               // to resolve, in order
     std::vector<std::vector<std::string>> addrs;  // each host's addresses, in the resolver's order
-    std::string port = "5432";
+    std::string port = "5432";                    // the first host's, for the resolver (which needs one)
+    std::string ports;                            // the port option as given (one per host, maybe)
     bool done = false;
 
     void fail(error_code ec, std::string message) {
@@ -86,24 +88,13 @@ struct connect_op : std::enable_shared_from_this<connect_op> {
 
     void start() {
         if (!hosts.empty()) {
-            // Every address of every host, in order (localhost may be ::1 and 127.0.0.1): libpq tries
-            // each in turn, with the host name beside each address for TLS and error messages.
-            std::string host_list, addr_list;
-            bool first = true;
-            for (std::size_t i = 0; i < hosts.size(); ++i)
-                for (const std::string& a : addrs[i]) {
-                    if (!first) {
-                        host_list += ',';
-                        addr_list += ',';
-                    }
-                    first = false;
-                    host_list += hosts[i];
-                    addr_list += a;  // empty for a socket folder: libpq uses the host then
-                }
-            for (std::size_t i = 0; i < keys.size(); ++i)
-                if (keys[i] == "host") values[i] = host_list;
+            const detail::libpq_targets t = detail::targets_of(hosts, addrs, ports);
+            for (std::size_t i = 0; i < keys.size(); ++i) {
+                if (keys[i] == "host") values[i] = t.host;
+                if (keys[i] == "port") values[i] = t.port;
+            }
             keys.emplace_back("hostaddr");
-            values.push_back(addr_list);
+            values.push_back(t.hostaddr);
         }
         std::vector<const char*> k, v;
         for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -176,7 +167,7 @@ void connection::start_connect(std::string conninfo, std::chrono::steady_clock::
         const std::string k = o->keyword;
         if (k == "host") host = o->val;
         if (k == "hostaddr") has_hostaddr = true;
-        if (k == "port") op->port = o->val;
+        if (k == "port") op->port = op->ports = o->val;
         op->keys.push_back(k);
         op->values.emplace_back(o->val);
     }
@@ -189,6 +180,7 @@ void connection::start_connect(std::string conninfo, std::chrono::steady_clock::
             b = e + 1;
         }
         if (op->port.find(',') != std::string::npos) op->port = op->port.substr(0, op->port.find(','));
+        if (op->port.empty()) op->port = "5432";  // only the addresses are used
     }
     c.busy = true;
     c.timed_out = false;

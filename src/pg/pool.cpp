@@ -15,11 +15,13 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/this_coro.hpp>
 
 #include <libpq-fe.h>
 
+#include <mutex>
 #include <stdexcept>
 #include <typeinfo>
 
@@ -33,6 +35,21 @@ struct pool_state {
     pool_config cfg;
     std::optional<respool::pool<connection>> p;
     std::shared_ptr<pipeline_dispatch> pipelined;  // pipeline_depth > 1 (destroyed before p)
+
+    // libpq's message (masked) of the last failed connect, empty after a connect succeeded: why an
+    // operation that waited for connects which failed, or met an open circuit, failed.
+    void connect_ended(const std::string& failure) {
+        std::lock_guard lock(mutex);
+        last_connect_failure = failure;
+    }
+    std::string connect_failure() const {
+        std::lock_guard lock(mutex);
+        return last_connect_failure;
+    }
+
+private:
+    mutable std::mutex mutex;  // connects end on the pool's executor, operations on any (thread_safe)
+    std::string last_connect_failure;
 };
 
 }  // namespace detail
@@ -46,15 +63,9 @@ using detail::pool_state;
 }
 
 void check(const pool_config& c) {
-    char* err = nullptr;
-    PQconninfoOption* o = PQconninfoParse(c.conninfo.c_str(), &err);
-    if (!o) {
-        std::string reason = err ? err : "out of memory";
-        if (err) PQfreemem(err);
-        while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) reason.pop_back();
-        bad_config("conninfo \"" + masked(c.conninfo) + "\": " + masked(reason));
-    }
-    PQconninfoFree(o);
+    // What libpq would refuse at parse time or at the first connect (a malformed option value).
+    if (std::string e = conninfo_error(c.conninfo); !e.empty())
+        bad_config("conninfo \"" + masked(c.conninfo) + "\": " + e);
     if (c.max == 0) bad_config("max must be at least 1");
     if (c.min_idle > c.max)
         bad_config("min_idle (" + std::to_string(c.min_idle) + ") must not exceed max (" +
@@ -108,9 +119,10 @@ hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner
     hooks<connection> h;
     h.factory = [info = c.conninfo, timeout = c.connect_timeout, mode = c.statements,
                  capacity = c.statement_cache_capacity, statement_timeout = c.statement_timeout,
-                 drain_limit = c.cancel_drain_limit]() -> asio::awaitable<connection> {
+                 drain_limit = c.cancel_drain_limit, owner]() -> asio::awaitable<connection> {
         connection conn(co_await asio::this_coro::executor);
         auto [ec] = co_await conn.async_connect(info, timeout, asio::as_tuple(asio::use_awaitable));
+        if (auto s = owner.lock()) s->connect_ended(ec ? conn.last_error().message : std::string());
         if (ec) throw error_with_diagnostics(ec, conn.last_error());  // libpq's words, masked
         conn.set_statement_mode(mode, capacity);
         conn.set_statement_timeout(statement_timeout);
@@ -167,6 +179,20 @@ std::string describe(const pool_stats& s) {
            (s.circuit == circuit_state::closed ? "closed"
             : s.circuit == circuit_state::open ? "open"
                                                : "half-open");
+}
+
+// Why an acquire failed, for its caller: the connect's own message when a connect made for it failed
+// (`own`), the pool's state when none was free in time, and for those and an open circuit, libpq's
+// message of the last failed connect (every message masked).
+std::string explained(const pool_state& s, const error_code& ec, const std::string& own) {
+    const std::string last = s.connect_failure();
+    if (ec == respool::errc::exhausted || ec == respool::errc::timeout)
+        return describe(s.p->stats()) + (last.empty() ? "" : "; the last connect failed: " + last);
+    if (!own.empty()) return own;
+    if (ec == respool::errc::unavailable)
+        return "the circuit is open" + (last.empty() ? std::string() : ": the last connect failed: " + last);
+    if (ec == condition::connection_broken && !last.empty()) return last;
+    return ec.message();
 }
 
 error_code code_of(const std::exception_ptr& e) {
@@ -240,8 +266,8 @@ asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s) {
     auto [ec, l] =
         co_await s->p->async_acquire(s->cfg.borrow_timeout, diag, asio::as_tuple(asio::use_awaitable));
     if (ec == respool::errc::timeout)
-        throw boost::system::system_error(respool::errc::exhausted, describe(s->p->stats()));
-    if (ec) throw boost::system::system_error(ec, diag.message);
+        throw boost::system::system_error(respool::errc::exhausted, explained(*s, ec, diag.message));
+    if (ec) throw boost::system::system_error(ec, explained(*s, ec, diag.message));
     co_return std::move(l);
 }
 
@@ -370,10 +396,8 @@ void pool::start_acquire(duration timeout, respool::diagnostics* diag,
                          asio::any_completion_handler<void(error_code, lease<connection>)> handler) {
     auto slot = handler.get_cancellation_slot();
     auto done = [s = state_, diag, h = std::move(handler)](error_code ec, lease<connection> l) mutable {
-        if (ec == respool::errc::timeout) {
-            ec = respool::errc::exhausted;
-            if (diag) diag->message = describe(s->p->stats());
-        }
+        if (ec == respool::errc::timeout) ec = respool::errc::exhausted;
+        if (ec && diag) diag->message = explained(*s, ec, diag->message);
         asio::dispatch(asio::append(std::move(h), ec, std::move(l)));
     };
     if (diag)
@@ -402,13 +426,9 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
     auto slot = op->handler.get_cancellation_slot();
     auto acquired = [op](error_code ec, lease<connection> l) {
         if (ec) {
-            if (ec == respool::errc::timeout) {
-                ec = respool::errc::exhausted;
-                if (op->diag) op->acquire_diag.message = describe(op->s->p->stats());
-            }
-            if (op->diag) {
-                op->diag->message =
-                    op->acquire_diag.message.empty() ? ec.message() : op->acquire_diag.message;
+            if (ec == respool::errc::timeout) ec = respool::errc::exhausted;
+            if (op->diag) {  // the connect's own words, or the pool's state and the last connect's
+                op->diag->message = explained(*op->s, ec, op->acquire_diag.message);
                 op->diag->error = op->acquire_diag.error;
             }
             return pool_query::deliver(op, ec, {});

@@ -3,6 +3,7 @@
 // RESPOOL_PG_CONNINFO_FILE). Connect, queries, results, server errors with their SQLSTATE, a wrong
 // password (named, masked), the connect deadline against a loopback listener that never answers, and
 // the completion tokens. Nothing waits on a guessed time: every step waits on its own completion.
+#include "connect_targets.hpp"
 #include "pg_test_support.hpp"
 
 #include <respool/pg/connection.hpp>
@@ -16,7 +17,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "connect_targets.hpp"
+
 #include <gtest/gtest.h>
+
+#include <libpq-fe.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -480,6 +485,63 @@ TEST(pg_masking, the_fuzzer_s_finds_stay_masked) {
         << "the query starts after the credentials";
     EXPECT_EQ(pg::masked("postgresql://h/db?pass%77ord=s3cret"), "postgresql://h/db?pass%77ord=***")
         << "a percent-encoded key";
-    EXPECT_EQ(pg::masked("password=s3cret host"), "password=*** host") << "free text: each password value";
+    EXPECT_EQ(pg::masked("password=s3cret x=1 password='a b' y"), "password=*** x=1 password=*** y")
+        << "free text: each password value";
     EXPECT_EQ(pg::masked("relation \"t\" does not exist"), "relation \"t\" does not exist");
+}
+
+// Text that carries a connection string somewhere inside it: libpq's own parse errors (which quote the
+// URI, or the token that failed), a CLI message quoting an argument. Every one goes through masked().
+TEST(pg_masking, connection_strings_inside_messages_are_masked) {
+    EXPECT_EQ(pg::masked("postgresql://[?passwor]?password=s3cret"), "postgresql://[?passwor]?password=***")
+        << "a '?' inside an IPv6 host's brackets does not start the query";
+    EXPECT_EQ(pg::masked("end of string reached when looking for matching \"]\" in IPv6 host address in "
+                         "URI: \"postgresql://app:s3cret@[::1/postgres\"\n"),
+              "end of string reached when looking for matching \"]\" in IPv6 host address in URI: "
+              "\"postgresql://app:***@[::1/postgres\"\n");
+    EXPECT_EQ(pg::masked("bad URI \"postgresql://[::1/db?password=s3cret\""),
+              "bad URI \"postgresql://[::1/db?password=***")
+        << "a URI libpq refuses: its query masked to the end";
+    EXPECT_EQ(pg::masked("invalid percent-encoded token: \"s3%zzcret\"\n"),
+              "invalid percent-encoded token: \"***\"\n");
+    EXPECT_EQ(pg::masked("forbidden value %00 in percent-encoded value: \"s3%00cret\"\n"),
+              "forbidden value %00 in percent-encoded value: \"***\"\n");
+    EXPECT_EQ(pg::masked("missing \"=\" after \"cret\" in connection info string\n"),
+              "missing \"=\" after \"***\" in connection info string\n")
+        << "the rest of a password with a blank in it";
+    EXPECT_EQ(pg::masked("password=s3 cret host=db"), "password=*** host=db")
+        << "libpq refuses it: the password went on to the next keyword";
+    const std::string quoted = "'host=x password=s3 cret' is not valid: option port: \"x\"";
+    EXPECT_EQ(pg::masked(quoted), "'host=x password=***' is not valid: option port: \"x\"")
+        << "a quoted connection string ends at its quote";
+    EXPECT_EQ(pg::masked(pg::masked(quoted)), pg::masked(quoted))
+        << "masking a masked message changes nothing";
+    EXPECT_EQ(pg::masked("The following argument was not expected: postgres://u:s3cret@h/db"),
+              "The following argument was not expected: postgres://u:***@h/db");
+    EXPECT_EQ(pg::masked("one postgresql://h/x and postgresql://u:s3cret@h/y"),
+              "one postgresql://h/x and postgresql://u:***@h/y")
+        << "each URI in the text";
+}
+
+// A host that resolves to several addresses (localhost: ::1 and 127.0.0.1) is handed to libpq once
+// per address; with one port per host, the port list must follow, or libpq refuses the connect
+// ("could not match 2 port numbers to 3 hosts").
+TEST(pg_connect_targets, a_host_with_several_addresses_keeps_its_own_port) {
+    const auto t =
+        pg::detail::targets_of({"localhost", "db2"}, {{"::1", "127.0.0.1"}, {"127.0.0.2"}}, "5432,5433");
+    EXPECT_EQ(t.host, "localhost,localhost,db2");
+    EXPECT_EQ(t.hostaddr, "::1,127.0.0.1,127.0.0.2");
+    EXPECT_EQ(t.port, "5432,5432,5433");
+    // libpq's own verdict on the lists (it checks them before any I/O).
+    const char* keys[] = {"host", "hostaddr", "port", "dbname", "connect_timeout", nullptr};
+    const char* values[] = {t.host.c_str(), t.hostaddr.c_str(), t.port.c_str(), "x", "1", nullptr};
+    PGconn* c = PQconnectStartParams(keys, values, 0);
+    ASSERT_NE(c, nullptr);
+    const std::string error = PQstatus(c) == CONNECTION_BAD ? PQerrorMessage(c) : "";
+    PQfinish(c);
+    EXPECT_EQ(error, "");
+    // One port for all, or none: left as given.
+    EXPECT_EQ(pg::detail::targets_of({"localhost"}, {{"::1", "127.0.0.1"}}, "5432").port, "5432");
+    EXPECT_EQ(pg::detail::targets_of({"localhost"}, {{"::1", "127.0.0.1"}}, "").port, "");
+    EXPECT_EQ(pg::detail::targets_of({"/tmp/s", "h"}, {{""}, {"127.0.0.1"}}, ",5433").port, ",5433");
 }

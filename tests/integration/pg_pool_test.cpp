@@ -558,6 +558,55 @@ TEST_F(pg_pool, odd_values_that_work_are_accepted) {
     });
 }
 
+// libpq 15 parses these and fails only when a connect starts: the pool refuses them at construction,
+// naming the option, never quoting the password.
+TEST(pg_pool_conninfo, malformed_option_values_are_refused_at_construction_by_name) {
+    asio::io_context io;
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"host=127.0.0.1 password=hunter2 port=notaport", "option port: \"notaport\""},
+        {"host=127.0.0.1 password=hunter2 port=-5", "option port: \"-5\""},
+        {"host=127.0.0.1 password=hunter2 port=70000", "option port: \"70000\""},
+        {"host=127.0.0.1 password=hunter2 port=0", "option port: \"0\""},
+        {"host=127.0.0.1 password=hunter2 sslmode=bogus", "option sslmode: \"bogus\""},
+        {"host=127.0.0.1 password=hunter2 connect_timeout=soon", "option connect_timeout: \"soon\""},
+        {"host=127.0.0.1 password=hunter2 connect_timeout=-1", "option connect_timeout"},
+        {"host=127.0.0.1 password=hunter2 connect_timeout=99999999999", "option connect_timeout"},
+        {"host=127.0.0.1 password=hunter2 keepalives_idle=x", "option keepalives_idle"},
+        {"host=127.0.0.1 password=hunter2 gssencmode=maybe", "option gssencmode"},
+        {"host=127.0.0.1 password=hunter2 target_session_attrs=writable", "option target_session_attrs"},
+        {"host=127.0.0.1 password=hunter2 ssl_min_protocol_version=TLSv9", "option ssl_min_protocol_version"},
+        {"postgresql://app:hunter2@h:notaport/db", "option port: \"notaport\""},
+        {"postgresql://app:hunter2@h/db?sslmode=bogus", "option sslmode: \"bogus\""},
+        {"postgresql://app:hunter2@h/db?connect_timeout=x", "option connect_timeout"},
+        {"host=a,b,c port=5432,5433 password=hunter2", "option port: 2 ports for 3 hosts"},
+        {"postgresql://app:hunter2@a:1,b:x/db", "option port: \"x\""},
+        {"host=a,b hostaddr=127.0.0.1 password=hunter2", "option hostaddr: 1 addresses for 2 hosts"},
+    };
+    for (const auto& [info, says] : cases) {
+        pg::pool_config c;
+        c.conninfo = info;
+        try {
+            pg::pool db(io.get_executor(), c);
+            ADD_FAILURE() << "accepted: " << info;
+        } catch (const std::invalid_argument& e) {
+            const std::string m = e.what();
+            EXPECT_NE(m.find(says), std::string::npos) << info << " -> " << m;
+            EXPECT_EQ(m.find("hunter2"), std::string::npos) << m;
+        }
+    }
+    // What libpq takes: one port for every host, one per host, empty entries (the default), blanks
+    // around a number, the modes in any case libpq allows.
+    for (const std::string info :
+         {"host=a,b port=5432", "host=a,b port=5432,5433", "host=a,b port=,5433", "port=' 5432 '",
+          "postgresql://a:1,b:2/db", "postgresql://a,b:2,c/db", "sslmode=verify-full connect_timeout=0",
+          "ssl_min_protocol_version=tlsv1.2 target_session_attrs=prefer-standby", "port="}) {
+        pg::pool_config c;
+        c.conninfo = info;
+        c.min_idle = 0;
+        EXPECT_NO_THROW(pg::pool(io.get_executor(), c)) << info;
+    }
+}
+
 TEST_F(pg_pool, bad_settings_are_named_and_the_password_is_masked) {
     asio::io_context io;
     pg::pool_config c;

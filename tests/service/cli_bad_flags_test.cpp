@@ -158,6 +158,59 @@ TEST(cli_bad_flags, simulate_takes_zero_where_zero_means_off) {
     EXPECT_NE(out.find("leases handed out"), std::string::npos) << out;
 }
 
+// A PostgreSQL --db whose option values libpq would refuse only at the first connect: refused at
+// startup, exit 2, the flag and the option named, the password never printed.
+TEST(cli_bad_flags, serve_refuses_malformed_connection_option_values_by_name) {
+    const std::vector<bad> cases = {
+        {{"serve", "--db", "host=127.0.0.1 password=hunter2 port=notaport"}, "option port"},
+        {{"serve", "--db", "host=127.0.0.1 password=hunter2 port=-5"}, "option port"},
+        {{"serve", "--db", "host=127.0.0.1 password=hunter2 port=70000"}, "option port"},
+        {{"serve", "--db", "host=127.0.0.1 password=hunter2 sslmode=bogus"}, "option sslmode"},
+        {{"serve", "--db", "host=127.0.0.1 password=hunter2 connect_timeout=x"}, "option connect_timeout"},
+        {{"serve", "--db", "postgresql://u:hunter2@127.0.0.1:notaport/db"}, "option port"},
+        {{"serve", "--db", "postgresql://u:hunter2@127.0.0.1/db?sslmode=bogus"}, "option sslmode"},
+        {{"serve", "--db", "host=a,b,c port=1,2 password=hunter2"}, "option port: 2 ports for 3 hosts"},
+        {{"demo", "--db", "postgresql://u:hunter2@127.0.0.1/db?connect_timeout=-1"},
+         "option connect_timeout"},
+    };
+    expect_exit_2_naming(cases);
+    for (const auto& c : cases) {
+        auto [status, out] = run_to_exit(c.args);
+        EXPECT_NE(out.find("--db"), std::string::npos) << out;
+        EXPECT_EQ(out.find("hunter2"), std::string::npos) << out;
+    }
+}
+
+// Messages that quote a connection string: libpq's parse error (it quotes the whole URI), a URI given
+// where no argument is expected. The password is masked in each.
+TEST(cli_bad_flags, no_message_prints_a_password) {
+    const std::vector<std::vector<std::string>> cases = {
+        {"serve", "--db", "postgresql://app:hunter2@[::1/postgres"},
+        {"serve", "--db", "postgresql://app:hunter%zz2@127.0.0.1/db"},
+        {"serve", "--db", "host=127.0.0.1 password=hunter 2"},
+        {"serve", "--db", "sqlite:x.db", "postgresql://app:hunter2@127.0.0.1/db"},
+        {"serve", "--db", "sqlite:x.db", "password=hunter2"},
+    };
+    for (const auto& args : cases) {
+        auto [status, out] = run_to_exit(args);
+        EXPECT_EQ(status, 2) << out;
+        EXPECT_EQ(out.find("hunter"), std::string::npos) << out;
+    }
+}
+
+// A URI whose password libpq reads from the query after an IPv6-style host holding '?': the service
+// starts (nothing answers there) and its banner shows the URL masked.
+TEST(cli_bad_flags, the_serve_banner_masks_the_password) {
+    serve_process p({"serve", "--db", "postgresql://[?passwor]?password=hunter2&connect_timeout=1",
+                     "--listen", "127.0.0.1:0", "--min-idle", "0", "--breaker-failures", "0"});
+    p.wait_listening();
+    p.signal(SIGTERM);
+    EXPECT_TRUE(p.wait_exit().has_value());
+    const std::string err = p.stderr_text();
+    EXPECT_NE(err.find("postgresql://[?passwor]?password=***"), std::string::npos) << err;
+    EXPECT_EQ(err.find("hunter2"), std::string::npos) << err;
+}
+
 TEST(cli_bad_flags, an_unknown_subcommand_or_flag_exits_2) {
     expect_exit_2_naming({
         {{"serve-it", "--x"}, "serve-it"},

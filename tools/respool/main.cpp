@@ -10,6 +10,7 @@
 
 #include <respool/version.h>
 #include <respool/options.hpp>
+#include <respool/pg/errors.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -101,10 +102,11 @@ int main(int argc, char** argv) {
                                 : demo->parsed()     ? demo
                                 : simulate->parsed() ? simulate
                                                      : &app;
-        std::cerr << "respool: " << e.what() << "\n\n" << shown->help();
+        // CLI11 may quote an argument (one not expected, say): it may be a connection string.
+        std::cerr << "respool: " << respool::pg::masked(e.what()) << "\n\n" << shown->help();
         return 2;
-    } catch (const std::invalid_argument& e) {  // a setting a pool refused (messages are masked)
-        std::cerr << "respool " << current->get_name() << ": " << e.what() << "\n";
+    } catch (const std::invalid_argument& e) {  // a setting a pool refused (masked once more: cheap)
+        std::cerr << "respool " << current->get_name() << ": " << respool::pg::masked(e.what()) << "\n";
         return 2;
     }
 }

@@ -5,8 +5,6 @@
 
 #include <respool/pg/errors.hpp>
 
-#include <libpq-fe.h>
-
 #include <charconv>
 
 namespace respool_cli {
@@ -57,18 +55,11 @@ std::string db_url_error(const std::string& url) {
         return "'" + respool::pg::masked(url) +
                "' is not a database URL (sqlite:PATH, postgresql://..., or a libpq conninfo \"host=... "
                "dbname=...\")";
-    char* err = nullptr;
-    PQconninfoOption* opts = PQconninfoParse(url.c_str(), &err);
-    if (opts) {
-        PQconninfoFree(opts);
-        return {};
-    }
-    std::string reason = err ? err : "out of memory";
-    if (err) PQfreemem(err);
-    while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) reason.pop_back();
-    // libpq may quote part of the string in its reason: both go through masking.
-    return "'" + respool::pg::masked(url) +
-           "' is not a valid PostgreSQL connection string: " + respool::pg::masked(reason);
+    // libpq's parse, then the option values it would refuse only when a connect starts (a service
+    // that cannot connect should not start); the reason names the option, masked.
+    if (std::string reason = respool::pg::conninfo_error(url); !reason.empty())
+        return "'" + respool::pg::masked(url) + "' is not a valid PostgreSQL connection string: " + reason;
+    return {};
 }
 
 db_target parse_db_url(const std::string& url) {
@@ -104,6 +95,7 @@ listen_address parse_listen(const std::string& text) {
 void add_pool_flags(CLI::App& cmd, serve_config& cfg) {
     cmd.add_option("--db", cfg.db,
                    "sqlite:PATH (embedded SQLite file), or a PostgreSQL URI (postgresql://...) or conninfo")
+        ->default_function([&cfg] { return respool::pg::masked(cfg.db); })  // --help shows it
         ->capture_default_str()
         ->check(CLI::Validator(db_url_error, "URL"));
     cmd.add_option("--max", cfg.max,

@@ -67,8 +67,15 @@ struct diagnostics {
     int position = 0;  // 1-based character in the statement, 0 = none
 };
 
-// The connection string with the password's value replaced by "***" (keyword/value and URI forms).
-std::string masked(std::string_view conninfo);
+// The text with every password replaced by "***": a connection string (keyword/value and URI forms),
+// or any text that may quote one or a piece of one (libpq's messages, a command line's error). Every
+// message, log line and metric respool makes from a connection string goes through it.
+std::string masked(std::string_view text);
+
+// Why libpq would refuse the connection string, at parse time or when a connect starts (an option's
+// value malformed: port, sslmode, connect_timeout, more ports than hosts, ...), naming the option,
+// masked; empty when it would not.
+std::string conninfo_error(std::string_view conninfo);
 
 // A failure in words: the server's message and its SQLSTATE, `relation "nope" does not exist (SQLSTATE
 // 42P01)`; for the connection's own failures, libpq's message and the code's, `connection refused

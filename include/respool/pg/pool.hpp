@@ -139,7 +139,8 @@ public:
     //  Errors:       errc::exhausted (no connection free in time; `diag`, when given, says how the
     //                pool stood), unavailable (circuit open), closed, cancelled, or the connect's own
     //                error when a connection made for this acquire failed (authentication_failed,
-    //                connect_failed, connect_timeout; `diag` has libpq's message, masked).
+    //                connect_failed, connect_timeout; `diag` has libpq's message, masked). For
+    //                exhausted and unavailable, `diag` adds libpq's message of the last failed connect.
     template <class Token = boost::asio::deferred_t>
     requires(!std::is_convertible_v<Token, duration>) auto async_acquire(Token&& token = {}) {
         return async_acquire(config().borrow_timeout, nullptr, std::forward<Token>(token));
