@@ -9,7 +9,8 @@
 namespace respool::sqlite::detail {
 
 // "YYYY-MM-DD", then ' ' or 'T' and "HH:MM[:SS[.fff...]]", then "Z" or "+HH:MM"/"-HH:MM"; false for
-// anything else. Reads no byte outside `s`.
+// anything else, and for a time system_clock cannot hold (outside about 1678-2262 with libstdc++'s
+// nanoseconds). Reads no byte outside `s`.
 bool parse_time(std::string_view s, std::chrono::system_clock::time_point& out);
 
 }  // namespace respool::sqlite::detail

@@ -100,6 +100,7 @@ bool detail::parse_time(std::string_view s, chr::system_clock::time_point& out) 
         return ec == std::errc() && p == s.data() + at + n;
     };
     int y, mo, d, h = 0, mi = 0, sec = 0;
+    if (s.size() < 10) return false;  // "YYYY-MM-DD" at least: the checks below read s[4] and s[7]
     if (!num(0, 4, y) || s[4] != '-' || !num(5, 2, mo) || s[7] != '-' || !num(8, 2, d)) return false;
     std::size_t at = 10;
     chr::microseconds frac{0};
@@ -130,8 +131,14 @@ bool detail::parse_time(std::string_view s, chr::system_clock::time_point& out) 
     const chr::year_month_day ymd{chr::year(y), chr::month(static_cast<unsigned>(mo)),
                                   chr::day(static_cast<unsigned>(d))};
     if (at != s.size() || !ymd.ok() || h > 23 || mi > 59 || sec > 60) return false;
-    out = chr::time_point_cast<chr::system_clock::duration>(
-        chr::sys_days(ymd) + chr::hours(h) + chr::minutes(mi) + chr::seconds(sec) + frac - offset);
+    const chr::sys_time<chr::microseconds> t =
+        chr::sys_days(ymd) + chr::hours(h) + chr::minutes(mi) + chr::seconds(sec) + frac - offset;
+    // system_clock counts nanoseconds in 64 bits (the years 1678 to 2262 here): a time outside them
+    // would overflow in the conversion.
+    using point = chr::system_clock::time_point;
+    if (t < chr::ceil<chr::microseconds>(point::min()) || t > chr::floor<chr::microseconds>(point::max()))
+        return false;
+    out = chr::time_point_cast<chr::system_clock::duration>(t);
     return true;
 }
 

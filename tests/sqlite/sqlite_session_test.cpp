@@ -401,28 +401,31 @@ TEST_F(sqlite_session, reset_policy_none_leaves_the_session_to_the_next_borrower
     EXPECT_EQ(writer_view(db).pragmas.at("foreign_keys"), "0");
 }
 
-// pool::async_query reads run in batches on one reader: a PRAGMA among them changes nothing for the
-// others, queued with it, before or after.
+// pool::async_query reads run in batches on one reader, two or more in one read transaction: a PRAGMA
+// among them (cache_size: it takes effect inside a transaction too) changes nothing for the others,
+// queued with it, before or after.
 TEST_F(sqlite_session, a_session_change_in_a_read_batch_stays_its_own) {
     sqlite::pool db(io.get_executor(), settings(1));
     schema(db);
-    std::vector<std::optional<std::int64_t>> seen(16);
+    const std::string cache_size = reader_view(db).pragmas.at("cache_size");
+    ASSERT_NE(cache_size, "17");
+    std::vector<std::optional<std::string>> seen(16);
     std::optional<error_code> pragma_result;
     for (std::size_t i = 0; i < seen.size(); ++i) {
         if (i == 4)
-            db.async_query("PRAGMA foreign_keys=OFF",
+            db.async_query("PRAGMA cache_size=17",
                            [&](error_code ec, sqlite::result) { pragma_result = ec; });
-        db.async_query("PRAGMA foreign_keys", [&seen, i](error_code ec, sqlite::result r) {
+        db.async_query("PRAGMA cache_size", [&seen, i](error_code ec, sqlite::result r) {
             EXPECT_FALSE(ec) << ec.message();
-            if (!ec) seen[i] = r.get<std::int64_t>(0, 0);
+            if (!ec) seen[i] = std::string(r.text(0, 0));
         });
     }
     io.run();
     io.restart();
     ASSERT_TRUE(pragma_result);
     EXPECT_FALSE(*pragma_result);
-    for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], 1) << i;
-    EXPECT_EQ(reader_view(db).pragmas.at("foreign_keys"), "1");
+    for (std::size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], cache_size) << i;
+    EXPECT_EQ(reader_view(db).pragmas.at("cache_size"), cache_size);
 }
 
 }  // namespace

@@ -138,6 +138,17 @@ TEST(sqlite_time_text, prefixes_are_refused_without_reading_past_their_end) {
     }
 }
 
+// Times system_clock cannot hold (nanoseconds in 64 bits: about 1678 to 2262) are not times; the
+// conversion overflowed before (UBSan: signed integer overflow).
+TEST(sqlite_time_text, times_outside_system_clock_are_refused_without_overflow) {
+    std::chrono::system_clock::time_point out{};
+    for (const char* t :
+         {"0001-01-01", "1600-06-01 12:00:00", "2300-01-01T00:00:00Z", "9999-12-31 23:59:59.999999"})
+        EXPECT_FALSE(respool::sqlite::detail::parse_time(t, out)) << t;
+    EXPECT_TRUE(respool::sqlite::detail::parse_time("2262-01-01 00:00:00", out));
+    EXPECT_TRUE(respool::sqlite::detail::parse_time("1678-12-31 00:00:00", out));
+}
+
 TEST_F(sqlite_values, short_texts_are_not_times) {
     auto r = query("SELECT '2024', '2024-02', '2024-02-2'");
     for (std::size_t col = 0; col < 3; ++col)
