@@ -73,6 +73,15 @@ void pipeline_dispatch::grow() {
         };
         self->carriers_.push_back(std::move(c));
         self->feed();
+        if (raw->pipe->in_flight() == 0 && !raw->pipe->broken()) {
+            // Asked for while the other carriers were busy, it found nothing left to carry (the
+            // statements went to a carrier with room meanwhile). Back to the pool now: a pipeline that
+            // was never busy never reports idle, and the lease would stay out with nothing in flight.
+            std::unique_ptr<carrier> spare = std::move(self->carriers_.back());  // raw: nothing waits
+            self->carriers_.pop_back();
+            spare->l.release();
+            return;
+        }
         if (!self->waiting_.empty()) self->grow();
     });
 }

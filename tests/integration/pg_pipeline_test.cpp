@@ -237,6 +237,37 @@ TEST_F(pg_pipeline, a_broken_connection_fails_what_it_carried_and_is_replaced) {
     });
 }
 
+// A statement sent while the only carrier is busy asks the pool for a second one but rides the first
+// (which has room); the second arrives with nothing to carry. It must go back to the pool at once, not
+// stay lent with nothing in flight (it would be lent until the next statement came, if ever).
+TEST_F(pg_pipeline, a_carrier_that_arrives_with_nothing_to_carry_goes_back) {
+    run([]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, pipelined("t_pipe_spare", 2));
+        admin a = co_await admin::open();
+        std::vector<outcome> out(2);
+        std::size_t done = 0;
+        auto record = [&out, &done](std::size_t i) {
+            return [&out, &done, i](error_code ec, pg::result r) {
+                out[i] = {ec, std::move(r)};
+                ++done;
+            };
+        };
+        db.async_query("SELECT pg_sleep($1::float8)", pg::params(0.3), record(0));
+        co_await until_running(a, "t_pipe_spare", "SELECT pg_sleep");
+        db.async_query("SELECT $1::int", pg::params(5), record(1));  // the busy carrier has room
+        co_await until(done, 2);
+        for (const auto& o : out) EXPECT_FALSE(o.first) << o.first.message();
+        asio::steady_timer t(co_await asio::this_coro::executor);
+        for (int i = 0; i < 300 && (db.stats().active != 0 || db.stats().creating != 0); ++i) {  // 3 s
+            t.expires_after(10ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        EXPECT_EQ(db.stats().acquires, 2u) << "the second statement asked for a second carrier";
+        EXPECT_EQ(db.stats().active, 0u) << "every carrier went back once nothing was in flight";
+        EXPECT_EQ(db.stats().idle, 2u);
+    });
+}
+
 // set_config changes the session: it borrows a connection of its own and the reset on return undoes
 // it before pipelined statements see that connection.
 TEST_F(pg_pipeline, a_statement_that_changes_the_session_never_shares_a_connection) {

@@ -44,8 +44,8 @@ constexpr int clients = 4;
 // A client's loop ends when its scenario says stop (well within three minutes: the longest waits 10 s,
 // holds its fault 10 s, and pg_ctl gives up on a start after 60 s); these bounds only catch one that
 // never does. The count must stay out of reach of a working scenario: while the circuit is open each
-// request is a 503 answered in microseconds, and a Release build's client sends some 10,000 a second,
-// 100,000 during the 10 s stop (a bound of 100,000 ended the clients silently in the outage, and the
+// request is a 503 answered in microseconds, and a Release build's client sends 10,000 or more a second,
+// over 100,000 during the 10 s stop (a bound of 100,000 ended the clients silently in the outage, and the
 // wait for their successes after it timed out).
 constexpr int max_requests_per_client = 10'000'000;
 constexpr auto max_client_time = std::chrono::minutes(3);
