@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace respool::pg {
 
@@ -71,7 +72,7 @@ std::string port_error(const std::string& ports, std::size_t hosts) {
 }
 
 std::string one_of_error(const std::string& option, const std::string& value,
-                         std::initializer_list<std::string_view> allowed, bool any_case = false) {
+                         const std::vector<std::string_view>& allowed, bool any_case = false) {
     auto same = [any_case](std::string_view a, std::string_view b) {
         if (a.size() != b.size()) return false;
         for (std::size_t i = 0; i < a.size(); ++i) {
@@ -105,7 +106,8 @@ std::string values_error(const std::map<std::string, std::string>& given) {
     if (const std::string* port = value("port"); port && !port->empty())
         if (std::string e = port_error(*port, hosts); !e.empty()) return e;
 
-    const std::pair<const char*, std::initializer_list<std::string_view>> modes[] = {
+    // (Vectors: an initializer_list inside a pair would not outlive the array's initialization.)
+    const std::pair<const char*, std::vector<std::string_view>> modes[] = {
         {"sslmode", {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}},
         {"gssencmode", {"disable", "prefer", "require"}},
         {"channel_binding", {"disable", "prefer", "require"}},

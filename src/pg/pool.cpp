@@ -122,7 +122,8 @@ hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner
                  drain_limit = c.cancel_drain_limit, owner]() -> asio::awaitable<connection> {
         connection conn(co_await asio::this_coro::executor);
         auto [ec] = co_await conn.async_connect(info, timeout, asio::as_tuple(asio::use_awaitable));
-        if (auto s = owner.lock()) s->connect_ended(ec ? conn.last_error().message : std::string());
+        if (auto s = owner.lock(); s && ec != asio::error::operation_aborted)  // not a pool closing
+            s->connect_ended(ec ? conn.last_error().message : std::string());
         if (ec) throw error_with_diagnostics(ec, conn.last_error());  // libpq's words, masked
         conn.set_statement_mode(mode, capacity);
         conn.set_statement_timeout(statement_timeout);

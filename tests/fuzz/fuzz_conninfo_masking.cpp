@@ -4,7 +4,8 @@
 // password query parameter). libpq itself says what the password is (PQconninfoParse): whenever it
 // parses the string with exactly our secret as the password, and the secret occurs once in it, the
 // masked string must not contain it, nor must any message that quotes the string as libpq's own
-// errors do (or with the input's text around it), nor libpq's errors that quote one token of it.
+// errors do (or with the input's text around it), nor libpq's errors that quote one token of it, nor
+// pg::conninfo_error's verdict on the string.
 #include <respool/pg/errors.hpp>
 
 #include <libpq-fe.h>
@@ -59,6 +60,10 @@ constexpr std::string_view quoting[] = {
 void check(const std::string& info, const std::string& a, const std::string& b) {
     if (occurrences(info, secret) != 1 || password_of(info) != secret) return;
     expect_masked(info);
+    if (const std::string e = respool::pg::conninfo_error(info); e.find(secret) != std::string::npos) {
+        std::fprintf(stderr, "password in conninfo_error\n  in:  %s\n  out: %s\n", info.c_str(), e.c_str());
+        std::abort();
+    }
     for (std::string_view q : quoting) expect_masked(std::string(q) + info + "\"\n");
     expect_masked(a + "\"" + info + "\"" + b);
     expect_masked(a + ": " + info);
@@ -71,6 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view in(reinterpret_cast<const char*>(data), size);
     (void)respool::pg::masked(in);
     if (in.find('\0') != std::string_view::npos) return 0;  // libpq reads C strings
+    (void)respool::pg::conninfo_error(in);
     const auto cut = in.find('|');
     const std::string a(in.substr(0, cut));
     const std::string b(cut == std::string_view::npos ? std::string_view() : in.substr(cut + 1));
