@@ -60,6 +60,7 @@ error_mapping pg_error(pg::error e) noexcept {
         return unavailable;
     case pg::error::busy: return internal;  // two operations on one connection: a handler's bug
     case pg::error::statement_timeout: return deadline;
+    case pg::error::unsupported_statement: return internal;  // a COPY through async_query: a handler's bug
     }
     return internal;
 }
@@ -92,6 +93,7 @@ error_mapping sqlite_own(sqlite::error e) noexcept {
     case sqlite::error::writes_on_reader:
     case sqlite::error::multiple_statements:
     case sqlite::error::parameter_count: return internal;
+    case sqlite::error::session_not_restorable: return internal;  // the connection is replaced; not a retry
     }
     return internal;
 }
