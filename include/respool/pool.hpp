@@ -37,6 +37,7 @@
 #include <optional>
 #include <respool/source_location.hpp>
 #include <stdexcept>
+#include <utility>
 
 namespace respool {
 
@@ -320,6 +321,12 @@ struct initiate_acquire {
     template <class Handler>
     void operator()(Handler&& handler, acquire_request req) const {
         using H = std::decay_t<Handler>;
+        if (!impl) {  // a moved-from pool: closed, through the handler's own executor
+            auto ex = boost::asio::get_associated_executor(handler);
+            boost::asio::post(ex, boost::asio::append(std::forward<Handler>(handler),
+                                                      make_error_code(errc::closed), lease<T>{}));
+            return;
+        }
         if (facts->acquire_inline) {
             error_code ec;
             resource_node* n = acquire_now(*impl, ec, req.where);
@@ -354,6 +361,12 @@ struct initiate_signal {
     template <class Handler>
     void operator()(Handler&& handler, bool close, duration grace) const {
         using H = std::decay_t<Handler>;
+        if (!impl) {  // a moved-from pool: nothing to close; never ready
+            auto ex = boost::asio::get_associated_executor(handler);
+            boost::asio::post(ex, boost::asio::append(std::forward<Handler>(handler),
+                                                      close ? error_code{} : make_error_code(errc::closed)));
+            return;
+        }
         auto ex = boost::asio::get_associated_executor(handler, facts->executor);
         auto work = boost::asio::prefer(ex, boost::asio::execution::outstanding_work.tracked);
         auto h = std::make_shared<H>(std::forward<Handler>(handler));
@@ -382,12 +395,19 @@ public:
     pool(executor_type ex, pool_options opts, hooks<T> h)
         : impl_(make(std::move(ex), opts, std::move(h))), facts_(&detail::facts_of(*impl_)) {}
 
-    pool(pool&&) noexcept = default;
+    // A moved-from pool is empty (valid() is false): it acts as a closed pool with nothing in it.
+    // try_acquire and async_acquire fail with errc::closed (async ones complete through the handler's
+    // associated executor, the system executor when it has none), async_wait_ready with errc::closed,
+    // async_close succeeds; close(), retire_all() and the circuit controls do nothing; stats() says
+    // closed and empty; options() are the defaults and get_executor() an empty executor. The setters
+    // (circuit strategy, observers, log sink, set_max) throw std::logic_error; breaker() requires a
+    // valid pool. Assigning a pool to it makes it valid again.
+    pool(pool&& o) noexcept : impl_(std::move(o.impl_)), facts_(std::exchange(o.facts_, nullptr)) {}
     pool& operator=(pool&& o) noexcept {
         if (this != &o) {
             drop();
             impl_ = std::move(o.impl_);
-            facts_ = o.facts_;
+            facts_ = std::exchange(o.facts_, nullptr);
         }
         return *this;
     }
@@ -396,8 +416,16 @@ public:
     // Closes the pool. Leases still out stay valid; their release destroys the resource.
     ~pool() { drop(); }
 
-    [[nodiscard]] executor_type get_executor() const noexcept { return facts_->executor; }
-    [[nodiscard]] const pool_options& options() const noexcept { return detail::options_of(*impl_); }
+    // False for a moved-from pool (see the move constructor).
+    [[nodiscard]] bool valid() const noexcept { return impl_ != nullptr; }
+
+    [[nodiscard]] executor_type get_executor() const noexcept {
+        return facts_ ? facts_->executor : executor_type{};
+    }
+    [[nodiscard]] const pool_options& options() const noexcept {
+        static const pool_options defaults{};
+        return impl_ ? detail::options_of(*impl_) : defaults;
+    }
 
     // Acquire with the pool's default deadline (pool_options::acquire_timeout).
     //  Handler:      void(error_code, lease<T>); the lease is empty exactly when the error is set.
@@ -462,6 +490,10 @@ public:
     lease<T> try_acquire(error_code& ec,
                          respool::source_location where = respool::source_location::current()) noexcept {
         ec = {};
+        if (!impl_) {
+            ec = errc::closed;  // a moved-from pool
+            return {};
+        }
         detail::resource_node* n = detail::take_inline(*impl_);  // the common case, before the general path
         if (!n) n = detail::try_acquire(*impl_, ec, where);
         return n ? detail::lease_access::adopt<T>(impl_.get(), n) : lease<T>{};
@@ -470,7 +502,9 @@ public:
     // Idempotent: waiters fail with closed, idle resources are destroyed, coroutine hooks under way are
     // interrupted, timers stop (nothing of them touches the executor once this returns), leases die on
     // release. From the pool's executor, or any thread with thread_safe.
-    void close() noexcept { detail::close(*impl_); }
+    void close() noexcept {
+        if (impl_) detail::close(*impl_);
+    }
 
     // Closes, then completes once every resource is gone (leases returned, creations finished or
     // interrupted), or after `grace` with errc::timeout (leases still out die on release).
@@ -496,38 +530,55 @@ public:
     }
 
     // Circuit breaker, manual control (SPEC.md §1.7).
-    [[nodiscard]] circuit_state state() const { return detail::breaker(*impl_).state(); }
-    void activate() { detail::breaker(*impl_).activate(); }
-    void deactivate() { detail::breaker(*impl_).deactivate(); }
-    void recover() { detail::breaker(*impl_).recover(); }
-    void recover(std::uint32_t max_probes) { detail::breaker(*impl_).recover(max_probes); }
+    [[nodiscard]] circuit_state state() const {
+        return impl_ ? detail::breaker(*impl_).state() : circuit_state::closed;
+    }
+    void activate() {
+        if (impl_) detail::breaker(*impl_).activate();
+    }
+    void deactivate() {
+        if (impl_) detail::breaker(*impl_).deactivate();
+    }
+    void recover() {
+        if (impl_) detail::breaker(*impl_).recover();
+    }
+    void recover(std::uint32_t max_probes) {
+        if (impl_) detail::breaker(*impl_).recover(max_probes);
+    }
     // Called on every accepted release (success) and broken/poisoned release or failed creation.
     void set_circuit_strategy(std::shared_ptr<circuit_strategy> s) {
-        detail::set_strategy(*impl_, std::move(s));
+        detail::set_strategy(valid_impl(), std::move(s));
     }
     // Observers (several may watch one pool: the user's and a metrics exporter, say). Install them
     // before the pool is in use by other threads; with none installed events cost nothing.
     // set_observer replaces them all (nullptr removes them all).
-    void set_observer(std::shared_ptr<observer> o) { detail::set_observer(*impl_, std::move(o)); }
-    void add_observer(std::shared_ptr<observer> o) { detail::add_observer(*impl_, std::move(o)); }
-    void remove_observer(const std::shared_ptr<observer>& o) { detail::remove_observer(*impl_, o); }
+    void set_observer(std::shared_ptr<observer> o) { detail::set_observer(valid_impl(), std::move(o)); }
+    void add_observer(std::shared_ptr<observer> o) { detail::add_observer(valid_impl(), std::move(o)); }
+    void remove_observer(const std::shared_ptr<observer>& o) { detail::remove_observer(valid_impl(), o); }
     // Logging (default: none). make_ostream_log_sink(std::cerr) writes human-readable lines.
-    void set_log_sink(std::shared_ptr<log_sink> s) { detail::set_log_sink(*impl_, std::move(s)); }
-    // The pool's circuit breaker, for strategies and tools.
+    void set_log_sink(std::shared_ptr<log_sink> s) { detail::set_log_sink(valid_impl(), std::move(s)); }
+    // The pool's circuit breaker, for strategies and tools. Requires valid().
     circuit_breaker& breaker() noexcept { return detail::breaker(*impl_); }
 
-    [[nodiscard]] pool_stats stats() const noexcept { return detail::stats(*impl_); }
+    [[nodiscard]] pool_stats stats() const noexcept {
+        if (impl_) return detail::stats(*impl_);
+        pool_stats s;  // a moved-from pool: closed, nothing in it
+        s.closed = true;
+        return s;
+    }
 
     // Runtime controls (the database layers use them). From the pool's executor, or any thread when
     // thread_safe.
     // A new cap on total resources, validated as the option is (std::invalid_argument naming it). A
     // higher one serves parked waiters at once; a lower one destroys idle resources beyond it now and
     // lent ones as they come back (stats().surplus), never taking one from its holder.
-    void set_max(std::size_t max) { detail::set_max(*impl_, max); }
+    void set_max(std::size_t max) { detail::set_max(valid_impl(), max); }
     // Soft eviction (after a failover, a credential rotation): every resource that exists now is
     // destroyed when next idle or returned (idle ones at once; stats().replaced), and new ones replace
     // them, up to min and for the queue. Holders keep theirs until they return them.
-    void retire_all() noexcept { detail::retire_all(*impl_); }
+    void retire_all() noexcept {
+        if (impl_) detail::retire_all(*impl_);
+    }
 
 private:
     static std::shared_ptr<detail::pool_impl> make(executor_type ex, const pool_options& opts, hooks<T> h) {
@@ -538,6 +589,10 @@ private:
                 "respool: needs_reset must be synchronous (it decides whether a coroutine runs)");
         return detail::make_pool_impl(std::move(ex), opts,
                                       std::make_unique<detail::typed_hooks<T>>(std::move(h)));
+    }
+    detail::pool_impl& valid_impl() const {
+        if (!impl_) throw std::logic_error("respool: this pool is empty (moved from)");
+        return *impl_;
     }
     void drop() noexcept {
         if (impl_) {

@@ -101,8 +101,8 @@ struct pool_impl::driver_state final : scheduled_alarm {
     }
     void cancel_timer(timer_list::handle& h) noexcept { timers.cancel(h); }
     // Arms a recurring timer `d` from now (lock held). Never allocates.
-    void arm(std::optional<clock::time_point>& at, duration d) noexcept {
-        at = core::deadline_after(clock->now(), d);
+    void arm(std::optional<clock::time_point>& timer, duration d) noexcept {
+        timer = core::deadline_after(clock->now(), d);
         rearm();
     }
     void ring() noexcept override;
