@@ -12,11 +12,24 @@ namespace {
 unsigned char lower(unsigned char c) noexcept {
     return c >= 'A' && c <= 'Z' ? static_cast<unsigned char>(c - 'A' + 'a') : c;
 }
+// What each byte can be, looked up once per byte: most are plain (blanks, digits, punctuation) or go
+// on a word.
+enum char_class : unsigned char { plain = 0, starts_word = 1, in_word = 2, special = 4 };
+constexpr std::array<unsigned char, 256> char_classes = [] {
+    std::array<unsigned char, 256> t{};
+    for (int c = 0; c < 256; ++c) {
+        const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80;
+        if (letter) t[c] = starts_word | in_word;
+        if ((c >= '0' && c <= '9') || c == '$') t[c] |= in_word;  // `a$b` is one identifier
+    }
+    for (const char c : {';', '-', '/', '\'', '"', '$'}) t[static_cast<unsigned char>(c)] |= special;
+    return t;
+}();
 bool word_start(unsigned char c) noexcept {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80;
+    return (char_classes[c] & starts_word) != 0;
 }
 bool word_char(unsigned char c) noexcept {
-    return word_start(c) || (c >= '0' && c <= '9') || c == '$';  // `a$b` is one identifier
+    return (char_classes[c] & in_word) != 0;
 }
 
 bool is(std::string_view w, std::string_view lower_word) noexcept {
@@ -26,10 +39,6 @@ bool is(std::string_view w, std::string_view lower_word) noexcept {
 }
 bool starts(std::string_view w, std::string_view lower_prefix) noexcept {
     return w.size() >= lower_prefix.size() && is(w.substr(0, lower_prefix.size()), lower_prefix);
-}
-bool contains(std::string_view w, std::string_view lower_part) noexcept {
-    return std::search(w.begin(), w.end(), lower_part.begin(), lower_part.end(),
-                       [](char a, char b) { return lower(static_cast<unsigned char>(a)) == b; }) != w.end();
 }
 
 // Statements whose first word says they change the session (their tags say so too, but a script's
@@ -54,7 +63,10 @@ public:
     statement_facts run() noexcept {
         while (i_ < s_.size()) {
             const auto c = static_cast<unsigned char>(s_[i_]);
-            if (c == ';') {
+            const unsigned char k = char_classes[c];
+            if (k == plain) {
+                ++i_;
+            } else if (c == ';') {
                 words_ = 0;
                 copy_ = false;
                 prev_ = {};
@@ -146,18 +158,34 @@ private:
         i_ = end == std::string_view::npos ? s_.size() : end + tag.size();
     }
 
+    // Most words are none of these: each test starts with the word's length or first letter, so a
+    // word costs a few compares (this runs on every statement the cache does not hold).
     void word(std::string_view w) noexcept {
         const bool first = words_++ == 0;
+        const unsigned char c0 = lower(static_cast<unsigned char>(w[0]));
         if (first) {
-            if (one_of(w, session_commands)) facts_.session_effects = true;
-            copy_ = is(w, "copy");
-        } else if (copy_ && (is(w, "stdin") || is(w, "stdout"))) {
+            if (w.size() <= 8 && one_of(w, session_commands)) facts_.session_effects = true;
+            copy_ = c0 == 'c' && is(w, "copy");
+        } else if (copy_ && (c0 == 's' && (is(w, "stdin") || is(w, "stdout")))) {
             facts_.copy_stream = true;
         }
-        if (((is(w, "temp") || is(w, "temporary")) && one_of(prev_, before_temp)) || starts(w, "pg_temp") ||
-            contains(w, "advisory") || contains(w, "set_config"))
+        if (c0 == 't' && (is(w, "temp") || is(w, "temporary")) && one_of(prev_, before_temp))
+            facts_.session_effects = true;
+        else if (c0 == 'p' && starts(w, "pg_temp"))
+            facts_.session_effects = true;
+        else if (w.size() >= 8 && calls_session_function(w))
             facts_.session_effects = true;
         prev_ = w;
+    }
+
+    // advisory-lock functions (any name containing "advisory") and set_config, however qualified.
+    static bool calls_session_function(std::string_view w) noexcept {
+        for (std::size_t i = 0; i + 8 <= w.size(); ++i) {
+            const unsigned char c = lower(static_cast<unsigned char>(w[i]));
+            if (c == 'a' && is(w.substr(i, 8), "advisory")) return true;
+            if (c == 's' && i + 10 <= w.size() && is(w.substr(i, 10), "set_config")) return true;
+        }
+        return false;
     }
 
     std::string_view s_;
