@@ -104,7 +104,7 @@ TEST(timer_arming, creation_retries_go_on_when_memory_runs_out_during_them) {
     respool::hooks<int> h;
     h.factory = [calls] {
         static const std::runtime_error refused_by_server("refused");  // thrown without allocating
-        if (++*calls <= 3) throw refused_by_server;  // the first, and two more with memory
+        if (++*calls <= 3) throw refused_by_server;                    // the first, and two more with memory
         return *calls;
     };
     respool::pool<int> p(

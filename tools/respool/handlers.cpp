@@ -169,9 +169,9 @@ asio::awaitable<response> metrics(service& svc, worker& self, const request& req
     co_return make_response(bh::status::ok, req, std::move(out), respool::http::exposition_content_type);
 }
 
-// A failure of the store: the service's status mapping (respool::http, docs/09-service.md). A 500 is logged, and its body gets a
-// "detail" with the database's words (`relation "x" does not exist (SQLSTATE 42P01)`: the server's
-// message, which the connection masks; never a connection string).
+// A failure of the store: the service's status mapping (respool::http, docs/09-service.md). A 500 is logged,
+// and its body gets a "detail" with the database's words (`relation "x" does not exist (SQLSTATE 42P01)`: the
+// server's message, which the connection masks; never a connection string).
 response store_error(const kv_result& r, const request& req) {
     auto res = respool::http::error_response(r.ec, req.version(), req.keep_alive());
     if (res.result_int() == 500) {
