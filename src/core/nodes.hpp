@@ -50,6 +50,9 @@ struct resource {
     waiter* checker = nullptr;
     std::uint8_t checks_due = 0;
     bool orphaned = false;
+    // Taken by a borrower that never parked: its acquire counts as an immediate take too, when the
+    // last check passes (so immediate_takes never exceeds acquires, whatever the checks refuse).
+    bool taken_at_once = false;
     // Never lent yet: the arrival number (waiter::seq's sequence) its creation took; 0 once lent. An
     // acquire that arrived before it was made is the one it was made for: before_acquire skips it
     // then, and only then (a pre-warmed resource, or one returned by a holder, is always checked).

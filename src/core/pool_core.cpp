@@ -190,7 +190,8 @@ void pool_core::drop_checker(waiter& w) noexcept {
 // A resource leaves idle for a caller that arrived at `arrival`: counted active, linked into the
 // leased list (leak detection), with the checks it must pass first (`checks`: false for one created
 // inline for this very take).
-pool_core::take_result pool_core::lend(resource* r, std::uint64_t arrival, bool checks) noexcept {
+pool_core::take_result pool_core::lend(resource* r, std::uint64_t arrival, bool at_once,
+                                       bool checks) noexcept {
     ++active_;
     if (circuit_ == circuit::half_open) {
         ++probes_admitted_;
@@ -221,10 +222,13 @@ pool_core::take_result pool_core::lend(resource* r, std::uint64_t arrival, bool 
         r->checks_due = due;
         r->made = 0;  // lent: whoever takes it next did not get it made
     }
-    if (due == 0)
+    if (due == 0) {
         ++c_.acquires;  // lent now; otherwise when its last check passes
-    else
+        c_.immediate_takes += at_once;
+    } else {
+        r->taken_at_once = at_once;
         t.check = next_check(due);
+    }
     return t;
 }
 
@@ -239,16 +243,13 @@ void pool_core::unlend(resource* r) noexcept {
     r->lprev = r->lnext = nullptr;
 }
 
-pool_core::take_result pool_core::try_take(std::uint64_t arrival) noexcept {
+pool_core::take_result pool_core::try_take(std::uint64_t arrival, bool at_once) noexcept {
     if (closed_) return {nullptr, status::closed};
     if (circuit_ == circuit::open || probes_exhausted()) {
         ++c_.unavailable_rejections;
         return {nullptr, status::unavailable};
     }
-    if (idle_.size() > reserved_) {
-        ++c_.immediate_takes;
-        return lend(pop_idle(), arrival);
-    }
+    if (idle_.size() > reserved_) return lend(pop_idle(), arrival, at_once);
     return {};
 }
 
@@ -306,7 +307,7 @@ pool_core::take_result pool_core::resume(waiter& w, effects& fx) {
         shed_unwanted(fx);
         return {nullptr, status::unavailable};
     }
-    const take_result t = lend(pop_idle(), w.seq);
+    const take_result t = lend(pop_idle(), w.seq, false);
     if (t.check != borrow_check::none)
         hold_for_check(w, t.r);  // its deadline goes on running
     else
@@ -364,7 +365,7 @@ pool_core::verdict pool_core::check_done(resource* r, bool passed, time_point no
 // deadline index); it re-parks in arrival order when nothing is free, with the deadline it came with
 // (timeout when that has passed by now).
 pool_core::take_result pool_core::retry(waiter& w, time_point now, effects& fx) {
-    take_result t = try_take(w.seq);
+    take_result t = try_take(w.seq, !w.counted_wait);
     if (t.st == status::ok && !t.r && w.has_deadline && w.deadline <= now) {
         ++c_.timeouts;
         t.st = status::timeout;
@@ -425,6 +426,7 @@ status pool_core::confirm_take(resource* r, effects& fx) {
         return status::closed;
     }
     ++c_.acquires;
+    c_.immediate_takes += r->taken_at_once;
     return status::ok;
 }
 

@@ -97,7 +97,7 @@ public:
     // `arrival` comes from arrive(), once, before its first take; a resource made since then (the
     // replacement of one it refused) was made for it and skips before_acquire, so a hook that always
     // says no costs one creation per refused resource, not a loop.
-    take_result try_take(std::uint64_t arrival) noexcept;
+    take_result try_take(std::uint64_t arrival) noexcept { return try_take(arrival, true); }
     [[nodiscard]] std::uint64_t arrive() noexcept { return next_seq_++; }
     static constexpr std::uint64_t newcomer = ~std::uint64_t{0};  // arrived after every resource
     // The newcomer w waits for the verdict on r (take_result::check) like a parked waiter: expire(),
@@ -262,8 +262,10 @@ private:
     void destroy(resource* r, destroy_reason why, effects& fx);
     void report_creation_failure(effects& fx);
     void report_resource_failure(destroy_reason why, effects& fx);
-    // idle -> active: leased list, probes, checks (`arrival`: the taker's, see try_take).
-    take_result lend(resource* r, std::uint64_t arrival, bool checks = true) noexcept;
+    // idle -> active: leased list, probes, checks (`arrival`: the taker's, see try_take; `at_once`:
+    // the taker never parked, so its acquire is also an immediate take).
+    take_result lend(resource* r, std::uint64_t arrival, bool at_once, bool checks = true) noexcept;
+    take_result try_take(std::uint64_t arrival, bool at_once) noexcept;
     void unlend(resource* r) noexcept;
     void hold_for_check(waiter& w, resource* r) noexcept;
     void drop_checker(waiter& w) noexcept;

@@ -103,6 +103,7 @@ struct model {
         std::uint8_t due = 0;  // borrow_check bits
         int checker = -1;      // the waiter slot waiting for its verdict
         bool orphaned = false;
+        bool at_once = false;  // its taker never parked: an immediate take once its checks pass
         std::uint64_t checked_round = 0;
     };
 
@@ -201,7 +202,7 @@ struct model {
         return circ == circuit::half_open && probe_limit != 0 && probes_admitted >= probe_limit;
     }
     static constexpr std::uint64_t newcomer = ~std::uint64_t{0};
-    m_take lend(int r, std::uint64_t arrival, bool checks = true) {
+    m_take lend(int r, std::uint64_t arrival, bool at_once, bool checks = true) {
         ++active;
         if (circ == circuit::half_open) {
             ++probes_admitted;
@@ -221,7 +222,11 @@ struct model {
             res[r].made = 0;
             res[r].due = due;
         }
-        if (due == 0) ++c.acquires;
+        if (due == 0) {
+            ++c.acquires;
+            c.immediate_takes += at_once;
+        }
+        res[r].at_once = at_once;
         return {status::ok, r, next_check(due)};
     }
     void unlend(int r) {
@@ -309,16 +314,13 @@ struct model {
         note_creation_over();
     }
     std::uint64_t arrive() { return seq++; }
-    m_take try_take(std::uint64_t arrival = newcomer) {
+    m_take try_take(std::uint64_t arrival = newcomer, bool at_once = true) {
         if (closed) return {status::closed, -1};
         if (circ == circuit::open || probes_exhausted()) {
             ++c.unavailable_rejections;
             return {status::unavailable, -1};
         }
-        if (idle.size() > reserved.size()) {
-            ++c.immediate_takes;
-            return lend(pop_idle(), arrival);
-        }
+        if (idle.size() > reserved.size()) return lend(pop_idle(), arrival, at_once);
         return {};
     }
     status park(int s, time_point t_now, std::optional<time_point> t) {
@@ -363,7 +365,7 @@ struct model {
             shed_unwanted();
             return {status::unavailable, -1};
         }
-        m_take t = lend(pop_idle(), w[s].seq);
+        m_take t = lend(pop_idle(), w[s].seq, false);
         if (t.check != borrow_check::none) hold(s, t.r);
         return t;
     }
@@ -395,7 +397,7 @@ struct model {
         return {s, {st, st == status::ok ? r : -1}};
     }
     m_take retry(int s, time_point t_now) {
-        m_take t = try_take(w[s].seq);
+        m_take t = try_take(w[s].seq, !w[s].counted);
         if (t.st == status::ok && t.r < 0 && w[s].has_deadline && w[s].deadline <= t_now) {
             ++c.timeouts;
             t.st = status::timeout;
@@ -465,6 +467,7 @@ struct model {
             return status::closed;
         }
         ++c.acquires;
+        c.immediate_takes += res[r].at_once;
         return status::ok;
     }
     void reject(int r) {
@@ -611,7 +614,7 @@ struct model {
         }
         --active;
         res[r].gen = generation;
-        lend(r, newcomer, false);
+        lend(r, newcomer, false, false);
         maybe_create();
         note_creation_over();
         return status::ok;
@@ -1045,6 +1048,7 @@ private:
               << model_.c.unavailable_rejections << " rejected " << s.c.rejected << "/" << model_.c.rejected;
             return void(err(o.str()));
         }
+        if (s.c.immediate_takes > s.c.acquires) return void(err("more immediate takes than acquires"));
         if (core_.checking() != model_.checking.size()) return void(err("checking count differs"));
         if (core_.ready() != !model_.warming || core_.drained() != model_.drained)
             return void(err("ready() / drained() differ from the model"));
