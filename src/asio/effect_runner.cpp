@@ -2,7 +2,7 @@
 
 #include "driver_state.hpp"
 
-#include "duration_text.hpp"
+#include <respool/detail/duration_text.hpp>
 
 #include <sstream>
 
@@ -72,7 +72,8 @@ void pool_impl::process_rare(const core::effect& e, const error_code& create_ec)
         notify(state_->obs, [&](observer& o) { o.on_creation_retry(cause, e.d); });
         if (logging(log_level::warning))
             log(log_level::warning,
-                "creation failed (" + cause.message() + "); next attempt in about " + duration_text(e.d));
+                "creation failed (" + cause.message() + "); next attempt in about " +
+                    duration_text(std::chrono::duration_cast<std::chrono::milliseconds>(e.d)));
         arm_retry(e.d);
         break;
     }
@@ -90,8 +91,8 @@ void pool_impl::process_rare(const core::effect& e, const error_code& create_ec)
         if (logging(back ? log_level::info : log_level::warning)) {
             std::ostringstream m;
             m << (back ? "leaked lease returned after " : "leak suspected: lease held for ")
-              << duration_text(held) << ", acquired at "
-              << (n->acquired_at.file_name()[0] ? n->acquired_at.file_name() : "?") << ':'
+              << duration_text(std::chrono::duration_cast<std::chrono::milliseconds>(held))
+              << ", acquired at " << (n->acquired_at.file_name()[0] ? n->acquired_at.file_name() : "?") << ':'
               << n->acquired_at.line() << " (" << n->acquired_at.function_name() << ')';
             log(back ? log_level::info : log_level::warning, m.str());
         }

@@ -1,5 +1,7 @@
 #include "duration.hpp"
 
+#include <respool/detail/duration_text.hpp>
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -27,14 +29,8 @@ std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text) {
 }
 
 std::string format_duration(std::chrono::nanoseconds d) {
-    const auto n = d.count();
-    if (n == 0) return "0";
-    static constexpr std::pair<const char*, long long> units[] = {
-        {"h", 3600'000'000'000LL}, {"min", 60'000'000'000LL}, {"s", 1'000'000'000LL},
-        {"ms", 1'000'000LL},       {"us", 1'000LL},           {"ns", 1LL}};
-    for (const auto& [name, factor] : units)
-        if (n % factor == 0) return std::to_string(n / factor) + name;
-    return std::to_string(n) + "ns";
+    // "0" alone is how the flags spell "off"; every other value in the library's own spelling.
+    return d == d.zero() ? "0" : respool::detail::duration_text(d);
 }
 
 std::string duration_error(const std::string& text) {

@@ -1,7 +1,7 @@
 // pool_options validation: every rule names the option and the value that broke it.
 #include <respool/options.hpp>
 
-#include "duration_text.hpp"
+#include <respool/detail/duration_text.hpp>
 
 #include <stdexcept>
 #include <string>

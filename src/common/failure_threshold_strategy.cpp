@@ -2,7 +2,7 @@
 // half-opens it with a probe budget, accepted probes close it, a failed probe reopens it.
 #include <respool/circuit_breaker.hpp>
 
-#include "duration_text.hpp"
+#include <respool/detail/duration_text.hpp>
 
 #include <stdexcept>
 #include <string>
