@@ -9,6 +9,8 @@
 // that no reading is misled by what another one hid.
 #include <respool/pg/errors.hpp>
 
+#include "../common/hex_digit.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <optional>
@@ -24,6 +26,8 @@ struct span {
 };
 using spans = std::vector<span>;
 
+using respool::detail::hex_digit;
+
 constexpr std::string_view schemes[] = {"postgresql://", "postgres://"};
 
 bool blank(char c) {
@@ -34,18 +38,11 @@ bool one_of(char c, std::string_view set) {
     return set.find(c) != std::string_view::npos;
 }
 
-int hex(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 std::string percent_decoded(std::string_view s) {
     std::string out;
     for (std::size_t i = 0; i < s.size(); ++i) {
-        if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
-            out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
+        if (s[i] == '%' && i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 && hex_digit(s[i + 2]) >= 0) {
+            out.push_back(static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2])));
             i += 2;
         } else {
             out.push_back(s[i]);

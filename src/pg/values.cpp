@@ -4,6 +4,9 @@
 
 #include <libpq-fe.h>
 
+#include "../common/hex_digit.hpp"
+#include "../common/iso_time.hpp"
+
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -185,10 +188,9 @@ void result::parse(std::size_t row, std::size_t col, std::vector<std::byte>& out
     if (t.size() < 2 || t[0] != '\\' || t[1] != 'x' || t.size() % 2 != 0)
         not_a(column_name(col), t, "bytea in hex");
     auto nibble = [&](char c) -> unsigned {
-        if (c >= '0' && c <= '9') return static_cast<unsigned>(c - '0');
-        if (c >= 'a' && c <= 'f') return static_cast<unsigned>(c - 'a' + 10);
-        if (c >= 'A' && c <= 'F') return static_cast<unsigned>(c - 'A' + 10);
-        not_a(column_name(col), t, "bytea in hex");
+        const int v = respool::detail::hex_digit(c);
+        if (v < 0) not_a(column_name(col), t, "bytea in hex");
+        return static_cast<unsigned>(v);
     };
     out.clear();
     out.reserve((t.size() - 2) / 2);
@@ -201,67 +203,9 @@ void result::parse(std::size_t row, std::size_t col, std::vector<std::byte>& out
 // (a timestamp without one is read as UTC). BC dates and +-infinity have no time_point: rejected.
 void result::parse(std::size_t row, std::size_t col, std::chrono::system_clock::time_point& out) const {
     const std::string_view t = text(row, col);
-    const char* what = "an ISO timestamp (YYYY-MM-DD[ HH:MM:SS[.ffffff][+HH[:MM]]])";
-    std::size_t i = 0;
-    auto number = [&](std::size_t digits) {
-        int v = 0;
-        for (std::size_t k = 0; k < digits; ++k, ++i) {
-            if (i >= t.size() || t[i] < '0' || t[i] > '9') not_a(column_name(col), t, what);
-            v = v * 10 + (t[i] - '0');
-        }
-        return v;
-    };
-    auto expect = [&](char c) {
-        if (i >= t.size() || t[i] != c) not_a(column_name(col), t, what);
-        ++i;
-    };
-    const int y = number(4);
-    expect('-');
-    const int mo = number(2);
-    expect('-');
-    const int d = number(2);
-    const std::chrono::year_month_day ymd{std::chrono::year(y), std::chrono::month(static_cast<unsigned>(mo)),
-                                          std::chrono::day(static_cast<unsigned>(d))};
-    if (!ymd.ok()) not_a(column_name(col), t, what);
-    std::chrono::system_clock::time_point tp = std::chrono::sys_days(ymd);
-    if (i < t.size()) {
-        expect(' ');
-        const int h = number(2);
-        expect(':');
-        const int mi = number(2);
-        expect(':');
-        const int sec = number(2);
-        tp += std::chrono::hours(h) + std::chrono::minutes(mi) + std::chrono::seconds(sec);
-        if (i < t.size() && t[i] == '.') {
-            ++i;
-            std::int64_t frac = 0;
-            std::size_t digits = 0;
-            while (i < t.size() && t[i] >= '0' && t[i] <= '9' && digits < 9) {
-                frac = frac * 10 + (t[i++] - '0');
-                ++digits;
-            }
-            if (digits == 0) not_a(column_name(col), t, what);
-            for (; digits < 9; ++digits) frac *= 10;
-            tp += std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                std::chrono::nanoseconds(frac));
-        }
-        if (i < t.size()) {  // the offset east of UTC
-            if (t[i] != '+' && t[i] != '-') not_a(column_name(col), t, what);
-            const int sign = t[i++] == '-' ? -1 : 1;
-            std::chrono::seconds offset = std::chrono::hours(number(2));
-            if (i < t.size()) {
-                expect(':');
-                offset += std::chrono::minutes(number(2));
-            }
-            if (i < t.size()) {
-                expect(':');
-                offset += std::chrono::seconds(number(2));
-            }
-            tp -= sign * offset;
-        }
-    }
-    if (i != t.size()) not_a(column_name(col), t, what);
-    out = tp;
+    const auto tp = respool::detail::parse_iso_time(t, {respool::detail::iso_offset::hh_mm_ss, 9});
+    if (!tp) not_a(column_name(col), t, "an ISO timestamp (YYYY-MM-DD[ HH:MM:SS[.ffffff][+HH[:MM]]])");
+    out = *tp;
 }
 
 }  // namespace respool::pg

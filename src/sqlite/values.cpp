@@ -3,6 +3,8 @@
 #include "result_data.hpp"
 #include "time_text.hpp"
 
+#include "../common/iso_time.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -94,51 +96,10 @@ bool parse_int(std::string_view s, std::int64_t& out) {
 }  // namespace
 
 bool detail::parse_time(std::string_view s, chr::system_clock::time_point& out) {
-    auto num = [&](std::size_t at, std::size_t n, int& v) {
-        if (at + n > s.size()) return false;
-        auto [p, ec] = std::from_chars(s.data() + at, s.data() + at + n, v);
-        return ec == std::errc() && p == s.data() + at + n;
-    };
-    int y, mo, d, h = 0, mi = 0, sec = 0;
-    if (s.size() < 10) return false;  // "YYYY-MM-DD" at least: the checks below read s[4] and s[7]
-    if (!num(0, 4, y) || s[4] != '-' || !num(5, 2, mo) || s[7] != '-' || !num(8, 2, d)) return false;
-    std::size_t at = 10;
-    chr::microseconds frac{0};
-    if (at < s.size() && (s[at] == ' ' || s[at] == 'T')) {
-        if (!num(at + 1, 2, h) || s.size() < at + 6 || s[at + 3] != ':' || !num(at + 4, 2, mi)) return false;
-        at += 6;
-        if (at < s.size() && s[at] == ':') {
-            if (!num(at + 1, 2, sec)) return false;
-            at += 3;
-            if (at < s.size() && s[at] == '.') {
-                long long scale = 100000, us = 0;
-                for (++at; at < s.size() && s[at] >= '0' && s[at] <= '9'; ++at, scale /= 10)
-                    us += (s[at] - '0') * scale;  // digits past the sixth add 0
-                frac = chr::microseconds(us);
-            }
-        }
-    }
-    chr::minutes offset{0};
-    if (at < s.size() && s[at] == 'Z') {
-        ++at;
-    } else if (at < s.size() && (s[at] == '+' || s[at] == '-')) {
-        int oh, om;
-        if (!num(at + 1, 2, oh) || s.size() < at + 6 || s[at + 3] != ':' || !num(at + 4, 2, om)) return false;
-        offset = chr::hours(oh) + chr::minutes(om);
-        if (s[at] == '-') offset = -offset;
-        at += 6;
-    }
-    const chr::year_month_day ymd{chr::year(y), chr::month(static_cast<unsigned>(mo)),
-                                  chr::day(static_cast<unsigned>(d))};
-    if (at != s.size() || !ymd.ok() || h > 23 || mi > 59 || sec > 60) return false;
-    const chr::sys_time<chr::microseconds> t =
-        chr::sys_days(ymd) + chr::hours(h) + chr::minutes(mi) + chr::seconds(sec) + frac - offset;
-    // system_clock counts nanoseconds in 64 bits (the years 1678 to 2262 here): a time outside them
-    // would overflow in the conversion.
-    using point = chr::system_clock::time_point;
-    if (t < chr::ceil<chr::microseconds>(point::min()) || t > chr::floor<chr::microseconds>(point::max()))
-        return false;
-    out = chr::time_point_cast<chr::system_clock::duration>(t);
+    // SQLite's offsets are "+HH:MM"; its own functions keep milliseconds, its text form here microseconds.
+    const auto t = respool::detail::parse_iso_time(s, {respool::detail::iso_offset::hh_mm, 6});
+    if (!t) return false;
+    out = *t;
     return true;
 }
 

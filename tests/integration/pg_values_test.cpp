@@ -56,6 +56,26 @@ TEST_F(pg_values, time_points_round_trip_in_any_session_time_zone) {
     });
 }
 
+// Old local mean times carry offsets in seconds ("+00:19:32" in Amsterdam before 1937); a time past what
+// system_clock holds (about 2262 with nanoseconds) is refused by name instead of overflowing.
+TEST_F(pg_values, offsets_in_seconds_are_read_and_times_past_the_clock_are_refused) {
+    run([]() -> asio::awaitable<void> {
+        admin a = co_await admin::open();
+        pg::connection& c = a.connection();
+        co_await c.async_query("SET TimeZone = 'Europe/Amsterdam'", asio::use_awaitable);
+        auto r = co_await c.async_query(
+            "SELECT '1900-01-01 00:00:00+00'::timestamptz, "
+            "'1900-01-01 00:00:00+00'::timestamptz::text, "
+            "'2300-01-01 00:00:00+00'::timestamptz",
+            asio::use_awaitable);
+        EXPECT_EQ(r.text(0, 1), "1900-01-01 00:19:32+00:19:32");
+        EXPECT_EQ(r.get<std::chrono::system_clock::time_point>(0, 0),
+                  std::chrono::sys_days{std::chrono::year(1900) / 1 / 1});
+        EXPECT_THROW((void)r.get<std::chrono::system_clock::time_point>(0, 2), std::invalid_argument)
+            << r.text(0, 2);
+    });
+}
+
 TEST_F(pg_values, large_results_and_parameters_and_a_result_that_outlives_its_connection) {
     run([]() -> asio::awaitable<void> {
         pg::result kept;

@@ -149,6 +149,24 @@ TEST(sqlite_time_text, times_outside_system_clock_are_refused_without_overflow) 
     EXPECT_TRUE(respool::sqlite::detail::parse_time("1678-12-31 00:00:00", out));
 }
 
+// A field is digits only: a sign where a digit belongs is not a time (an hour of "-1" was read as one
+// hour before midnight).
+TEST(sqlite_time_text, a_sign_where_a_digit_belongs_is_refused) {
+    std::chrono::system_clock::time_point out{};
+    for (const char* t : {"2024-01-01 -1:00", "2024-01-01 10:-5", "2024-01-01 10:00:-1", "+024-01-01",
+                          "2024-01-01 10:00+-1:00", "2024-01-01 10:00+01:-1"})
+        EXPECT_FALSE(respool::sqlite::detail::parse_time(t, out)) << t;
+    EXPECT_TRUE(respool::sqlite::detail::parse_time("2024-01-01 10:00+01:00", out));
+}
+
+// Fractions keep microseconds (the text form's precision); later digits are ignored.
+TEST(sqlite_time_text, fractions_keep_microseconds) {
+    using namespace std::chrono;
+    system_clock::time_point out{};
+    ASSERT_TRUE(respool::sqlite::detail::parse_time("2024-01-01T10:00:00.1234567Z", out));
+    EXPECT_EQ(out, sys_days(year(2024) / 1 / 1) + hours(10) + microseconds(123456));
+}
+
 TEST_F(sqlite_values, short_texts_are_not_times) {
     auto r = query("SELECT '2024', '2024-02', '2024-02-2'");
     for (std::size_t col = 0; col < 3; ++col)
