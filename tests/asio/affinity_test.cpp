@@ -12,17 +12,9 @@
 #include <thread>
 #include <vector>
 
-using namespace std::chrono_literals;
-using respool::errc;
-using respool::error_code;
-using respool::lease;
-using respool::pool;
 using respool::pool_options;
-using test::conn;
 
 namespace {
-
-namespace asio = boost::asio;
 
 // A thread_safe pool with its executor run by a thread of its own.
 struct affinity_fixture : ::testing::Test {

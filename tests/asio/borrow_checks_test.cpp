@@ -16,13 +16,6 @@
 #include <list>
 #include <optional>
 
-using namespace std::chrono_literals;
-using respool::errc;
-using respool::error_code;
-using respool::lease;
-using respool::pool;
-namespace asio = boost::asio;
-
 namespace {
 
 struct res {

@@ -14,13 +14,6 @@
 #include <list>
 #include <string>
 
-using namespace std::chrono_literals;
-using respool::errc;
-using respool::error_code;
-using respool::lease;
-using respool::pool;
-namespace asio = boost::asio;
-
 namespace {
 
 enum class hook { factory, validate, before_acquire, healthcheck, before_release };

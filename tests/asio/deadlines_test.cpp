@@ -6,41 +6,10 @@
 #include <random>
 #include <vector>
 
-using namespace std::chrono_literals;
-using respool::errc;
-using respool::error_code;
-using respool::lease;
-using respool::pool;
-using test::conn;
-namespace asio = boost::asio;
-
 namespace {
 
-struct fixture {
-    asio::io_context io;
-    std::shared_ptr<respool::manual_clock> clock = std::make_shared<respool::manual_clock>();
-    std::shared_ptr<test::tracker> t = std::make_shared<test::tracker>();
-
-    respool::pool_options options(std::size_t max) {
-        respool::pool_options o;
-        o.max = max;
-        o.clock = clock;
-        return o;
-    }
-};
-
-struct outcome {
-    int completions = 0;
-    error_code ec;
-    lease<conn> l;
-    auto handler() {
-        return [this](error_code e, lease<conn> got) {
-            ++completions;
-            ec = e;
-            l = std::move(got);
-        };
-    }
-};
+using fixture = test::clocked_fixture;
+using outcome = test::outcome<conn>;
 
 }  // namespace
 

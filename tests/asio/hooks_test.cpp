@@ -11,29 +11,13 @@
 #include <stdexcept>
 #include <vector>
 
-using namespace std::chrono_literals;
-using respool::errc;
-using respool::error_code;
 using respool::hook_context;
 using respool::hook_reason;
-using respool::lease;
-using respool::pool;
-using test::conn;
-namespace asio = boost::asio;
 
 namespace {
 
-struct fixture {
-    asio::io_context io;
-    std::shared_ptr<respool::manual_clock> clock = std::make_shared<respool::manual_clock>();
-    std::shared_ptr<test::tracker> t = std::make_shared<test::tracker>();
-
-    respool::pool_options options() {
-        respool::pool_options o;
-        o.max = 2;
-        o.clock = clock;
-        return o;
-    }
+struct fixture : test::clocked_fixture {
+    respool::pool_options options() const { return clocked_fixture::options(2); }
     lease<conn> acquire(pool<conn>& p) {
         lease<conn> got;
         error_code result;

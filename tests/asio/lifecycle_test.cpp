@@ -12,15 +12,8 @@
 #include <sstream>
 #include <string>
 
-using namespace std::chrono_literals;
 using respool::circuit_state;
-using respool::errc;
-using respool::error_code;
-using respool::lease;
-using respool::pool;
-using test::conn;
 using test::tracker;
-namespace asio = boost::asio;
 
 namespace {
 
@@ -100,7 +93,7 @@ TEST(strategy, rejects_bad_options_by_name) {
     };
     EXPECT_EQ(msg({.failures_to_open = 0}), "respool: failures_to_open (0) must be at least 1");
     EXPECT_EQ(msg({.probes = 0}), "respool: probes (0) must be at least 1");
-    EXPECT_EQ(msg({.cool_down = -1s}), "respool: cool_down (-1000ms) must not be negative");
+    EXPECT_EQ(msg({.cool_down = -1s}), "respool: cool_down (-1s) must not be negative");
 }
 
 TEST(lifecycle_pool, failures_open_the_circuit_which_fails_waiters_then_probes_close_it) {

@@ -7,10 +7,6 @@
 #include <stdexcept>
 #include <utility>
 
-using namespace std::chrono_literals;
-namespace asio = boost::asio;
-using respool::errc;
-
 TEST(moved_from, a_moved_from_pool_is_empty_and_acts_closed) {
     asio::io_context io;
     auto t = std::make_shared<test::tracker>();

@@ -4,12 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-using namespace std::chrono_literals;
-using respool::pool;
 using respool::pool_options;
-using test::conn;
 using test::tracker;
-namespace asio = boost::asio;
 
 namespace {
 std::string rejection(pool_options o, std::shared_ptr<tracker> t = std::make_shared<tracker>()) {

@@ -12,14 +12,7 @@
 #include <string>
 #include <vector>
 
-using namespace std::chrono_literals;
-using respool::errc;
-using respool::error_code;
-using respool::lease;
-using respool::pool;
-using test::conn;
 using test::tracker;
-namespace asio = boost::asio;
 
 TEST(pool, sync_factory_prewarms_min_before_the_constructor_returns) {
     asio::io_context io;

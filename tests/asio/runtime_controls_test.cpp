@@ -6,19 +6,9 @@
 #include <string>
 #include <vector>
 
-using namespace std::chrono_literals;
-using respool::errc;
-using respool::error_code;
-using respool::lease;
-using respool::pool;
-using test::conn;
-namespace asio = boost::asio;
-
 namespace {
 
-struct fixture {
-    asio::io_context io;
-    std::shared_ptr<test::tracker> t = std::make_shared<test::tracker>();
+struct fixture : test::clocked_fixture {
     std::set<int> destroyed_ids;
 
     respool::hooks<conn> hooks() {

@@ -1,5 +1,6 @@
-// Shared helpers of the Asio-level tests: a resource that counts its lives, and a way to run an
-// io_context until a condition holds (waiting on state, never sleeping for a guessed time).
+// Shared helpers of the Asio-level tests: the names they all use, a resource that counts its lives, a
+// way to run an io_context until a condition holds (waiting on state, never sleeping for a guessed
+// time), a manual clock stepped alarm by alarm, and the fixture most of them build a pool on.
 #pragma once
 
 #include <respool/pool.hpp>
@@ -81,17 +82,21 @@ struct outcome {
     int completions = 0;
     respool::error_code ec;
     respool::lease<T> l;
+
+    auto handler() {
+        return [this](respool::error_code e, respool::lease<T> got) {
+            ++completions;
+            ec = e;
+            l = std::move(got);
+        };
+    }
 };
 
 // Starts an acquire completing into `out`, then runs what is ready at the manual clock's present.
 template <class T>
 void acquire_into(respool::pool<T>& p, asio::io_context& io, respool::manual_clock& clock, outcome<T>& out,
                   respool::duration timeout) {
-    p.async_acquire(timeout, [&out](respool::error_code ec, respool::lease<T> l) {
-        ++out.completions;
-        out.ec = ec;
-        out.l = std::move(l);
-    });
+    p.async_acquire(timeout, out.handler());
     step(io, clock, respool::duration::zero());
 }
 
@@ -106,5 +111,34 @@ void lend_once(respool::pool<T>& p, asio::io_context& io, respool::manual_clock&
     o.l.release();
     step(io, clock, idle_for);
 }
+
+}  // namespace test
+
+// The names every test of the driver uses.
+using namespace std::chrono_literals;
+using respool::errc;
+using respool::error_code;
+using respool::lease;
+using respool::pool;
+using test::conn;
+namespace asio = boost::asio;
+
+namespace test {
+
+// An io_context, a manual clock that only the test moves, and a tracker of the resources' lives:
+// what most driver tests build a pool on (the pool itself is the test's, declared after this).
+struct clocked_fixture {
+    asio::io_context io;
+    std::shared_ptr<respool::manual_clock> clock = std::make_shared<respool::manual_clock>();
+    std::shared_ptr<tracker> t = std::make_shared<tracker>();
+
+    // Options of a pool of `max` on this fixture's clock.
+    respool::pool_options options(std::size_t max) const {
+        respool::pool_options o;
+        o.max = max;
+        o.clock = clock;
+        return o;
+    }
+};
 
 }  // namespace test

@@ -31,9 +31,6 @@ void operator delete(void* p, std::size_t) noexcept {
     std::free(p);
 }
 
-using namespace std::chrono_literals;
-namespace asio = boost::asio;
-
 namespace {
 
 // Moves the clock to `d` from now, alarm by alarm; the work each ring posts runs without memory.

@@ -13,14 +13,7 @@
 #include <future>
 #include <thread>
 
-using namespace std::chrono_literals;
-using respool::errc;
-using respool::error_code;
-using respool::lease;
-using respool::pool;
-using test::conn;
 using test::tracker;
-namespace asio = boost::asio;
 
 TEST(tokens, plain_callback) {
     asio::io_context io;

@@ -643,7 +643,7 @@ TEST_F(pg_pool, bad_settings_are_named_and_the_password_is_masked) {
         {[](pg::pool_config& b) { b.circuit->failures_to_open = 0; },
          "circuit: respool: failures_to_open (0)"},
         {[](pg::pool_config& b) { b.circuit->probes = 0; }, "circuit: respool: probes (0)"},
-        {[](pg::pool_config& b) { b.circuit->cool_down = -1s; }, "circuit: respool: cool_down (-1000ms)"},
+        {[](pg::pool_config& b) { b.circuit->cool_down = -1s; }, "circuit: respool: cool_down (-1s)"},
         {[](pg::pool_config& b) { b.circuit->successes_to_close = 0; },
          "circuit: respool: successes_to_close (0)"},
         // The rules of the generic pool (respool::validate), which names them as pool_config does.
