@@ -200,7 +200,8 @@ void result::parse(std::size_t row, std::size_t col, std::vector<std::byte>& out
 
 // timestamptz, timestamp and date in the ISO DateStyle (the server's default): "YYYY-MM-DD", then
 // optionally " HH:MM:SS", a fraction of up to 6 digits and an offset "+HH", "+HH:MM" or "+HH:MM:SS"
-// (a timestamp without one is read as UTC). BC dates and +-infinity have no time_point: rejected.
+// (a timestamp without one is read as UTC). BC dates, +-infinity and times system_clock cannot hold
+// (after about 2262) have no time_point: rejected. The reader is the one respool::sqlite uses too.
 void result::parse(std::size_t row, std::size_t col, std::chrono::system_clock::time_point& out) const {
     const std::string_view t = text(row, col);
     const auto tp = respool::detail::parse_iso_time(t, {respool::detail::iso_offset::hh_mm_ss, 9});
