@@ -19,6 +19,15 @@ const char* to_string(destroy_reason r) noexcept {
     return "unknown";
 }
 
+const char* to_string(circuit_state s) noexcept {
+    switch (s) {
+    case circuit_state::closed: return "closed";
+    case circuit_state::open: return "open";
+    case circuit_state::half_open: return "half_open";
+    }
+    return "unknown";
+}
+
 }  // namespace respool
 
 namespace respool::core {
