@@ -10,6 +10,8 @@
 namespace respool {
 
 enum class circuit_state { closed = 0, open = 1, half_open = 2 };
+// "closed", "open", "half_open": the enumerator's name, as /health and the metrics' labels show it.
+const char* to_string(circuit_state) noexcept;
 
 // Fixed log-scale histogram of durations: bucket 0 counts < 1 us, bucket k (1..24) counts
 // [2^(k-1), 2^k) us, bucket 25 counts >= 2^24 us (~16.8 s). Recording is a shift, an increment and an

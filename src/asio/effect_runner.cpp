@@ -62,9 +62,10 @@ void pool_impl::process_rare(const core::effect& e, const error_code& create_ec)
         const circuit_state cs = state();
         notify(state_->obs, [&](observer& o) { o.on_circuit_changed(cs); });
         log(cs == circuit_state::open ? log_level::warning : log_level::info,
-            std::string("circuit ") + (cs == circuit_state::open        ? "open: acquires fail fast"
-                                       : cs == circuit_state::half_open ? "half-open: probing"
-                                                                        : "closed: normal operation"));
+            std::string("circuit ") + to_string(cs) +
+                (cs == circuit_state::open        ? ": acquires fail fast"
+                 : cs == circuit_state::half_open ? ": probing"
+                                                  : ": normal operation"));
         break;
     }
     case core::effect::kind::retry_after: {

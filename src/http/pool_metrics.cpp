@@ -77,10 +77,8 @@ constexpr std::array counters{
 // A counter added to pool_counters must be added above (and to docs/08-http.md).
 static_assert(sizeof(pool_counters) == counters.size() * sizeof(std::uint64_t));
 
-constexpr std::array<std::pair<circuit_state, const char*>, 3> circuit_states{
-    {{circuit_state::closed, "closed"},
-     {circuit_state::open, "open"},
-     {circuit_state::half_open, "half_open"}}};
+constexpr std::array<circuit_state, 3> circuit_states{circuit_state::closed, circuit_state::open,
+                                                      circuit_state::half_open};
 
 }  // namespace
 
@@ -106,9 +104,9 @@ void write_pool_metrics(std::string& out, std::span<const pool_sample> pools) {
     detail::append_family(out, "respool_pool_circuit_state", "gauge",
                           "Circuit breaker state: 1 for the current state, 0 for the others.");
     for (std::size_t i = 0; i < pools.size(); ++i) {
-        for (const auto& [state, name] : circuit_states) {
+        for (const circuit_state state : circuit_states) {
             std::string l = labels[i];
-            detail::append_label(l, "state", name);
+            detail::append_label(l, "state", to_string(state));
             detail::append_sample(out, "respool_pool_circuit_state", l,
                                   pools[i].stats.circuit == state ? 1 : 0);
         }

@@ -4,6 +4,7 @@
 #include <respool/pg/connection.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace respool::pg {
 
@@ -44,7 +45,7 @@ boost::system::error_condition make_error_condition(condition c) noexcept {
 namespace {
 
 // Whether SQLSTATE `s` (five characters) means condition `c`.
-bool sqlstate_means(const std::string& s, condition c) noexcept {
+bool sqlstate_means(std::string_view s, condition c) noexcept {
     switch (c) {
     case condition::connection_broken:
         return s.compare(0, 2, "08") == 0 || s == "57P01" || s == "57P02" || s == "57P03";
@@ -59,6 +60,59 @@ bool sqlstate_means(const std::string& s, condition c) noexcept {
     case condition::syntax_error: return s == "42601";
     case condition::undefined_table: return s == "42P01";
     case condition::insufficient_privilege: return s == "42501";
+    }
+    return false;
+}
+
+// Whether SQLSTATE `s` (five characters) means the database-neutral condition `c`. Every SQLSTATE is
+// a database_error; the classes the server uses for "try again later" are unavailable.
+bool sqlstate_means(std::string_view s, db::condition c) noexcept {
+    const std::string_view cls = s.substr(0, 2);
+    switch (c) {
+    case db::condition::database_error: return true;
+    // Class 08 (connection exception), class 28 (authentication), 57P01-57P03 (shutting down, crashed,
+    // not accepting connections), 53300 (too many connections), 25006 (a read-only transaction: the
+    // server became a standby, a failover is under way and the pool reconnects to the new primary).
+    case db::condition::unavailable:
+        return cls == "08" || cls == "28" || s == "57P01" || s == "57P02" || s == "57P03" || s == "53300" ||
+               s == "25006";
+    case db::condition::connection_broken: return sqlstate_means(s, condition::connection_broken);
+    case db::condition::statement_timeout: return s == "57014";                      // query_canceled
+    case db::condition::serialization_failure: return s == "40001" || s == "40P01";  // or a deadlock
+    case db::condition::constraint_violation: return cls == "23";
+    case db::condition::unique_violation: return s == "23505";
+    case db::condition::foreign_key_violation: return s == "23503";
+    case db::condition::not_null_violation: return s == "23502";
+    case db::condition::check_violation: return s == "23514";
+    case db::condition::read_only: return s == "25006";
+    // Class 22 (data exception: a parameter's value), class 42 (syntax error, undefined object, ...)
+    // but 42501, a missing privilege: the statement is fine, the role may not run it.
+    case db::condition::invalid_statement: return cls == "22" || (cls == "42" && s != "42501");
+    // The server waits for locks (lock_timeout ends in 55P03, not busy); the others are the pool's.
+    case db::condition::busy:
+    case db::condition::operation_in_progress:
+    case db::condition::exhausted:
+    case db::condition::closed:
+    case db::condition::cancelled: return false;
+    }
+    return false;
+}
+
+// Whether the connection's own error `e` means the database-neutral condition `c`. No default:
+// -Wswitch names an error added without a decision.
+bool error_means(error e, db::condition c) noexcept {
+    switch (e) {
+    case error::bad_connection_string: return false;  // configuration: no retry fixes it
+    case error::connect_failed:
+    case error::connect_timeout:
+    case error::connection_broken:
+        return c == db::condition::unavailable || c == db::condition::connection_broken;
+    case error::authentication_failed:  // no connection can be made (a rotated password, say)
+    case error::not_connected:          // what a statement on a connection that broke says
+        return c == db::condition::unavailable;
+    case error::busy: return c == db::condition::operation_in_progress;
+    case error::statement_timeout: return c == db::condition::statement_timeout;
+    case error::unsupported_statement: return c == db::condition::invalid_statement;
     }
     return false;
 }
@@ -86,6 +140,8 @@ public:
     bool equivalent(int code, const boost::system::error_condition& cond) const noexcept override {
         if (cond.category() == condition_category())
             return error_means(static_cast<error>(code), static_cast<condition>(cond.value()));
+        if (cond.category() == db::condition_category())
+            return error_means(static_cast<error>(code), static_cast<db::condition>(cond.value()));
         return default_error_condition(code) == cond;
     }
     std::string message(int v) const override {
@@ -111,6 +167,8 @@ public:
     bool equivalent(int code, const boost::system::error_condition& cond) const noexcept override {
         if (cond.category() == condition_category())
             return sqlstate_means(decode(code), static_cast<condition>(cond.value()));
+        if (cond.category() == db::condition_category())
+            return sqlstate_means(decode(code), static_cast<db::condition>(cond.value()));
         return default_error_condition(code) == cond;
     }
     std::string message(int v) const override { return "SQLSTATE " + decode(v); }

@@ -176,10 +176,7 @@ private:
 std::string describe(const pool_stats& s) {
     return "no connection free within the borrow timeout: " + std::to_string(s.active) + " in use of max " +
            std::to_string(s.max) + ", " + std::to_string(s.idle) + " idle, " + std::to_string(s.waiting) +
-           " waiting, " + std::to_string(s.creating) + " connecting, circuit " +
-           (s.circuit == circuit_state::closed ? "closed"
-            : s.circuit == circuit_state::open ? "open"
-                                               : "half-open");
+           " waiting, " + std::to_string(s.creating) + " connecting, circuit " + to_string(s.circuit);
 }
 
 // Why an acquire failed, for its caller: the connect's own message when a connect made for it failed

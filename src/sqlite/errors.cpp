@@ -15,8 +15,66 @@ namespace {
 
 constexpr int own_base = 0x10000;
 
+// Whether SQLite result code `rc` (extended, > 0) means the database-neutral condition `c`. Every
+// result code is a database_error.
+bool code_means(int rc, db::condition c) noexcept {
+    const int primary = rc & 0xff;
+    switch (c) {
+    case db::condition::database_error: return true;
+    // The file cannot be opened or read now; a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB) is broken
+    // but not unavailable: no retry mends it.
+    case db::condition::unavailable: return primary == SQLITE_CANTOPEN || primary == SQLITE_IOERR;
+    case db::condition::connection_broken:
+        return primary == SQLITE_CANTOPEN || primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT ||
+               primary == SQLITE_IOERR;
+    case db::condition::busy: return primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
+    case db::condition::statement_timeout: return primary == SQLITE_INTERRUPT;
+    // A WAL read transaction whose snapshot went stale cannot become a write: run it again.
+    case db::condition::serialization_failure: return rc == SQLITE_BUSY_SNAPSHOT;
+    case db::condition::constraint_violation: return primary == SQLITE_CONSTRAINT;
+    case db::condition::unique_violation:
+        return rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY;
+    case db::condition::foreign_key_violation: return rc == SQLITE_CONSTRAINT_FOREIGNKEY;
+    case db::condition::not_null_violation: return rc == SQLITE_CONSTRAINT_NOTNULL;
+    case db::condition::check_violation: return rc == SQLITE_CONSTRAINT_CHECK;
+    case db::condition::read_only: return primary == SQLITE_READONLY;
+    // SQLITE_ERROR: a syntax error, no such table or column, ...; SQLITE_RANGE: a parameter index out
+    // of range; SQLITE_MISMATCH: a value of the wrong type for the column (an INTEGER PRIMARY KEY).
+    case db::condition::invalid_statement:
+        return primary == SQLITE_ERROR || primary == SQLITE_RANGE || primary == SQLITE_MISMATCH;
+    case db::condition::operation_in_progress:
+    case db::condition::exhausted:
+    case db::condition::closed:
+    case db::condition::cancelled: return false;
+    }
+    return false;
+}
+
+// Whether the layer's own failure `e` means the database-neutral condition `c`. No default: -Wswitch
+// names an error added without a decision.
+bool own_error_means(error e, db::condition c) noexcept {
+    switch (e) {
+    case error::statement_timeout: return c == db::condition::statement_timeout;
+    case error::not_open: return c == db::condition::unavailable || c == db::condition::connection_broken;
+    case error::operation_in_progress: return c == db::condition::operation_in_progress;
+    case error::writes_on_reader: return c == db::condition::read_only;
+    case error::multiple_statements:
+    case error::parameter_count: return c == db::condition::invalid_statement;
+    case error::session_not_restorable: return false;  // the connection is replaced; not the caller's error
+    }
+    return false;
+}
+
 struct sqlite_errors final : boost::system::error_category {
     const char* name() const noexcept override { return "respool.sqlite"; }
+    bool equivalent(int v, const boost::system::error_condition& cond) const noexcept override {
+        if (cond.category() == db::condition_category()) {
+            const auto c = static_cast<db::condition>(cond.value());
+            if (v >= own_base) return own_error_means(static_cast<error>(v), c);
+            return v > 0 && code_means(v, c);
+        }
+        return default_error_condition(v) == cond;
+    }
     std::string message(int v) const override {
         switch (static_cast<error>(v)) {
         case error::statement_timeout: return "statement timeout: the statement was interrupted";

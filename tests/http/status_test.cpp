@@ -1,5 +1,6 @@
 // The error -> HTTP mapping (SPEC.md §6): every enumerator of respool::errc, pg::error and
 // sqlite::error, the SQLSTATEs and SQLite result codes it singles out, and the error response.
+#include <respool/db_condition.hpp>
 #include <respool/http/response.hpp>
 #include <respool/http/status.hpp>
 #include <respool/pg/errors.hpp>
@@ -122,6 +123,39 @@ TEST(http_status, unknown_errors_and_no_error_are_500_and_a_cancelled_operation_
         {boost::asio::error::operation_aborted, 503, true, "cancelled"},
         {boost::asio::error::connection_refused, 500, false, "internal_error"},
         {error_code{}, 500, false, "internal_error"},
+    });
+}
+
+TEST(http_status, misuse_of_a_connection_is_an_internal_error) {
+    expect_rows({
+        {pg::error::unsupported_statement, 500, false, "internal_error"},  // COPY through async_query
+        {sqlite::error::session_not_restorable, 500, false, "internal_error"},
+    });
+}
+
+// A database layer respool::http has never heard of: its codes say which neutral conditions they mean
+// (value n means db::condition n), and the mapping follows what they mean, not whose they are.
+class other_database final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "other.database"; }
+    std::string message(int v) const override { return "other database error " + std::to_string(v); }
+    bool equivalent(int v, const boost::system::error_condition& cond) const noexcept override {
+        return cond.category() == respool::db::condition_category() && cond.value() == v;
+    }
+};
+
+TEST(http_status, another_database_s_codes_map_through_the_neutral_conditions) {
+    static const other_database other;
+    using respool::db::condition;
+    const auto code = [](condition c) { return error_code(static_cast<int>(c), other); };
+    expect_rows({
+        {code(condition::unavailable), 503, true, "database_unavailable"},
+        {code(condition::busy), 503, true, "database_unavailable"},
+        {code(condition::statement_timeout), 504, false, "statement_timeout"},
+        {code(condition::cancelled), 503, true, "cancelled"},
+        {code(condition::database_error), 500, false, "database_error"},
+        {code(condition::invalid_statement), 500, false, "internal_error"},  // not the database's own
+        {error_code(0x7fff, other), 500, false, "internal_error"},
     });
 }
 

@@ -5,6 +5,8 @@
 #include "report_format.hpp"
 #include "server.hpp"
 
+#include <respool/stats.hpp>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -58,10 +60,11 @@ pool_line parse_health(unsigned status, const std::string& body) {
         counts[1] += field(body, pos, "active");
         counts[2] += field(body, pos, "waiting");
     }
-    if (body.find(R"("circuit":"open")") != std::string::npos)
-        p.circuit = "OPEN";
-    else if (body.find(R"("circuit":"half_open")") != std::string::npos)
-        p.circuit = "half-open";
+    for (const auto worst : {respool::circuit_state::open, respool::circuit_state::half_open})
+        if (body.find(std::string(R"("circuit":")") + respool::to_string(worst) + '"') != std::string::npos) {
+            p.circuit = respool::to_string(worst);
+            break;
+        }
     return p;
 }
 std::string show_pool(const pool_line& p) {

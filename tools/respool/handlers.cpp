@@ -102,15 +102,6 @@ std::string json_escape(std::string_view s) {
     return out;
 }
 
-const char* circuit_name(respool::circuit_state s) {
-    switch (s) {
-    case respool::circuit_state::closed: return "closed";
-    case respool::circuit_state::open: return "open";
-    case respool::circuit_state::half_open: return "half_open";
-    }
-    return "closed";
-}
-
 asio::awaitable<response> health(service& svc, worker& self, const request& req) {
     const auto pools = co_await all_pools(svc, self);
     bool up = true;
@@ -143,7 +134,7 @@ asio::awaitable<response> health(service& svc, worker& self, const request& req)
                           R"(%s{"thread":%zu,"pool":"%s","idle":%u,"active":%u,"total":%u,"max":%u,)"
                           R"("waiting":%u,"circuit":"%s"})",
                           first ? "" : ",", i, p.name.c_str(), p.stats.idle, p.stats.active, p.stats.total,
-                          p.stats.max, p.stats.waiting, circuit_name(p.stats.circuit));
+                          p.stats.max, p.stats.waiting, respool::to_string(p.stats.circuit));
             body += item;
             first = false;
         }

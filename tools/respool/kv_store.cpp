@@ -2,8 +2,7 @@
 
 #include "db_health.hpp"
 
-#include <respool/http/status.hpp>
-#include <respool/sqlite/errors.hpp>
+#include <respool/db_condition.hpp>
 
 #include <charconv>
 #include <cstdint>
@@ -29,13 +28,15 @@ void kv_store::note(const respool::error_code& ec, std::string_view words) {
         if (health_) health_->answered(worker_);
         return;
     }
-    // The mapping already sorts "no connection can be made / the server went away" into
-    // database_unavailable. SQLITE_BUSY is there too (503), but a file locked by another process is
-    // a busy database, not an unreachable one: /health stays up.
-    if (ec == respool::sqlite::condition::busy) return;
+    // A file locked by another process is a busy database, not an unreachable one: /health stays up.
+    if (ec == respool::db::condition::busy) return;
     // The circuit open: the database is still down (counted for the log), its cause unchanged.
-    if (ec == respool::errc::unavailable && health_) return health_->failed(worker_, {});
-    if (respool::http::map_error(ec).error != "database_unavailable") return;
+    if (ec == respool::errc::unavailable) {
+        if (health_) health_->failed(worker_, {});
+        return;
+    }
+    // No connection can be made, the server went away or is restarting, a failover is under way.
+    if (ec != respool::db::condition::unavailable) return;
     reachable_.store(false, std::memory_order_relaxed);
     if (health_) health_->failed(worker_, classify(ec, words));
 }

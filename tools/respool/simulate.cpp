@@ -170,9 +170,7 @@ int run_simulate(const simulate_config& cfg) {
             const auto s = pool.stats();
             if (!cfg.quiet) {
                 char line[320];
-                const char* circuit = s.circuit == respool::circuit_state::closed ? "closed"
-                                      : s.circuit == respool::circuit_state::open ? "OPEN"
-                                                                                  : "half-open";
+                const char* circuit = respool::to_string(s.circuit);
                 std::snprintf(line, sizeof line,
                               "%5.1fs  %8.0f acq/s  wait p50 %-7s p99 %-7s  idle %3u active %3u waiting %4u  "
                               "errors %ld  circuit %s  leaks %llu",

@@ -27,8 +27,9 @@ struct error_mapping {
 // The mapping of `ec` (SPEC.md §6): the pool could not lend in time, the circuit is open, the pool is
 // closed, the database cannot be reached -> 503 + Retry-After; a statement ran past its deadline -> 504;
 // any other database error, and an error this table does not know (or no error at all) -> 500.
-// respool::pg's and respool::sqlite's codes are recognised by their category's name, so this library
-// does not bring libpq or SQLite into a program that uses neither.
+// respool::pg's and respool::sqlite's codes are read through the conditions they match
+// (respool::db::condition), so this library does not bring libpq or SQLite into a program that uses
+// neither.
 [[nodiscard]] error_mapping map_error(const error_code& ec) noexcept;
 
 // {"error":"<error>","message":"<message>"}

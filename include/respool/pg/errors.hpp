@@ -3,6 +3,7 @@
 // one kind that poisons a pooled connection), the server's diagnostics, and connection-string masking.
 #pragma once
 
+#include <respool/db_condition.hpp>
 #include <respool/error.hpp>
 
 #include <boost/system/system_error.hpp>

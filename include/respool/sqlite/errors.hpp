@@ -3,6 +3,7 @@
 // where the meaning is the same), and what SQLite said about the last failure.
 #pragma once
 
+#include <respool/db_condition.hpp>
 #include <respool/error.hpp>
 
 #include <boost/system/system_error.hpp>
