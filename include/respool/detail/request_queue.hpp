@@ -110,6 +110,12 @@ public:
         for (request_node* r : scratch_) out.push_back(release(*r));
         return k;
     }
+    // The oldest entry (it leaves the queue), or nullptr.
+    entry_ptr pop() {
+        scratch_.clear();
+        if (q_.take(1, scratch_) == 0) return nullptr;
+        return release(*scratch_.front());
+    }
     // The entries whose deadline is <= now leave, in deadline order: fail(entry, errc::exhausted).
     template <class Fail>
     void expire(clock::time_point now, Fail&& fail) {
