@@ -22,15 +22,16 @@ pipeline_dispatch::carrier* pipeline_dispatch::roomiest() noexcept {
     return best;
 }
 
-void pipeline_dispatch::waiting::cancelled(const std::shared_ptr<waiting>& w, bool withdrawn) {
-    if (withdrawn) complete(w->ex, std::move(w->h), error_code(asio::error::operation_aborted), result{});
+void pipeline_dispatch::waiting::on_cancel(pipeline_dispatch& d, const std::shared_ptr<waiting>& w,
+                                           bool withdrawn) {
+    if (withdrawn) complete(d.ex_, std::move(w->h), error_code(asio::error::operation_aborted), result{});
 }
 
 // A waiting statement leaves without running: its slot is the caller's, cleared first.
 void pipeline_dispatch::fail(const std::shared_ptr<waiting>& w, error_code ec) {
     auto slot = w->h.get_cancellation_slot();
     if (slot.is_connected()) slot.clear();
-    complete(w->ex, std::move(w->h), ec, result{});
+    complete(ex_, std::move(w->h), ec, result{});
 }
 
 void pipeline_dispatch::submit(std::string sql, params p, query_handler h, respool::diagnostics* diag) {
@@ -41,7 +42,7 @@ void pipeline_dispatch::submit(std::string sql, params p, query_handler h, respo
     // spare (the acquire says).
     if (!c || (waiting_.empty() && c->pipe->in_flight() > 0)) grow();
     if (c && waiting_.empty()) return c->pipe->submit(std::move(sql), std::move(p), std::move(h), diag);
-    auto w = std::make_shared<waiting>(std::move(sql), std::move(p), std::move(h), diag, ex_);
+    auto w = std::make_shared<waiting>(std::move(sql), std::move(p), std::move(h), diag);
     auto slot = w->h.get_cancellation_slot();
     if (slot.is_connected())
         slot.template emplace<respool::detail::request_canceller<waiting>>(
@@ -134,13 +135,14 @@ void pipeline_dispatch::arm_wait_timer() {
 
 // The oldest waiting statements found no room within borrow_timeout: exhausted, as a borrow.
 void pipeline_dispatch::on_wait_timer() {
-    waiting_.expire(std::chrono::steady_clock::now(), &pipeline_dispatch::fail);
+    waiting_.expire(std::chrono::steady_clock::now(),
+                    [this](const auto& w, error_code why) { fail(w, why); });
     arm_wait_timer();
 }
 
 void pipeline_dispatch::fail_waiting(error_code ec) {
     wait_timer_.cancel();
-    waiting_.fail_all(ec, &pipeline_dispatch::fail);
+    waiting_.fail_all(ec, [this](const auto& w, error_code why) { fail(w, why); });
 }
 
 void pipeline_dispatch::close() {

@@ -42,17 +42,16 @@ private:
     // A statement waiting for a carrier with room (in the request queue, which keeps the FIFO, the
     // borrow deadline and the cancellation).
     struct waiting : respool::detail::request_node {
-        waiting(std::string q, params pr, query_handler handler, respool::diagnostics* d,
-                boost::asio::any_io_executor e)
-            : sql(std::move(q)), p(std::move(pr)), h(std::move(handler)), diag(d), ex(std::move(e)) {}
+        using owner_type = pipeline_dispatch;
+        waiting(std::string q, params pr, query_handler handler, respool::diagnostics* d)
+            : sql(std::move(q)), p(std::move(pr)), h(std::move(handler)), diag(d) {}
         std::string sql;
         params p;
         query_handler h;
         respool::diagnostics* diag;
-        boost::asio::any_io_executor ex;  // the dispatch's, where a cancelled one completes
         // Cancelled while queued: completes with operation_aborted. Once on a carrier, the pipeline's
         // own cancellation applies.
-        static void cancelled(const std::shared_ptr<waiting>& w, bool withdrawn);
+        static void on_cancel(pipeline_dispatch& d, const std::shared_ptr<waiting>& w, bool withdrawn);
     };
     using queue = respool::detail::request_queue<waiting>;
 
@@ -63,7 +62,7 @@ private:
     void arm_wait_timer();
     void on_wait_timer();
     void fail_waiting(error_code ec);
-    static void fail(const std::shared_ptr<waiting>& w, error_code ec);
+    void fail(const std::shared_ptr<waiting>& w, error_code ec);
 
     respool::pool<connection>& pool_;
     boost::asio::any_io_executor ex_;

@@ -151,15 +151,16 @@ private:
     std::vector<request_node*> scratch_;
 };
 
-// The cancellation slot handler of a queued entry, the same for every queue: a cancellation (terminal,
-// partial or total) of an entry still queued takes it out (O(1)) and calls
-// Entry::cancelled(entry, true), which completes it with operation_aborted; of an entry already taken,
-// Entry::cancelled(entry, false), where the scheduler's own policy applies (skip it, interrupt it, or
-// nothing). `owner` keeps `queue` alive while the handler runs; when it or the entry is gone, nothing
-// happens.
+// The cancellation slot handler of a queued entry, the same for every queue. A cancellation
+// (terminal, partial or total) of an entry still queued takes it out (O(1)) and calls
+// Entry::on_cancel(owner, entry, true), which completes it with operation_aborted (posted: this runs
+// inside the caller's slot); of an entry no longer queued (taken), Entry::on_cancel(owner, entry,
+// false), where the scheduler's own policy applies (skip it, interrupt it, or nothing). Entry names
+// its queue's owner as Entry::owner_type; the owner holds `queue` and is kept alive while the handler
+// runs. When the owner or the entry is gone, nothing happens.
 template <class Entry>
 struct request_canceller {
-    std::weak_ptr<const void> owner;
+    std::weak_ptr<typename Entry::owner_type> owner;
     request_queue<Entry>* queue;
     std::weak_ptr<Entry> entry;
 
@@ -167,11 +168,11 @@ struct request_canceller {
     template <class Type>
     void operator()(Type t) const {
         if (t == Type{}) return;  // none of terminal, partial, total
-        const auto keep = owner.lock();
+        const auto o = owner.lock();
         auto e = entry.lock();
-        if (!keep || !e) return;
+        if (!o || !e) return;
         const bool withdrawn = queue->cancel(*e);
-        Entry::cancelled(e, withdrawn);
+        Entry::on_cancel(*o, e, withdrawn);
     }
 };
 
