@@ -106,7 +106,6 @@ std::string request_queue::check() const {
     if (n != size_) e << "FIFO holds " << n << ", size says " << size_ << "; ";
     if (timed != deadlines_.size())
         e << timed << " timed requests, the index holds " << deadlines_.size() << "; ";
-    if (max_ != 0 && size_ > max_) e << "more than max_waiters wait; ";
     e << deadlines_.check();
     return e.str();
 }

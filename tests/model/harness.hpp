@@ -3,6 +3,7 @@
 // invariants written from the spec and its own records (see model_test.cpp for the list).
 #pragma once
 
+#include "core/request_queue.hpp"
 #include "model.hpp"
 
 #include <gtest/gtest.h>
@@ -1074,5 +1075,209 @@ private:
     std::string trail_;
 };
 
+// Random operations on the core's request_queue and on queue_model side by side. Every request leaves
+// exactly once per time it was queued (taken, cancelled, expired or failed), expiry happens exactly when
+// a request's own deadline has come, and the core's audit holds after every step.
+class queue_run {
+public:
+    static constexpr int slots = 24;
+
+    queue_run(std::uint64_t seed, std::size_t max_waiters)
+        : rng_(seed), core_(max_waiters), nodes_(slots), where_(slots, place::free), taken_(slots) {
+        model_.max = max_waiters;
+    }
+
+    std::string step(int op_index) {
+        op_ = op_index;
+        const int pick = static_cast<int>(rng_() % 100);
+        if (pick < 40)
+            op_push();
+        else if (pick < 52)
+            op_cancel();
+        else if (pick < 68)
+            op_take();
+        else if (pick < 76)
+            op_requeue();
+        else if (pick < 96)
+            op_expire();
+        else
+            op_fail_all();
+        compare();
+        return error_;
+    }
+
+    [[nodiscard]] std::uint64_t pushes() const noexcept { return pushes_; }
+    [[nodiscard]] std::uint64_t expired() const noexcept { return expired_; }
+    [[nodiscard]] std::uint64_t cancelled() const noexcept { return cancelled_; }
+    [[nodiscard]] std::uint64_t requeued() const noexcept { return requeued_; }
+    [[nodiscard]] std::uint64_t refused() const noexcept { return refused_; }
+
+private:
+    enum class place { free, queued, taken };
+
+    void err(const std::string& what) {
+        if (error_.empty()) error_ = "request queue, op " + std::to_string(op_) + ": " + what;
+    }
+    int slot_in(place p) {
+        std::vector<int> in;
+        for (int i = 0; i < slots; ++i)
+            if (where_[static_cast<std::size_t>(i)] == p) in.push_back(i);
+        return in.empty() ? -1 : in[rng_() % in.size()];
+    }
+    int id_of(const waiter* w) const {
+        for (int i = 0; i < slots; ++i)
+            if (&nodes_[static_cast<std::size_t>(i)] == w) return i;
+        return -1;
+    }
+
+    void op_push() {
+        const int i = slot_in(place::free);
+        if (i < 0) return;
+        const auto k = static_cast<std::size_t>(i);
+        nodes_[k] = waiter{};
+        std::optional<time_point> deadline;
+        status st;
+        switch (rng_() % 6) {
+        case 0:  // the shared timeout of most requests
+        case 1: {
+            const duration t = rng_() % 2 ? duration(10ms) : duration(25ms);
+            deadline = saturating_after(now_, t);
+            st = core_.push_for(nodes_[k], now_, t);
+            break;
+        }
+        case 2: {  // a distinct one (nanoseconds)
+            const duration t = std::chrono::nanoseconds(1 + rng_() % 40'000'000);
+            deadline = saturating_after(now_, t);
+            st = core_.push_for(nodes_[k], now_, t);
+            break;
+        }
+        case 3: {  // absolute, possibly past
+            deadline = now_ - 5ms + std::chrono::microseconds(rng_() % 40'000);
+            st = core_.push(nodes_[k], *deadline, duration::zero());
+            break;
+        }
+        case 4:  // "as long as it takes"
+            deadline = time_point::max();
+            st = core_.push_for(nodes_[k], now_, duration::max());
+            break;
+        default:  // a condition, no deadline
+            st = core_.push_unbounded(nodes_[k]);
+            break;
+        }
+        std::uint64_t seq = 0;
+        const bool m = model_.push(i, deadline, seq);
+        if ((st == status::ok) != m) return err("push: the core says " + std::to_string(int(st)));
+        if (!m) {
+            if (st != status::exhausted) err("a refused push is not exhausted");
+            ++refused_;
+            return;
+        }
+        ++pushes_;
+        where_[k] = place::queued;
+        taken_[k] = {i, seq, deadline};
+    }
+
+    void op_cancel() {
+        // Queued or not: cancelling one already gone says false and changes nothing.
+        const int i = static_cast<int>(rng_() % slots);
+        const auto k = static_cast<std::size_t>(i);
+        const bool c = core_.cancel(nodes_[k]);
+        const bool m = model_.cancel(i);
+        if (c != m) return err("cancel of " + std::to_string(i) + " differs");
+        if (c) {
+            ++cancelled_;
+            where_[k] = place::free;
+        }
+    }
+
+    void op_take() {
+        const std::size_t n = rng_() % 5;
+        std::vector<waiter*> out;
+        const std::size_t k = core_.take(n, out);
+        const auto m = model_.take(n);
+        if (k != out.size() || k != m.size()) return err("take took another number");
+        for (std::size_t j = 0; j < k; ++j) {
+            const int id = id_of(out[j]);
+            if (id != m[j].id) return err("take: not the oldest first");
+            if (request_queue::queued(*out[j])) return err("a taken request still says queued");
+            where_[static_cast<std::size_t>(id)] = place::taken;
+        }
+    }
+
+    void op_requeue() {
+        const int i = slot_in(place::taken);
+        if (i < 0) return;
+        const auto k = static_cast<std::size_t>(i);
+        if (rng_() % 3 == 0) {  // served: it is done with the queue
+            where_[k] = place::free;
+            return;
+        }
+        core_.requeue(nodes_[k]);
+        model_.requeue(taken_[k]);
+        where_[k] = place::queued;
+        ++requeued_;
+    }
+
+    void op_expire() {
+        now_ += std::chrono::microseconds(rng_() % 8000);
+        effects fx;
+        core_.expire(now_, fx);
+        const auto m = model_.expire(now_);
+        if (fx.size() != m.size())
+            return err("expire: " + std::to_string(fx.size()) + " left, the model says " +
+                       std::to_string(m.size()));
+        for (std::size_t j = 0; j < m.size(); ++j) {
+            if (fx[j].what != effect::kind::wake || fx[j].st != status::exhausted)
+                return err("an expired request is not failed as exhausted");
+            const int id = id_of(fx[j].w);
+            if (id != m[j].id) return err("expire: not in (deadline, arrival) order");
+            if (*m[j].deadline > now_) return err("expired before its deadline");
+            where_[static_cast<std::size_t>(id)] = place::free;
+        }
+        expired_ += m.size();
+        if (const auto d = core_.next_deadline(); d && *d <= now_) err("a due request stayed queued");
+    }
+
+    void op_fail_all() {
+        effects fx;
+        core_.fail_all(status::closed, fx);
+        const auto m = model_.fail_all();
+        if (fx.size() != m.size()) return err("fail_all: another number");
+        for (std::size_t j = 0; j < m.size(); ++j) {
+            if (fx[j].st != status::closed || id_of(fx[j].w) != m[j].id)
+                return err("fail_all: not every request, oldest first, with the status given");
+            where_[static_cast<std::size_t>(m[j].id)] = place::free;
+        }
+    }
+
+    void compare() {
+        if (!error_.empty()) return;
+        if (const std::string a = core_.check(); !a.empty()) return err("core audit: " + a);
+        if (core_.size() != model_.q.size()) return err("size differs");
+        if (core_.next_deadline() != model_.next_deadline()) return err("next deadline differs");
+        const int front = core_.front() ? id_of(core_.front()) : -1;
+        if (front != (model_.q.empty() ? -1 : model_.q.front().id)) return err("front differs");
+        std::size_t queued = 0;
+        for (int i = 0; i < slots; ++i) {
+            const bool q = request_queue::queued(nodes_[static_cast<std::size_t>(i)]);
+            if (q != (where_[static_cast<std::size_t>(i)] == place::queued))
+                return err("request " + std::to_string(i) +
+                           " is queued in the core only, or in the model only");
+            queued += q ? 1 : 0;
+        }
+        if (queued != model_.q.size()) return err("queued requests differ");
+    }
+
+    std::mt19937_64 rng_;
+    request_queue core_;
+    queue_model model_;
+    std::vector<waiter> nodes_;
+    std::vector<place> where_;
+    std::vector<queue_model::entry> taken_;  // each slot's arrival record, for a requeue
+    time_point now_ = time_point{} + std::chrono::hours(1);
+    int op_ = 0;
+    std::uint64_t pushes_ = 0, expired_ = 0, cancelled_ = 0, requeued_ = 0, refused_ = 0;
+    std::string error_;
+};
 
 }  // namespace model_check

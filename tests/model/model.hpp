@@ -688,3 +688,75 @@ struct model {
 };
 
 }  // namespace model_check
+
+namespace model_check {
+
+// The request queue's reference: a plain deque in arrival order, scanned linearly; a request that goes
+// back keeps its arrival number and its deadline.
+struct queue_model {
+    struct entry {
+        int id;
+        std::uint64_t seq;
+        std::optional<time_point> deadline;  // none: waits until taken, cancelled or failed
+    };
+    std::deque<entry> q;
+    std::size_t max = 0;  // 0: no limit
+    std::uint64_t seq = 0;
+
+    // false: refused (max waiters).
+    bool push(int id, std::optional<time_point> deadline, std::uint64_t& given_seq) {
+        if (max != 0 && q.size() >= max) return false;
+        given_seq = ++seq;
+        q.push_back({id, given_seq, deadline});
+        return true;
+    }
+    void requeue(const entry& e) {
+        auto at = q.begin();
+        while (at != q.end() && at->seq < e.seq) ++at;
+        q.insert(at, e);
+    }
+    bool cancel(int id) {
+        for (auto it = q.begin(); it != q.end(); ++it)
+            if (it->id == id) {
+                q.erase(it);
+                return true;
+            }
+        return false;
+    }
+    std::vector<entry> take(std::size_t n) {
+        std::vector<entry> out;
+        while (n-- > 0 && !q.empty()) {
+            out.push_back(q.front());
+            q.pop_front();
+        }
+        return out;
+    }
+    // Due ones, by (deadline, arrival).
+    std::vector<entry> expire(time_point now) {
+        std::vector<entry> due;
+        for (auto it = q.begin(); it != q.end();)
+            if (it->deadline && *it->deadline <= now) {
+                due.push_back(*it);
+                it = q.erase(it);
+            } else {
+                ++it;
+            }
+        std::sort(due.begin(), due.end(), [](const entry& a, const entry& b) {
+            return *a.deadline < *b.deadline || (*a.deadline == *b.deadline && a.seq < b.seq);
+        });
+        return due;
+    }
+    std::vector<entry> fail_all() {
+        std::vector<entry> out(q.begin(), q.end());
+        q.clear();
+        return out;
+    }
+    [[nodiscard]] std::optional<time_point> next_deadline() const {
+        std::optional<time_point> best;
+        for (const entry& e : q)
+            if (e.deadline && (!best || *e.deadline < *best)) best = e.deadline;
+        return best;
+    }
+};
+
+}  // namespace model_check

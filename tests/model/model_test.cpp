@@ -122,3 +122,41 @@ TEST(model, random_operation_sequences_match_the_reference_model_and_keep_the_in
         EXPECT_GT(reparks, 0u) << "the generator must exercise re-parks after a rejection";
     }
 }
+
+TEST(model, request_queue_operations_match_a_plain_deque) {
+    const std::uint64_t total_ops = env_u64("RESPOOL_MODEL_OPS", 1'000'000) / 4;
+    const std::uint64_t seed = env_u64("RESPOOL_MODEL_SEED", std::random_device{}());
+    std::mt19937_64 meta(seed);
+    std::uint64_t done = 0, runs = 0, pushes = 0, expired = 0, cancelled = 0, requeued = 0, refused = 0;
+    while (done < total_ops) {
+        const std::uint64_t run_seed = meta();
+        std::mt19937_64 pick(run_seed);
+        const std::size_t max_waiters = pick() % 3 == 0 ? 1 + pick() % 8 : 0;
+        queue_run r(run_seed, max_waiters);
+        const int len = 200 + static_cast<int>(pick() % 3000);
+        std::string e;
+        for (int i = 0; i < len && e.empty(); ++i) e = r.step(i);
+        ASSERT_EQ(e, "") << "seed " << seed << " (RESPOOL_MODEL_SEED=" << seed << "), run " << runs
+                         << " (run seed " << run_seed << ", max_waiters " << max_waiters << ")";
+        done += static_cast<std::uint64_t>(len);
+        pushes += r.pushes();
+        expired += r.expired();
+        cancelled += r.cancelled();
+        requeued += r.requeued();
+        refused += r.refused();
+        ++runs;
+    }
+    std::printf(
+        "request queue model: %llu operations in %llu runs, %llu pushes (%llu refused), %llu expired, "
+        "%llu cancelled, %llu requeued, seed %llu\n",
+        static_cast<unsigned long long>(done), static_cast<unsigned long long>(runs),
+        static_cast<unsigned long long>(pushes), static_cast<unsigned long long>(refused),
+        static_cast<unsigned long long>(expired), static_cast<unsigned long long>(cancelled),
+        static_cast<unsigned long long>(requeued), static_cast<unsigned long long>(seed));
+    if (done >= 10'000) {
+        EXPECT_GT(expired, 0u) << "the generator must exercise expiry";
+        EXPECT_GT(cancelled, 0u) << "the generator must exercise cancellation";
+        EXPECT_GT(requeued, 0u) << "the generator must exercise requeue";
+        EXPECT_GT(refused, 0u) << "the generator must exercise max_waiters";
+    }
+}
