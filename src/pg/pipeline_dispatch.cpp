@@ -4,6 +4,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 
 #include <algorithm>
+#include <chrono>
 
 namespace asio = boost::asio;
 
@@ -21,6 +22,18 @@ pipeline_dispatch::carrier* pipeline_dispatch::roomiest() noexcept {
     return best;
 }
 
+void pipeline_dispatch::waiting::on_cancel(pipeline_dispatch& d, const std::shared_ptr<waiting>& w,
+                                           bool withdrawn) {
+    if (withdrawn) complete(d.ex_, std::move(w->h), error_code(asio::error::operation_aborted), result{});
+}
+
+// A waiting statement leaves without running: its slot is the caller's, cleared first.
+void pipeline_dispatch::fail(const std::shared_ptr<waiting>& w, error_code ec) {
+    auto slot = w->h.get_cancellation_slot();
+    if (slot.is_connected()) slot.clear();
+    complete(ex_, std::move(w->h), ec, result{});
+}
+
 void pipeline_dispatch::submit(std::string sql, params p, query_handler h, respool::diagnostics* diag) {
     if (closed_) return complete(ex_, std::move(h), error_code(respool::errc::closed), result{});
     carrier* c = roomiest();
@@ -29,20 +42,13 @@ void pipeline_dispatch::submit(std::string sql, params p, query_handler h, respo
     // spare (the acquire says).
     if (!c || (waiting_.empty() && c->pipe->in_flight() > 0)) grow();
     if (c && waiting_.empty()) return c->pipe->submit(std::move(sql), std::move(p), std::move(h), diag);
-    const auto deadline = std::chrono::steady_clock::now() + s_.borrow_timeout;
-    waiting_.push_back({std::move(sql), std::move(p), std::move(h), deadline, diag});
-    auto slot = waiting_.back().h.get_cancellation_slot();
+    auto w = std::make_shared<waiting>(std::move(sql), std::move(p), std::move(h), diag);
+    auto slot = w->h.get_cancellation_slot();
     if (slot.is_connected())
-        slot.assign([weak = weak_from_this(), w = &waiting_.back()](asio::cancellation_type) {
-            auto self = weak.lock();
-            if (!self) return;
-            const auto it = std::find_if(self->waiting_.begin(), self->waiting_.end(),
-                                         [w](const waiting& x) { return &x == w; });
-            if (it == self->waiting_.end()) return;
-            query_handler handler = std::move(it->h);
-            self->waiting_.erase(it);
-            complete(self->ex_, std::move(handler), error_code(asio::error::operation_aborted), result{});
-        });
+        slot.template emplace<respool::detail::request_canceller<waiting>>(
+            respool::detail::request_canceller<waiting>{weak_from_this(), &waiting_, w});
+    if (const error_code ec = waiting_.push(w, std::chrono::steady_clock::now(), s_.borrow_timeout))
+        return fail(w, ec);  // max_waiters: never (the queue has no limit here)
     if (waiting_.size() == 1) arm_wait_timer();
     feed();
 }
@@ -91,8 +97,8 @@ void pipeline_dispatch::feed() {
     while (!waiting_.empty()) {
         carrier* c = roomiest();
         if (!c) return;
-        waiting w = std::move(waiting_.front());
-        waiting_.pop_front();
+        const auto next = waiting_.pop();
+        waiting& w = *next;
         auto slot = w.h.get_cancellation_slot();
         if (slot.is_connected()) slot.clear();
         c->pipe->submit(std::move(w.sql), std::move(w.p), std::move(w.h), w.diag);
@@ -119,8 +125,9 @@ void pipeline_dispatch::carrier_idle(carrier* c, bool broken) {
 }
 
 void pipeline_dispatch::arm_wait_timer() {
-    if (waiting_.empty()) return;
-    wait_timer_.expires_at(waiting_.front().deadline);
+    const auto at = waiting_.next_deadline();
+    if (!at) return;
+    wait_timer_.expires_at(*at);
     wait_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
         if (auto self = weak.lock(); self && !ec) self->on_wait_timer();
     });
@@ -128,26 +135,14 @@ void pipeline_dispatch::arm_wait_timer() {
 
 // The oldest waiting statements found no room within borrow_timeout: exhausted, as a borrow.
 void pipeline_dispatch::on_wait_timer() {
-    const auto now = std::chrono::steady_clock::now();
-    while (!waiting_.empty() && waiting_.front().deadline <= now) {
-        waiting w = std::move(waiting_.front());
-        waiting_.pop_front();
-        auto slot = w.h.get_cancellation_slot();
-        if (slot.is_connected()) slot.clear();
-        complete(ex_, std::move(w.h), error_code(respool::errc::exhausted), result{});
-    }
+    waiting_.expire(std::chrono::steady_clock::now(),
+                    [this](const auto& w, error_code why) { fail(w, why); });
     arm_wait_timer();
 }
 
 void pipeline_dispatch::fail_waiting(error_code ec) {
     wait_timer_.cancel();
-    auto all = std::move(waiting_);
-    waiting_.clear();
-    for (waiting& w : all) {
-        auto slot = w.h.get_cancellation_slot();
-        if (slot.is_connected()) slot.clear();
-        complete(ex_, std::move(w.h), ec, result{});
-    }
+    waiting_.fail_all(ec, [this](const auto& w, error_code why) { fail(w, why); });
 }
 
 void pipeline_dispatch::close() {

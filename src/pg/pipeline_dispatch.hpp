@@ -7,11 +7,11 @@
 
 #include "pipeline.hpp"
 
+#include <respool/detail/request_queue.hpp>
 #include <respool/pool.hpp>
 
 #include <boost/asio/steady_timer.hpp>
 
-#include <list>
 #include <memory>
 #include <vector>
 
@@ -39,13 +39,21 @@ private:
         lease<connection> l;
         std::shared_ptr<pipeline> pipe;
     };
-    struct waiting {
+    // A statement waiting for a carrier with room (in the request queue, which keeps the FIFO, the
+    // borrow deadline and the cancellation).
+    struct waiting : respool::detail::request_node {
+        using owner_type = pipeline_dispatch;
+        waiting(std::string q, params pr, query_handler handler, respool::diagnostics* d)
+            : sql(std::move(q)), p(std::move(pr)), h(std::move(handler)), diag(d) {}
         std::string sql;
         params p;
         query_handler h;
-        std::chrono::steady_clock::time_point deadline;
         respool::diagnostics* diag;
+        // Cancelled while queued: completes with operation_aborted. Once on a carrier, the pipeline's
+        // own cancellation applies.
+        static void on_cancel(pipeline_dispatch& d, const std::shared_ptr<waiting>& w, bool withdrawn);
     };
+    using queue = respool::detail::request_queue<waiting>;
 
     carrier* roomiest() noexcept;
     void grow();
@@ -54,14 +62,15 @@ private:
     void arm_wait_timer();
     void on_wait_timer();
     void fail_waiting(error_code ec);
+    void fail(const std::shared_ptr<waiting>& w, error_code ec);
 
     respool::pool<connection>& pool_;
     boost::asio::any_io_executor ex_;
     settings s_;
     std::vector<std::unique_ptr<carrier>> carriers_;
-    std::list<waiting> waiting_;  // FIFO: the same borrow_timeout for all, so the front expires first
-    boost::asio::steady_timer wait_timer_;
-    bool growing_ = false;  // an acquire for a new carrier is under way
+    queue waiting_;                         // FIFO: the same borrow_timeout for all
+    boost::asio::steady_timer wait_timer_;  // at the queue's next deadline while statements wait
+    bool growing_ = false;                  // an acquire for a new carrier is under way
     bool closed_ = false;
 };
 

@@ -92,16 +92,6 @@ error_code run_group(connection::impl& s, const group& g) {
 
 // ---- the caller's side ------------------------------------------------------------------------------
 
-void fail_pending(pool_state& s, error_code ec, const diagnostics& words = {}) {
-    auto pending = std::move(s.groups.pending);
-    s.groups.pending.clear();
-    for (auto& e : pending) {
-        e->ec = ec;
-        e->words = words;
-        deliver(*e);
-    }
-}
-
 void start_group(std::shared_ptr<pool_state> s);
 
 // The group's job ended: give the writer back, acknowledge every entry, start the next group with
@@ -150,17 +140,13 @@ void start_group(std::shared_ptr<pool_state> s) {
     writer.async_acquire(s->cfg.borrow_timeout, d, [s, diag](error_code ec, lease<connection> l) mutable {
         auto& q = s->groups;
         if (ec) {
-            fail_pending(*s, ec == respool::errc::timeout ? make_error_code(respool::errc::exhausted) : ec,
-                         words_of(*diag));
+            q.pending.fail_all(ec == respool::errc::timeout ? make_error_code(respool::errc::exhausted) : ec,
+                               deliver_failed(words_of(*diag)));
             q.active = false;
             return;
         }
         group g;
-        while (!q.pending.empty() && g.size() < group_queue::max_group) {
-            g.push_back(std::move(q.pending.front()));
-            q.pending.pop_front();
-            g.back()->taken = true;
-        }
+        q.pending.take(group_queue::max_group, g);
         if (g.empty()) {  // every one was cancelled while the writer was on its way
             l.release();
             q.active = false;
@@ -170,27 +156,12 @@ void start_group(std::shared_ptr<pool_state> s) {
     });
 }
 
-// Cancellation of a queued write: still waiting, it leaves the queue and completes with
-// operation_aborted; taken into a group, it is skipped if it has not run yet (a statement is never
-// interrupted inside a group: that would undo the whole transaction).
-struct group_canceller {
-    std::weak_ptr<pool_state> state;
-    std::weak_ptr<group_entry> entry;
-    void operator()(asio::cancellation_type t) const {
-        using ct = asio::cancellation_type;
-        if (!(t & (ct::terminal | ct::partial | ct::total))) return;
-        auto s = state.lock();
-        auto e = entry.lock();
-        if (!s || !e) return;
-        if (e->taken) {
-            e->cancelled.store(true, std::memory_order_relaxed);
-            return;
-        }
-        withdraw(s->groups.pending, e, s->writer->get_executor());
-    }
-};
-
 }  // namespace
+
+void group_entry::on_cancel(pool_state& s, const std::shared_ptr<group_entry>& e, bool withdrawn) {
+    if (withdrawn) return deliver_withdrawn(e, s.writer->get_executor());
+    e->cancelled.store(true, std::memory_order_relaxed);
+}
 
 bool groupable(const std::string& sql) noexcept {
     std::size_t i = 0;
@@ -204,8 +175,14 @@ bool groupable(const std::string& sql) noexcept {
 
 void submit_write(const std::shared_ptr<pool_state>& s, std::shared_ptr<group_entry> e) {
     if (auto slot = asio::get_associated_cancellation_slot(e->handler); slot.is_connected())
-        slot.template emplace<group_canceller>(group_canceller{s, e});
-    s->groups.pending.push_back(std::move(e));
+        slot.template emplace<respool::detail::request_canceller<group_entry>>(
+            respool::detail::request_canceller<group_entry>{s, &s->groups.pending, e});
+    // No max_waiters here: the push always succeeds.
+    if (const error_code ec = s->groups.pending.push_unbounded(e)) {
+        e->ec = ec;
+        asio::post(s->writer->get_executor(), [e = std::move(e)] { deliver(*e); });
+        return;
+    }
     if (!s->groups.active) start_group(s);
 }
 

@@ -7,13 +7,13 @@
 // acknowledged write is as durable as it was in autocommit.
 #pragma once
 
+#include <respool/detail/request_queue.hpp>
 #include <respool/sqlite/connection.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 
 #include <atomic>
 #include <cstddef>
-#include <deque>
 #include <memory>
 #include <string>
 
@@ -24,7 +24,8 @@ using query_handler = boost::asio::any_completion_handler<void(error_code, resul
 
 // One queued write. The caller's side owns everything but `ec`, `res` (written by the group's job,
 // read after its completion) and `cancelled`.
-struct group_entry {
+struct group_entry : respool::detail::request_node {
+    using owner_type = pool_state;
     group_entry(std::string q, params pr, query_handler h, respool::diagnostics* d)
         : sql(std::move(q)), p(std::move(pr)), handler(std::move(h)), diag(d) {}
     std::string sql;
@@ -35,11 +36,16 @@ struct group_entry {
     diagnostics words;  // ec's, as SQLite said it
     result res;
     std::atomic<bool> cancelled{false};  // cancelled after it was taken into a group: skipped if not run yet
-    bool taken = false;                  // in a group handed to the writer
+    // Cancelled while queued: it completes with operation_aborted; taken into a group: it is skipped if
+    // it has not run yet (a statement is never interrupted inside a group: that would undo the whole
+    // transaction).
+    static void on_cancel(pool_state& s, const std::shared_ptr<group_entry>& e, bool withdrawn);
 };
 
 struct group_queue {
-    std::deque<std::shared_ptr<group_entry>> pending;
+    // No deadline of their own: they wait for the writer's acquire (whose borrow timeout fails them
+    // all) and then for the group before them, however long it runs.
+    respool::detail::request_queue<group_entry> pending;
     bool active = false;                           // the writer is being acquired for a group, or runs one
     static constexpr std::size_t max_group = 256;  // statements per transaction
 };

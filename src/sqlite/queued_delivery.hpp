@@ -1,5 +1,5 @@
 // What group commit's and the read batches' queued statements share on the caller's side: delivering
-// an outcome, and a cancelled statement leaving its queue. An Entry has `handler`
+// an outcome, and a statement cancelled while queued completing. An Entry has `handler`
 // (void(error_code, result)), `ec`, `res`, `words` (ec's diagnostics) and `diag` (the caller's).
 #pragma once
 
@@ -12,8 +12,6 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 
-#include <algorithm>
-#include <deque>
 #include <memory>
 
 namespace respool::sqlite::detail {
@@ -46,18 +44,22 @@ void deliver(Entry& e) {
     boost::asio::dispatch(boost::asio::append(std::move(e.handler), e.ec, std::move(e.res)));
 }
 
-// A cancelled entry still in `pending`: it leaves the queue and completes with operation_aborted,
-// posted to `ex` (not inside the cancellation slot's own handler: delivering clears the slot, which
-// destroys the handler running). False when it is not queued (taken, or done).
+// A cancelled entry that left its queue completes with operation_aborted, posted to `ex` (not inside
+// the cancellation slot's own handler: delivering clears the slot, which destroys the handler running).
 template <class Entry>
-bool withdraw(std::deque<std::shared_ptr<Entry>>& pending, const std::shared_ptr<Entry>& e,
-              const boost::asio::any_io_executor& ex) {
-    auto it = std::find(pending.begin(), pending.end(), e);
-    if (it == pending.end()) return false;
-    pending.erase(it);
+void deliver_withdrawn(const std::shared_ptr<Entry>& e, const boost::asio::any_io_executor& ex) {
     e->ec = boost::asio::error::operation_aborted;
     boost::asio::post(ex, [e] { deliver(*e); });
-    return true;
+}
+
+// Delivers each entry leaving its queue without running (expired, closed, the acquire failed) with
+// `words` beside the error.
+inline auto deliver_failed(diagnostics words = {}) {
+    return [words = std::move(words)](const auto& e, error_code ec) {
+        e->ec = ec;
+        e->words = words;
+        deliver(*e);
+    };
 }
 
 }  // namespace respool::sqlite::detail

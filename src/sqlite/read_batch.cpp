@@ -82,17 +82,9 @@ void stop_deadline_when_idle(read_queue& q) noexcept {
     if (q.timer_armed && q.batches == 0 && q.pending.empty()) q.timer->cancel();
 }
 
-// Fails the queued reads whose borrow deadline has passed (all of them for any error but a timeout).
-void fail_waiting(pool_state& s, error_code ec, bool only_expired, const diagnostics& words = {}) {
-    const auto now = clock_type::now();
-    auto& q = s.reads.pending;
-    while (!q.empty() && (!only_expired || q.front()->deadline <= now)) {
-        auto e = std::move(q.front());
-        q.pop_front();
-        e->ec = ec;
-        e->words = words;
-        deliver(*e);
-    }
+// The queued reads whose borrow deadline has passed fail with errc::exhausted, as an acquire's.
+void fail_expired(pool_state& s, const diagnostics& words = {}) {
+    s.reads.pending.expire(clock_type::now(), deliver_failed(words));
 }
 
 // Takes this batch's share of the queue: an even split between it and the batches still waiting for
@@ -106,11 +98,7 @@ batch take_share(read_queue& q) {
     share = std::min({share, q.pending.size(), read_queue::max_batch});
     batch b;
     b.reserve(share);
-    for (std::size_t i = 0; i < share; ++i) {
-        b.push_back(std::move(q.pending.front()));
-        q.pending.pop_front();
-        b.back()->taken = true;
-    }
+    q.pending.take(share, b);
     return b;
 }
 
@@ -124,13 +112,8 @@ void finish_batch(const std::shared_ptr<pool_state>& s, lease<connection> l, clo
     auto& q = s->reads;
     q.average = (q.average * 7 + took / static_cast<long>(b.size())) / 8;
     bool broken = false;
-    for (auto it = b.rbegin(); it != b.rend(); ++it) {  // back to the front of the queue, in order
-        read_entry& e = **it;
-        if (!e.ran && !e.cancelled.load(std::memory_order_relaxed)) {
-            e.taken = false;
-            q.pending.push_front(*it);
-        }
-    }
+    for (auto& e : b)  // back in the queue, each in its arrival place with its own deadline
+        if (!e->ran && !e->cancelled.load(std::memory_order_relaxed)) q.pending.requeue(e);
     ++q.acquiring;  // while delivering, the resumed callers' reads count on this batch to take them
     for (auto& e : b) {
         if (!e->ran && !e->cancelled.load(std::memory_order_relaxed)) continue;
@@ -148,7 +131,7 @@ void finish_batch(const std::shared_ptr<pool_state>& s, lease<connection> l, clo
     }
     --q.acquiring;
     b.clear();
-    if (q.closed) fail_waiting(*s, make_error_code(respool::errc::closed), false);
+    if (q.closed) q.pending.fail_all(make_error_code(respool::errc::closed), deliver_failed());
     const bool others_wait = s->readers->stats().waiting > 0;
     // A reader whose session a statement changed goes back to its pool (and its reset) at once.
     if (!broken && !l->needs_reset() && !q.pending.empty() && !others_wait &&
@@ -214,9 +197,10 @@ void start_batch(const std::shared_ptr<pool_state>& s) {
             --reads.batches;
             // Past the borrow timeout: the reads that waited as long fail (errc::exhausted, as an
             // acquire's); the others wait on. Closed (or any other failure): every queued read fails.
-            const bool timeout = ec == respool::errc::timeout;
-            fail_waiting(*s, timeout ? make_error_code(respool::errc::exhausted) : ec, timeout,
-                         words_of(*diag));
+            if (ec == respool::errc::timeout)
+                fail_expired(*s, words_of(*diag));
+            else
+                reads.pending.fail_all(ec, deliver_failed(words_of(*diag)));
             if (reads.pending.size() > room(reads)) start_batch(s);
             stop_deadline_when_idle(reads);
             return;
@@ -229,58 +213,50 @@ void start_batch(const std::shared_ptr<pool_state>& s) {
 // the next oldest when it fires (never moved when reads are taken: most are taken long before).
 void arm_deadline(const std::shared_ptr<pool_state>& s) {
     auto& q = s->reads;
-    if (q.timer_armed || q.pending.empty() || !q.timer) return;
+    const auto at = q.pending.next_deadline();
+    if (q.timer_armed || !at || !q.timer) return;
     q.timer_armed = true;
-    q.timer->expires_at(q.pending.front()->deadline);
+    q.timer->expires_at(*at);
     q.timer->async_wait([w = std::weak_ptr<pool_state>(s)](error_code ec) {
         auto state = w.lock();
         if (!state) return;
         state->reads.timer_armed = false;
         if (ec) return;  // cancelled: idle, or the pool closed
-        fail_waiting(*state, make_error_code(respool::errc::exhausted), true);
+        fail_expired(*state);
         arm_deadline(state);
     });
 }
 
-// Cancellation of a queued read: still waiting, it leaves the queue and completes with
-// operation_aborted; taken into a batch, it is skipped if it has not run yet and interrupted if it runs.
-struct read_canceller {
-    std::weak_ptr<pool_state> state;
-    std::weak_ptr<read_entry> entry;
-    void operator()(asio::cancellation_type t) const {
-        using ct = asio::cancellation_type;
-        if (!(t & (ct::terminal | ct::partial | ct::total))) return;
-        auto s = state.lock();
-        auto e = entry.lock();
-        if (!s || !e) return;
-        if (e->taken) {
-            e->cancelled.store(true, std::memory_order_relaxed);
-            if (auto r = e->runner.lock()) {
-                std::lock_guard lock(r->m);
-                if (r->current_read == e.get() && r->db) {
-                    r->stop.store(static_cast<int>(stop_reason::cancelled), std::memory_order_relaxed);
-                    ::sqlite3_interrupt(r->db);
-                }
-            }
-            return;
-        }
-        withdraw(s->reads.pending, e, s->writer->get_executor());
-    }
-};
-
 }  // namespace
+
+void read_entry::on_cancel(pool_state& s, const std::shared_ptr<read_entry>& e, bool withdrawn) {
+    if (withdrawn) return deliver_withdrawn(e, s.writer->get_executor());
+    e->cancelled.store(true, std::memory_order_relaxed);
+    if (auto r = e->runner.lock()) {
+        std::lock_guard lock(r->m);
+        if (r->current_read == e.get() && r->db) {
+            r->stop.store(static_cast<int>(stop_reason::cancelled), std::memory_order_relaxed);
+            ::sqlite3_interrupt(r->db);
+        }
+    }
+}
 
 void submit_read(const std::shared_ptr<pool_state>& s, std::shared_ptr<read_entry> e) {
     if (auto slot = asio::get_associated_cancellation_slot(e->handler); slot.is_connected())
-        slot.template emplace<read_canceller>(read_canceller{s, e});
+        slot.template emplace<respool::detail::request_canceller<read_entry>>(
+            respool::detail::request_canceller<read_entry>{s, &s->reads.pending, e});
     auto& q = s->reads;
     if (q.closed) {
         e->ec = make_error_code(respool::errc::closed);
         asio::post(s->writer->get_executor(), [e = std::move(e)] { deliver(*e); });
         return;
     }
-    e->deadline = clock_type::now() + s->cfg.borrow_timeout;
-    q.pending.push_back(std::move(e));
+    // No max_waiters here: the push always succeeds.
+    if (const error_code ec = q.pending.push(e, clock_type::now(), s->cfg.borrow_timeout)) {
+        e->ec = ec;
+        asio::post(s->writer->get_executor(), [e = std::move(e)] { deliver(*e); });
+        return;
+    }
     // A new batch only for reads that no batch on its way will take.
     if (q.batches < s->cfg.readers && q.pending.size() > room(q)) start_batch(s);
     if (q.batches >= s->cfg.readers) arm_deadline(s);

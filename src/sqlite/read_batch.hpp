@@ -15,6 +15,7 @@
 // and the state it sees is one that existed between its submission and its completion.
 #pragma once
 
+#include <respool/detail/request_queue.hpp>
 #include <respool/sqlite/connection.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -22,7 +23,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,8 +33,10 @@ struct pool_state;
 using query_handler = boost::asio::any_completion_handler<void(error_code, result)>;
 
 // One queued read. The caller's side owns everything but `ec`, `res`, `ran` (written by the batch's job,
-// read after its completion) and `cancelled`.
-struct read_entry {
+// read after its completion) and `cancelled`. Its borrow deadline and place in the queue are the request
+// queue's.
+struct read_entry : respool::detail::request_node {
+    using owner_type = pool_state;
     read_entry(std::string q, std::optional<params> pr, query_handler h, respool::diagnostics* d)
         : sql(std::move(q)), p(std::move(pr)), handler(std::move(h)), diag(d) {}
     std::string sql;
@@ -44,24 +46,25 @@ struct read_entry {
     error_code ec;
     diagnostics words;  // ec's, as SQLite said it
     result res;
-    std::weak_ptr<connection::impl> runner;          // the reader it was handed to (for an interrupt)
-    std::chrono::steady_clock::time_point deadline;  // of its wait in the queue (borrow_timeout)
-    bool ran = false;                                // the job ran it (else it goes back to the queue)
+    std::weak_ptr<connection::impl> runner;  // the reader it was handed to (for an interrupt)
+    bool ran = false;                        // the job ran it (else it goes back to the queue)
     std::atomic<bool> cancelled{false};  // cancelled after it was taken: skipped, or interrupted if running
-    bool taken = false;                  // in a batch handed to a reader
+    // Cancelled while queued: it completes with operation_aborted; taken into a batch: it is skipped if
+    // it has not run yet, and interrupted if it runs.
+    static void on_cancel(pool_state& s, const std::shared_ptr<read_entry>& e, bool withdrawn);
 };
 
 struct read_queue {
-    std::deque<std::shared_ptr<read_entry>> pending;
-    std::size_t batches = 0;                      // acquiring a reader or running (at most `readers`)
-    std::size_t acquiring = 0;                    // of those, still waiting for their reader
-    static constexpr std::size_t max_batch = 64;  // statements per job (a bounded transaction)
+    respool::detail::request_queue<read_entry> pending;  // FIFO, each with its borrow deadline
+    std::size_t batches = 0;                             // acquiring a reader or running (at most `readers`)
+    std::size_t acquiring = 0;                           // of those, still waiting for their reader
+    static constexpr std::size_t max_batch = 64;         // statements per job (a bounded transaction)
     // The recent average time of a statement in a batch, and the line under which statements are taken
     // together rather than spread over the readers (read_batch.cpp, take_share).
     std::chrono::nanoseconds average{};
     static constexpr std::chrono::nanoseconds short_statement = std::chrono::microseconds(20);
     static constexpr std::size_t together = 16;  // short statements: at least this many to a batch
-    // The borrow deadline of the oldest queued read, armed only while every reader is taken by a batch.
+    // At the queue's next borrow deadline, armed only while every reader is taken by a batch.
     std::optional<boost::asio::steady_timer> timer;
     bool timer_armed = false;
     bool closed = false;  // pool::close: what is queued fails as its batch ends (errc::closed)

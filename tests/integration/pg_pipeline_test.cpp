@@ -198,6 +198,66 @@ TEST_F(pg_pipeline, a_cancelled_statement_completes_at_once_and_the_one_behind_i
     });
 }
 
+TEST_F(pg_pipeline, a_statement_waiting_for_room_past_the_borrow_timeout_fails_with_exhausted) {
+    run([]() -> asio::awaitable<void> {
+        auto c = pipelined("t_pipe_wait_timeout", 1, 2);  // one carrier, two statements on it
+        c.borrow_timeout = 300ms;
+        pg::pool db(co_await asio::this_coro::executor, c);
+        const auto t0 = std::chrono::steady_clock::now();
+        auto out = co_await together(db, q("SELECT pg_sleep($1::int)", pg::params(2)),
+                                     q("SELECT $1::int", pg::params(6)), q("SELECT $1::int", pg::params(7)));
+        EXPECT_FALSE(out[0].first) << out[0].first.message();
+        EXPECT_FALSE(out[1].first) << out[1].first.message();
+        EXPECT_EQ(out[2].first, respool::errc::exhausted) << out[2].first.message();
+        EXPECT_GE(std::chrono::steady_clock::now() - t0, 300ms);
+        // The carrier is free again: the next statement runs.
+        auto [ec, r] =
+            co_await db.async_query("SELECT $1::int", pg::params(8), asio::as_tuple(asio::use_awaitable));
+        EXPECT_FALSE(ec) << ec.message();
+    });
+}
+
+TEST_F(pg_pipeline, a_cancelled_waiting_statement_leaves_the_queue_and_the_others_keep_their_order) {
+    run([]() -> asio::awaitable<void> {
+        // One carrier, two statements on it: the sleep and the one behind it; the others wait.
+        pg::pool db(co_await asio::this_coro::executor, pipelined("t_pipe_wait_cancel", 1, 2));
+        admin a = co_await admin::open();
+        asio::cancellation_signal cancel;
+        std::vector<int> order;
+        std::size_t done = 0;
+        error_code cancelled_ec;
+        db.async_query("SELECT pg_sleep($1::int)", pg::params(1), [&](error_code ec, pg::result) {
+            EXPECT_FALSE(ec) << ec.message();
+            order.push_back(0);
+            ++done;
+        });
+        db.async_query("SELECT $1::int", pg::params(1), [&](error_code ec, pg::result) {
+            EXPECT_FALSE(ec) << ec.message();
+            order.push_back(1);
+            ++done;
+        });
+        db.async_query("SELECT $1::int", pg::params(2),
+                       asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, pg::result) {
+                           cancelled_ec = ec;
+                           order.push_back(2);
+                           ++done;
+                       }));
+        for (int i = 3; i < 5; ++i)
+            db.async_query("SELECT $1::int", pg::params(i), [&, i](error_code ec, pg::result r) {
+                EXPECT_FALSE(ec) << ec.message();
+                if (!ec) EXPECT_EQ(r.get<std::int32_t>(0, 0), i);
+                order.push_back(i);
+                ++done;
+            });
+        co_await until_running(a, "t_pipe_wait_cancel", "SELECT pg_sleep");
+        cancel.emit(asio::cancellation_type::terminal);
+        co_await until(done, 1);  // the cancelled one, while the sleep still runs
+        EXPECT_EQ(cancelled_ec, asio::error::operation_aborted);
+        co_await until(done, 5);
+        EXPECT_EQ(order, (std::vector<int>{2, 0, 1, 3, 4}));
+    });
+}
+
 TEST_F(pg_pipeline, a_statement_past_its_deadline_fails_with_statement_timeout) {
     run([]() -> asio::awaitable<void> {
         auto c = pipelined("t_pipe_deadline", 1);
