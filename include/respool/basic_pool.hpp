@@ -79,17 +79,23 @@ public:
           facts_(&detail::facts_of(*impl_)) {}
     // Closes the pool (idle resources are destroyed). Release every lent node first: release() is how
     // a node comes back, so one still out when the pool object dies is never destroyed.
-    ~basic_pool();
+    ~basic_pool() { detail::handle_dropped(*impl_); }
     basic_pool(const basic_pool&) = delete;
     basic_pool& operator=(const basic_pool&) = delete;
 
     // Never waits: a node, or nullptr with `ec` (closed, unavailable, exhausted, or the error of a
     // creation it made inline when nothing was idle and a place was free). As pool<T>::try_acquire.
-    basic_node* try_acquire(error_code& ec) noexcept;
+    basic_node* try_acquire(error_code& ec) noexcept {
+        ec = {};
+        return detail::try_acquire(*impl_, ec, {});
+    }
     // The first step of an acquire that may wait: a node, or nullptr with `ec` (closed, unavailable,
     // exhausted), or nullptr and no error when nothing is free for this caller now. Creates nothing:
     // resources for waiters are created for the queue, by async_acquire.
-    basic_node* acquire_now(error_code& ec) noexcept;
+    basic_node* acquire_now(error_code& ec) noexcept {
+        ec = {};
+        return detail::acquire_now(*impl_, ec, {});
+    }
     // Acquires, waiting in the FIFO queue if need be. `done(error_code, basic_node*)` (a node and no
     // error, or no node and the error) runs exactly once, on the pool's executor, never inside this
     // call. `timeout`: a deadline from now; none waits until served, closed or refused
@@ -106,13 +112,15 @@ public:
             timeout);
     }
     // Returns a lent node (before_release runs), or destroys it when `broken`.
-    void release(basic_node* n, bool broken) noexcept;
+    void release(basic_node* n, bool broken) noexcept { detail::release_node(impl_.get(), n, broken); }
 
     // Idempotent: waiters fail with closed, idle resources are destroyed, lent ones die on release.
-    void close() noexcept;
-    [[nodiscard]] pool_stats stats() const noexcept;
-    circuit_breaker& breaker() noexcept;
-    void set_circuit_strategy(std::shared_ptr<circuit_strategy> s);
+    void close() noexcept { detail::close(*impl_); }
+    [[nodiscard]] pool_stats stats() const noexcept { return detail::stats(*impl_); }
+    circuit_breaker& breaker() noexcept { return detail::breaker(*impl_); }
+    void set_circuit_strategy(std::shared_ptr<circuit_strategy> s) {
+        detail::set_strategy(*impl_, std::move(s));
+    }
 
 private:
     std::shared_ptr<detail::pool_impl> impl_;

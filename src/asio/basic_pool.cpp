@@ -1,5 +1,5 @@
 // respool::basic_pool (include/respool/basic_pool.hpp): the driver behind the caller's synchronous
-// basic_hooks; its members are the driver's own entry points.
+// basic_hooks (its members reach the driver through <respool/detail/pool_handle.hpp>, as pool<T>'s do).
 #include <respool/basic_pool.hpp>
 
 #include "asio/pool_impl.hpp"
@@ -64,41 +64,3 @@ std::shared_ptr<pool_impl> make_basic_pool_impl(boost::asio::any_io_executor ex,
 }  // namespace RESPOOL_ASIO_BUILD
 
 }  // namespace respool::detail
-
-namespace respool {
-
-basic_pool::~basic_pool() {
-    impl_->handle_dropped();
-}
-
-basic_node* basic_pool::try_acquire(error_code& ec) noexcept {
-    ec = {};
-    return impl_->try_acquire(ec);
-}
-
-basic_node* basic_pool::acquire_now(error_code& ec) noexcept {
-    ec = {};
-    return impl_->acquire_now(ec);
-}
-
-void basic_pool::release(basic_node* n, bool broken) noexcept {
-    impl_->release(n, broken);
-}
-
-void basic_pool::close() noexcept {
-    impl_->close();
-}
-
-pool_stats basic_pool::stats() const noexcept {
-    return impl_->stats();
-}
-
-circuit_breaker& basic_pool::breaker() noexcept {
-    return *impl_;
-}
-
-void basic_pool::set_circuit_strategy(std::shared_ptr<circuit_strategy> s) {
-    impl_->set_strategy(std::move(s));
-}
-
-}  // namespace respool

@@ -47,7 +47,7 @@ struct respool_pool {
     respool_hooks2 hooks{};            // v1 hooks are copied into the v2 layout (validate absent)
     bool create_status_as_is = false;  // v2: a failing create's own code reaches the acquire it fails
     std::optional<respool::duration> default_timeout;  // RESPOOL_OPT_ACQUIRE_TIMEOUT_MS
-    std::unique_ptr<respool::basic_pool> basic;
+    std::optional<respool::basic_pool> basic;          // made in place: one load less on every call
 
     // Which resources exist (create must return new pointers; release finds the node of a pointer).
     // Entries are made per creation, never per lend: lending only flips c_resource::lent.

@@ -167,8 +167,7 @@ int create_pool(respool::pool_options o, const respool_hooks2& hooks, bool creat
         p->hooks = hooks;
         p->create_status_as_is = create_status_as_is;
         p->default_timeout = o.acquire_timeout;
-        p->basic = std::make_unique<respool::basic_pool>(p->io.get_executor(), o,
-                                                         respool::c_abi::make_hooks(p.get()));
+        p->basic.emplace(p->io.get_executor(), o, respool::c_abi::make_hooks(p.get()));
         if (p->basic->stats().idle < o.min) {
             discard();
             return fail(RESPOOL_E_CREATE, "the create callback failed during the pre-warm to min");
