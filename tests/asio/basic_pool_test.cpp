@@ -179,7 +179,12 @@ TEST(basic_pool, bad_arguments_name_what_is_wrong) {
         EXPECT_NE(std::string(e.what()).find("min (4) must not exceed max (3)"), std::string::npos)
             << e.what();
     }
-    EXPECT_THROW(basic_pool(io.get_executor(), {}, nullptr), std::invalid_argument);
+    try {
+        basic_pool p(io.get_executor(), {}, nullptr);
+        FAIL() << "null hooks accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_STREQ(e.what(), "respool: basic_pool needs hooks");
+    }
     EXPECT_EQ(s.created, 0);
 }
 
