@@ -4,9 +4,6 @@
 
 namespace respool::c_abi {
 
-namespace asio = boost::asio;
-using detail::resource_node;
-
 namespace {
 // The codes a v2 pool's create callback returns, carried as errors to the acquire they fail.
 class create_status_category final : public boost::system::error_category {
@@ -49,18 +46,12 @@ int status_of(const error_code& ec) noexcept {
 namespace {
 
 // The hooks of a C pool: direct calls through the function pointers.
-class c_hooks final : public respool::detail::hooks_base {
+class c_hooks final : public basic_hooks {
 public:
     explicit c_hooks(respool_pool* p) : p_(p) {}
 
-    respool::detail::hook_mode factory_mode() const noexcept override {
-        return respool::detail::hook_mode::sync;
-    }
-    respool::detail::hook_mode mode(respool::detail::check_kind k) const noexcept override {
-        return pick(k) ? respool::detail::hook_mode::sync : respool::detail::hook_mode::none;
-    }
-    bool wants_context() const noexcept override { return false; }
-    resource_node* create_sync(error_code& ec, std::exception_ptr&) noexcept override {
+    bool has(basic_check c) const noexcept override { return pick(c) != nullptr; }
+    basic_node* create(error_code& ec) noexcept override {
         void* r = nullptr;
         int rc;
         try {
@@ -90,25 +81,15 @@ public:
         ec = errc::create_failed;
         return nullptr;
     }
-    void create_async(const asio::any_io_executor&, asio::cancellation_slot,
-                      respool::detail::create_done done) override {
-        done(errc::not_supported, nullptr, nullptr);  // never called: the C factory is synchronous
-    }
-    bool check_sync(respool::detail::check_kind k, resource_node& n,
-                    const respool::hook_context&) noexcept override {
+    bool check(basic_check c, basic_node& n) noexcept override {
         try {
             callback_scope in(p_);
-            return pick(k)(p_->hooks.ctx, static_cast<c_node&>(n).value.ptr);
+            return pick(c)(p_->hooks.ctx, static_cast<c_node&>(n).value.ptr);
         } catch (...) {
             return false;
         }
     }
-    void check_async(respool::detail::check_kind, resource_node&, const respool::hook_context&,
-                     const asio::any_io_executor&, asio::cancellation_slot,
-                     respool::detail::check_done done) override {
-        done(false);  // never called: C checks are synchronous
-    }
-    bool destroy(resource_node* n) noexcept override {
+    bool destroy(basic_node* n) noexcept override {
         auto* node = static_cast<c_node*>(n);
         void* r = node->value.ptr;
         bool ok = true;
@@ -129,14 +110,13 @@ public:
     }
 
 private:
-    bool (*pick(respool::detail::check_kind k) const noexcept)(void*, void*) {
-        switch (k) {
-        case respool::detail::check_kind::validate:  // on borrow: validate, else the healthcheck
+    bool (*pick(basic_check c) const noexcept)(void*, void*) {
+        switch (c) {
+        case basic_check::validate:  // on borrow: validate, else the healthcheck
             return p_->hooks.validate ? p_->hooks.validate : p_->hooks.healthcheck;
-        case respool::detail::check_kind::healthcheck: return p_->hooks.healthcheck;
-        case respool::detail::check_kind::before_acquire: return p_->hooks.before_acquire;
-        case respool::detail::check_kind::before_release: return p_->hooks.before_release;
-        case respool::detail::check_kind::needs_reset: return nullptr;
+        case basic_check::healthcheck: return p_->hooks.healthcheck;
+        case basic_check::before_acquire: return p_->hooks.before_acquire;
+        case basic_check::before_release: return p_->hooks.before_release;
         }
         return nullptr;
     }
@@ -170,7 +150,7 @@ private:
 
 }  // namespace
 
-std::unique_ptr<detail::hooks_base> make_hooks(respool_pool* p) {
+std::unique_ptr<basic_hooks> make_hooks(respool_pool* p) {
     return std::make_unique<c_hooks>(p);
 }
 

@@ -3,9 +3,7 @@
 #pragma once
 
 #include <respool/respool.h>
-#include <respool/pool.hpp>
-
-#include "asio/pool_impl.hpp"
+#include <respool/basic_pool.hpp>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -28,7 +26,11 @@ struct c_resource {
     void* ptr = nullptr;
     bool lent = false;  // under respool_pool::mu
 };
-using c_node = detail::typed_node<c_resource>;
+// The node the pool keeps it in (made by the create hook, freed by the destroy hook).
+struct c_node final : basic_node {
+    explicit c_node(c_resource v) noexcept : value(v) {}
+    c_resource value;
+};
 
 }  // namespace respool::c_abi
 
@@ -45,7 +47,7 @@ struct respool_pool {
     respool_hooks2 hooks{};            // v1 hooks are copied into the v2 layout (validate absent)
     bool create_status_as_is = false;  // v2: a failing create's own code reaches the acquire it fails
     std::optional<respool::duration> default_timeout;  // RESPOOL_OPT_ACQUIRE_TIMEOUT_MS
-    std::shared_ptr<respool::detail::pool_impl> impl;
+    std::optional<respool::basic_pool> basic;          // made in place: one load less on every call
 
     // Which resources exist (create must return new pointers; release finds the node of a pointer).
     // Entries are made per creation, never per lend: lending only flips c_resource::lent.
@@ -141,7 +143,7 @@ private:
 };
 
 // The user's C callbacks behind the pool's hooks and circuit strategy.
-std::unique_ptr<detail::hooks_base> make_hooks(respool_pool* p);
+std::unique_ptr<basic_hooks> make_hooks(respool_pool* p);
 std::shared_ptr<circuit_strategy> make_strategy(const respool_circuit_strategy& s, respool_pool* p);
 
 }  // namespace respool::c_abi

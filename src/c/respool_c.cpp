@@ -1,7 +1,8 @@
-// The C ABI (include/respool/respool.h) on top of the same driver as pool<T>: a thread_safe pool over
-// void* resources, the hooks called through plain function pointers (no std::function, no type
-// erasure beyond one vtable), a pool-owned thread running the pool's io_context (asynchronous
-// completions, health checks, timers). Every entry point catches everything: no exception crosses.
+// The C ABI (include/respool/respool.h) on respool::basic_pool (the same pool as pool<T>, without the
+// typed front): a thread_safe pool over void* resources, the hooks called through plain function
+// pointers (no std::function, no type erasure beyond one vtable), a pool-owned thread running the pool's
+// io_context (asynchronous completions, health checks, timers). Every entry point catches everything: no
+// exception crosses.
 #include "c_pool.hpp"
 
 #include <condition_variable>
@@ -12,14 +13,13 @@
 #include <string>
 
 namespace asio = boost::asio;
+using respool::basic_node;
 using respool::errc;
 using respool::error_code;
 using respool::c_abi::c_node;
-using respool::c_abi::c_resource;
 using respool::c_abi::callback_scope;
 using respool::c_abi::fail;
 using respool::c_abi::status_of;
-using respool::detail::resource_node;
 
 namespace {
 
@@ -32,8 +32,8 @@ std::optional<respool::duration> timeout_of(const respool_pool* p, int64_t ms) n
 
 // Marks a node as lent and returns its resource: a flag, no allocation (the node is in `live` since
 // its creation).
-void* lend(respool_pool* p, resource_node* n) noexcept {
-    c_resource& r = static_cast<c_node*>(n)->value;
+void* lend(respool_pool* p, basic_node* n) noexcept {
+    respool::c_abi::c_resource& r = static_cast<c_node*>(n)->value;
     std::lock_guard<std::mutex> g(p->mu);
     r.lent = true;
     ++p->lent;
@@ -54,7 +54,7 @@ bool last_out(respool_pool* p) noexcept {  // under p->mu
 
 // Deletes the handle. The pool thread cannot join itself: from there a helper thread does it.
 void finish(respool_pool* p) noexcept {
-    p->impl.reset();
+    p->basic.reset();  // closed, nothing lent, nothing under way: nothing of the pool outlives this
     p->work.reset();
     if (std::this_thread::get_id() == p->thread_id) {
         try {
@@ -102,7 +102,7 @@ private:
 
 int release_impl(respool_pool* p, void* r, bool broken) noexcept {
     if (!p || !r) return fail(RESPOOL_E_INVALID, "respool_release: the pool or the resource is NULL");
-    resource_node* n;
+    basic_node* n;
     {
         std::lock_guard<std::mutex> g(p->mu);
         auto it = p->live.find(r);
@@ -115,7 +115,7 @@ int release_impl(respool_pool* p, void* r, bool broken) noexcept {
     }
     int st = RESPOOL_OK;
     try {
-        p->impl->release(n, broken);
+        p->basic->release(n, broken);
     } catch (...) {
         st = RESPOOL_E_INTERNAL;
     }
@@ -155,9 +155,9 @@ int create_pool(respool::pool_options o, const respool_hooks2& hooks, bool creat
     std::unique_ptr<respool_pool> p;
     // On failure the pool is closed and dropped before the handle: its hooks use the handle.
     auto discard = [&p]() noexcept {
-        if (p && p->impl) {
-            p->impl->close();  // destroys what was created
-            p->impl.reset();
+        if (p && p->basic) {
+            p->basic->close();  // destroys what was created
+            p->basic.reset();
         }
     };
     try {
@@ -167,9 +167,8 @@ int create_pool(respool::pool_options o, const respool_hooks2& hooks, bool creat
         p->hooks = hooks;
         p->create_status_as_is = create_status_as_is;
         p->default_timeout = o.acquire_timeout;
-        p->impl =
-            respool::detail::make_pool_impl(p->io.get_executor(), o, respool::c_abi::make_hooks(p.get()));
-        if (p->impl->stats().idle < o.min) {
+        p->basic.emplace(p->io.get_executor(), o, respool::c_abi::make_hooks(p.get()));
+        if (p->basic->stats().idle < o.min) {
             discard();
             return fail(RESPOOL_E_CREATE, "the create callback failed during the pre-warm to min");
         }
@@ -231,7 +230,7 @@ int respool_try_acquire(respool_pool* pool, void** out_resource) {
     if (!pool || !out_resource) return RESPOOL_E_INVALID;
     try {
         error_code ec;
-        if (resource_node* n = pool->impl->try_acquire(ec)) {
+        if (basic_node* n = pool->basic->try_acquire(ec)) {
             *out_resource = lend(pool, n);
             return RESPOOL_OK;
         }
@@ -250,7 +249,7 @@ int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms)
     try {
         op_scope op(pool);  // respool_free may run meanwhile: the handle lives until this returns
         error_code ec;
-        if (resource_node* n = pool->impl->acquire_now(ec)) {
+        if (basic_node* n = pool->basic->acquire_now(ec)) {
             *out_resource = lend(pool, n);
             return RESPOOL_OK;
         }
@@ -260,18 +259,15 @@ int respool_acquire(respool_pool* pool, void** out_resource, int64_t timeout_ms)
             std::condition_variable cv;
             bool done = false;
             error_code ec;
-            resource_node* n = nullptr;
+            basic_node* n = nullptr;
         } w;
-        respool::detail::initiate_acquire<c_resource>{pool->impl.get(),
-                                                      &respool::detail::facts_of(*pool->impl)}(
-            [&w](error_code e, respool::lease<c_resource> l) {
-                std::lock_guard<std::mutex> g(w.m);
-                w.ec = e;
-                w.n = l ? respool::detail::lease_access::detach(l) : nullptr;
-                w.done = true;
-                w.cv.notify_one();  // under the lock: `w` lives on the waiting thread's stack
-            },
-            timeout_of(pool, timeout_ms));
+        pool->basic->async_acquire(timeout_of(pool, timeout_ms), [&w](error_code e, basic_node* n) {
+            std::lock_guard<std::mutex> g(w.m);
+            w.ec = e;
+            w.n = n;
+            w.done = true;
+            w.cv.notify_one();  // under the lock: `w` lives on the waiting thread's stack
+        });
         {
             std::unique_lock<std::mutex> lk(w.m);
             w.cv.wait(lk, [&] { return w.done; });
@@ -292,20 +288,18 @@ int respool_acquire_async(respool_pool* pool, int64_t timeout_ms, respool_acquir
         return RESPOOL_E_INTERNAL;
     }
     try {
-        respool::detail::initiate_acquire<c_resource>{pool->impl.get(),
-                                                      &respool::detail::facts_of(*pool->impl)}(
-            [pool, cb, user](error_code e, respool::lease<c_resource> l) {
+        pool->basic->async_acquire(
+            timeout_of(pool, timeout_ms), [pool, cb, user](error_code e, basic_node* n) {
                 int st = status_of(e);
                 void* r = nullptr;
-                if (l) r = lend(pool, respool::detail::lease_access::detach(l));
+                if (n) r = lend(pool, n);
                 try {
                     callback_scope in(pool);
                     cb(user, st, r);
                 } catch (...) {  // a C++ callback that throws: nothing crosses into the pool's thread
                 }
                 end_op(pool);  // may delete the handle
-            },
-            timeout_of(pool, timeout_ms));
+            });
         return RESPOOL_OK;
     } catch (...) {  // not started: the callback will not run
         end_op(pool);
@@ -324,7 +318,7 @@ int respool_release_broken(respool_pool* pool, void* resource) {
 int respool_close(respool_pool* pool) {
     if (!pool) return RESPOOL_E_INVALID;
     try {
-        pool->impl->close();
+        pool->basic->close();
         return RESPOOL_OK;
     } catch (...) {
         return RESPOOL_E_INTERNAL;
@@ -339,7 +333,7 @@ void respool_free(respool_pool* pool) {
             if (pool->freed) return;
             ++pool->inflight;  // the handle cannot be deleted while this closes it
         }
-        pool->impl->close();
+        pool->basic->close();
         end_op(pool, true);  // freed: deleted now, or by the last release or acquire still under way
     } catch (...) {
     }
@@ -348,7 +342,7 @@ void respool_free(respool_pool* pool) {
 int respool_get_stats(respool_pool* pool, respool_stats* out) {
     if (!pool || !out) return RESPOOL_E_INVALID;
     try {
-        const respool::pool_stats s = pool->impl->stats();
+        const respool::pool_stats s = pool->basic->stats();
         out->idle = s.idle;
         out->active = s.active;
         out->total = s.total;
@@ -374,7 +368,7 @@ int respool_get_stats2(respool_pool* pool, respool_stats2* out) {
     if (out->struct_size < sizeof out->struct_size)
         return fail(RESPOOL_E_INVALID, "respool_stats2.struct_size must be set to sizeof(respool_stats2)");
     try {
-        const respool::pool_stats s = pool->impl->stats();
+        const respool::pool_stats s = pool->basic->stats();
         respool_stats2 all{};
         all.idle = s.idle;
         all.active = s.active;
@@ -423,7 +417,7 @@ int respool_get_stats2(respool_pool* pool, respool_stats2* out) {
 int respool_get_circuit_state(respool_pool* pool, respool_circuit_state* out) {
     if (!pool || !out) return RESPOOL_E_INVALID;
     try {
-        *out = static_cast<respool_circuit_state>(pool->impl->state());
+        *out = static_cast<respool_circuit_state>(pool->basic->breaker().state());
         return RESPOOL_OK;
     } catch (...) {
         return RESPOOL_E_INTERNAL;
@@ -434,9 +428,9 @@ int respool_set_circuit_state(respool_pool* pool, respool_circuit_state state) {
     if (!pool) return RESPOOL_E_INVALID;
     try {
         switch (respool::c_abi::raw_enum(state)) {  // any int from C: no load of an unknown enum value
-        case RESPOOL_CIRCUIT_CLOSED: pool->impl->activate(); return RESPOOL_OK;
-        case RESPOOL_CIRCUIT_OPEN: pool->impl->deactivate(); return RESPOOL_OK;
-        case RESPOOL_CIRCUIT_HALF_OPEN: pool->impl->recover(); return RESPOOL_OK;
+        case RESPOOL_CIRCUIT_CLOSED: pool->basic->breaker().activate(); return RESPOOL_OK;
+        case RESPOOL_CIRCUIT_OPEN: pool->basic->breaker().deactivate(); return RESPOOL_OK;
+        case RESPOOL_CIRCUIT_HALF_OPEN: pool->basic->breaker().recover(); return RESPOOL_OK;
         }
         return RESPOOL_E_INVALID;
     } catch (...) {
@@ -447,7 +441,8 @@ int respool_set_circuit_state(respool_pool* pool, respool_circuit_state state) {
 int respool_set_circuit_strategy(respool_pool* pool, const respool_circuit_strategy* strategy) {
     if (!pool) return RESPOOL_E_INVALID;
     try {
-        pool->impl->set_strategy(strategy ? respool::c_abi::make_strategy(*strategy, pool) : nullptr);
+        pool->basic->set_circuit_strategy(strategy ? respool::c_abi::make_strategy(*strategy, pool)
+                                                   : nullptr);
         return RESPOOL_OK;
     } catch (...) {
         return RESPOOL_E_INTERNAL;
