@@ -3,15 +3,15 @@
 // wait an Asio wait on libpq's socket. A statement not yet cached is prepared in the same round trip
 // that runs it (libpq's pipeline mode: Parse, Bind/Execute, Sync), and statements evicted from the
 // cache are deallocated in that round trip too (DEALLOCATE after a second Sync, so a failure of the
-// user's statement cannot abort them and theirs cannot touch the user's result).
+// user's statement cannot abort them and theirs cannot touch the user's result). What is sent, and
+// what the cache does, is decided by plain functions (send_plan.hpp); this file runs their plan.
 #include "cancel_request.hpp"
 #include "connection_impl.hpp"
-#include "statement_text.hpp"
+#include "send_plan.hpp"
 #include "wire_access.hpp"
 
 #include <boost/asio/dispatch.hpp>
 
-#include <cstring>
 #include <functional>
 #include <utility>
 
@@ -61,7 +61,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
     std::shared_ptr<cancel_mailbox> box;  // made at the first cancel request (most queries have none)
 
     // What the server answers, in order: the part of the round trip each result belongs to.
-    enum class part : std::uint8_t { begin, rows, prepare, deallocate, sync };
+    using part = detail::reply_part;
     boost::container::small_vector<part, 6> parts;  // inline: no allocation per query
     std::size_t at = 0;
     std::size_t first_deallocate = 0;
@@ -140,33 +140,34 @@ struct query_op : std::enable_shared_from_this<query_op> {
         finish(error::connection_broken);
     }
 
-    // Queues the statement (and what the cache needs done) in libpq's buffer; false: libpq refused.
+    // Queues the statement (and what the cache needs done) in libpq's buffer, as plan_send decides;
+    // false: libpq refused (or `refused`: the statement was refused before anything was sent).
     bool send() {
         PGconn* pc = c->conn;
-        // The text is read once per statement the cache does not hold: a COPY that needs the COPY
-        // sub-protocol is refused before anything is sent, and effects on the session are noted.
-        const bool through_cache = p && c->mode == statement_mode::cache && c->cache.capacity() != 0;
-        const detail::prepared* cached = nullptr;
-        if (through_cache) {
+        detail::send_inputs in;
+        in.sql = sql;
+        in.bound = p.has_value();
+        in.through_cache = p && c->mode == statement_mode::cache && c->cache.capacity() != 0;
+        if (in.through_cache) {
             const params_access a(*p);
             c->key.assign(sql);  // the SQL text and the parameter types: one prepared statement each
             c->key.push_back('\0');
             c->key.append(reinterpret_cast<const char*>(a.types()), p->size() * sizeof(Oid));
-            cached = c->cache.find(c->key);
+            in.cached = c->cache.find(c->key);
+            in.cache_full = c->cache.size() >= c->cache.capacity();
         }
-        if (cached) {
-            if (cached->session_effects) c->session.dirty = true;
-        } else {
-            facts = detail::scan_statement(sql);
-            if (facts.copy_stream) {
-                refused = true;
-                c->client_error(copy_refusal);
-                return false;
-            }
-            if (facts.session_effects) c->session.dirty = true;
+        in.begin_pending = !c->deferred_begin.empty();
+        in.deallocations_pending = c->to_deallocate.size();
+        const detail::send_plan plan = detail::plan_send(in);
+        if (plan.refuse) {
+            refused = true;
+            c->client_error(copy_refusal);
+            return false;
         }
-        // A transaction's deferred BEGIN goes first, in this round trip (never again on a retry: a
-        // statement that opened a transaction is not retried).
+        if (plan.session_dirty) c->session.dirty = true;
+        if (!in.cached) facts = plan.facts;
+        // A transaction's deferred BEGIN goes in this round trip (never again on a retry: a statement
+        // that opened a transaction is not retried).
         const std::string begin_sql = std::exchange(c->deferred_begin, {});
         idle_before = PQtransactionStatus(pc) == PQTRANS_IDLE && begin_sql.empty();
         parts.clear();
@@ -175,71 +176,68 @@ struct query_op : std::enable_shared_from_this<query_op> {
         first_error = {};
         preparing.clear();
         prepare_failed = false;
-        if (!p) {
-            parts.push_back(part::rows);
+        const std::string* name = nullptr;  // the named statement run (the cache's node, or `preparing`)
+        if (plan.path == detail::send_path::cached) name = &in.cached->name;
+        if (plan.path == detail::send_path::pipeline) {
+            if (in.cached) {
+                name = &in.cached->name;
+            } else {
+                preparing = detail::reserve_statement(c->cache, c->to_deallocate);
+                name = &preparing;
+            }
+            if (plan.deallocations != 0) {
+                deallocating = std::move(c->to_deallocate);
+                c->to_deallocate.clear();
+            }
+        }
+        if (plan.pipeline) {
+            if (!PQenterPipelineMode(pc)) return false;
+            pipeline = true;
+        }
+        std::size_t next_deallocate = 0;
+        for (const part now : plan.parts) {
+            if (now == part::deallocate && next_deallocate == 0) first_deallocate = parts.size();
+            parts.push_back(now);
+            if (!send_part(now, plan.path, begin_sql, name, next_deallocate)) return false;
+        }
+        return true;
+    }
+
+    // Sends one part of the plan.
+    bool send_part(part now, detail::send_path path, const std::string& begin_sql, const std::string* name,
+                   std::size_t& next_deallocate) {
+        PGconn* pc = c->conn;
+        switch (now) {
+        case part::begin:
+            return PQsendQueryParams(pc, begin_sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) != 0;
+        case part::prepare: {
+            const params_access a(*p);
+            return PQsendPrepare(pc, name->c_str(), sql.c_str(), static_cast<int>(p->size()), a.types()) != 0;
+        }
+        case part::rows: return send_statement(path, begin_sql, name);
+        case part::sync: return PQpipelineSync(pc) != 0;
+        case part::deallocate: {
+            const std::string stmt = "DEALLOCATE " + deallocating[next_deallocate++];
+            return PQsendQueryParams(pc, stmt.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) != 0;
+        }
+        }
+        return false;
+    }
+
+    // The caller's statement, the plan's way.
+    bool send_statement(detail::send_path path, const std::string& begin_sql, const std::string* name) {
+        PGconn* pc = c->conn;
+        if (path == detail::send_path::simple) {
             if (!begin_sql.empty())  // one simple-protocol script: its last result is the caller's
                 return PQsendQuery(pc, (begin_sql + ";\n" + sql).c_str()) != 0;
             return PQsendQuery(pc, sql.c_str()) != 0;
         }
         const params_access a(*p);
         const int n = static_cast<int>(p->size());
-        // BEGIN, then the statement, in one pipeline (one Sync: a failed BEGIN skips the statement).
-        auto send_begin = [&] {
-            if (!PQenterPipelineMode(pc)) return false;
-            pipeline = true;
-            parts.push_back(part::begin);
-            return PQsendQueryParams(pc, begin_sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) != 0;
-        };
-        if (!through_cache) {
-            if (!begin_sql.empty() && !send_begin()) return false;
-            parts.push_back(part::rows);
-            if (!PQsendQueryParams(pc, sql.c_str(), n, a.types(), a.values.data(), a.lengths(), a.formats(),
-                                   0))
-                return false;
-            if (!pipeline) return true;
-            parts.push_back(part::sync);
-            return PQpipelineSync(pc) != 0;
-        }
-        if (cached && c->to_deallocate.empty() && begin_sql.empty()) {  // the common case: Bind/Execute/Sync
-            parts.push_back(part::rows);
-            return PQsendQueryPrepared(pc, cached->name.c_str(), n, a.values.data(), a.lengths(), a.formats(),
-                                       0) != 0;
-        }
-        if (!begin_sql.empty()) {
-            if (!send_begin()) return false;
-        } else {
-            if (!PQenterPipelineMode(pc)) return false;
-            pipeline = true;
-        }
-        std::string name;
-        if (cached) {
-            name = cached->name;
-        } else {
-            if (std::string evicted = c->cache.make_room(); !evicted.empty())
-                c->to_deallocate.push_back(std::move(evicted));
-            preparing = name = c->cache.next_name();
-            if (!PQsendPrepare(pc, name.c_str(), sql.c_str(), n, a.types())) return false;
-            parts.push_back(part::prepare);
-        }
-        if (!PQsendQueryPrepared(pc, name.c_str(), n, a.values.data(), a.lengths(), a.formats(), 0))
-            return false;
-        parts.push_back(part::rows);
-        if (!PQpipelineSync(pc)) return false;
-        parts.push_back(part::sync);
-        if (!c->to_deallocate.empty()) {
-            deallocating = std::move(c->to_deallocate);
-            c->to_deallocate.clear();
-            first_deallocate = parts.size();
-            for (const std::string& old : deallocating) {
-                const std::string stmt = "DEALLOCATE " + old;
-                if (!PQsendQueryParams(pc, stmt.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0))
-                    return false;
-                parts.push_back(part::deallocate);
-            }
-            if (!PQpipelineSync(pc)) return false;
-            parts.push_back(part::sync);
-        }
-        return true;
+        if (path == detail::send_path::unnamed)
+            return PQsendQueryParams(pc, sql.c_str(), n, a.types(), a.values.data(), a.lengths(), a.formats(),
+                                     0) != 0;
+        return PQsendQueryPrepared(pc, name->c_str(), n, a.values.data(), a.lengths(), a.formats(), 0) != 0;
     }
 
     void flush() {
@@ -273,7 +271,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
         case PGRES_NONFATAL_ERROR:
             if (now == part::deallocate) {  // still on the server (an aborted transaction): next time
                 const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-                if (!state || std::strcmp(state, "26000") != 0)
+                if (detail::deallocate_again(false, state ? state : ""))
                     c->to_deallocate.push_back(deallocating[at - first_deallocate]);
                 break;
             }
@@ -286,7 +284,8 @@ struct query_op : std::enable_shared_from_this<query_op> {
             break;
         case PGRES_PIPELINE_ABORTED:
             if (now == part::prepare) prepare_failed = true;
-            if (now == part::deallocate) c->to_deallocate.push_back(deallocating[at - first_deallocate]);
+            if (now == part::deallocate && detail::deallocate_again(true, {}))
+                c->to_deallocate.push_back(deallocating[at - first_deallocate]);
             break;
         default: break;  // COPY is not produced by these statements
         }
@@ -387,19 +386,21 @@ struct query_op : std::enable_shared_from_this<query_op> {
         if (first_error) c->track_error(c->diag.sqlstate);
         if (!preparing.empty() && !prepare_failed)
             c->cache.insert(c->key, {std::move(preparing), facts.session_effects});
-        if (p && c->mode == statement_mode::cache && !cancel_reason &&
-            (is_sqlstate(first_error, "0A000") || is_sqlstate(first_error, "26000"))) {
-            // The server's copy is stale (a table's columns changed under it) or gone (DEALLOCATE by
-            // hand): forget it, and prepare it again once when no transaction was open (in one, the
-            // error has aborted it: the caller decides).
-            if (std::string stale = c->cache.erase(c->key);
-                !stale.empty() && is_sqlstate(first_error, "0A000"))
-                c->to_deallocate.push_back(std::move(stale));
-            if (idle_before && !retried) {
-                retried = true;
-                if (!send()) return broke();
-                return flush();
-            }
+        const detail::stale_decision stale =
+            detail::on_stale_statement({.cache_mode = p && c->mode == statement_mode::cache,
+                                        .cancelled = static_cast<bool>(cancel_reason),
+                                        .plan_changed = is_sqlstate(first_error, "0A000"),
+                                        .statement_missing = is_sqlstate(first_error, "26000"),
+                                        .idle_before = idle_before,
+                                        .retried = retried});
+        if (stale.forget) {
+            if (std::string name = c->cache.erase(c->key); !name.empty() && stale.deallocate_old)
+                c->to_deallocate.push_back(std::move(name));
+        }
+        if (stale.retry) {
+            retried = true;
+            if (!send()) return broke();
+            return flush();
         }
         if (!first_error) c->diag = {};
         finish(first_error);

@@ -5,6 +5,7 @@
 // and at release a compare of the reported settings with their values at connect. A clean connection
 // costs no round trip.
 #include "connection_impl.hpp"
+#include "session_rules.hpp"
 
 #include <boost/asio/cancellation_type.hpp>
 
@@ -20,19 +21,6 @@ using detail::complete;
 using detail::connect_handler;
 
 namespace {
-
-// The tag is `word`, or starts with `word` and a space ("CREATE TABLE", "SET" but not "SETOF").
-bool tag_is(const char* tag, const char* word) {
-    const std::size_t n = std::strlen(word);
-    return std::strncmp(tag, word, n) == 0 && (tag[n] == '\0' || tag[n] == ' ');
-}
-
-// The reset of a dirty session, in one round trip: everything DISCARD ALL does except dropping the
-// prepared statements (which would empty the statement cache; hand-made ones go with DEALLOCATE ALL
-// when a PREPARE was seen). DISCARD ALL itself cannot run in the implicit transaction of a script.
-constexpr const char* session_reset =
-    "CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *; "
-    "SELECT pg_advisory_unlock_all(); DISCARD TEMP; DISCARD SEQUENCES";
 
 void receive_notice(void* arg, const PGresult* r) {
     const char* severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
@@ -58,19 +46,15 @@ void connection::impl::snapshot_session() {
 
 void connection::impl::track_result(const PGresult* r) {
     const char* tag = PQcmdStatus(const_cast<PGresult*>(r));
-    if (!tag || !*tag) return;
-    if (tag_is(tag, "SELECT") || tag_is(tag, "INSERT") || tag_is(tag, "UPDATE") || tag_is(tag, "DELETE"))
-        return;  // the common case first
-    if (tag_is(tag, "DISCARD ALL") || tag_is(tag, "DEALLOCATE ALL")) {
+    switch (detail::classify_command_tag(tag ? tag : "")) {
+    case detail::tag_effect::none: break;
+    case detail::tag_effect::dirty: session.dirty = true; break;
+    case detail::tag_effect::user_prepared: session.dirty = session.user_prepared = true; break;
+    case detail::tag_effect::statements_dropped:
         cache.clear();  // the server dropped every prepared statement, ours too
         to_deallocate.clear();
         session.dirty = true;
-    } else if (tag_is(tag, "PREPARE")) {
-        session.dirty = session.user_prepared = true;
-    } else if (tag_is(tag, "SET") || tag_is(tag, "RESET") || tag_is(tag, "LISTEN") ||
-               tag_is(tag, "UNLISTEN") || tag_is(tag, "DECLARE CURSOR") || tag_is(tag, "CREATE") ||
-               tag_is(tag, "LOAD") || tag_is(tag, "DISCARD")) {
-        session.dirty = true;  // CREATE: a temporary object, maybe (a harmless over-approximation)
+        break;
     }
 }
 
@@ -81,7 +65,8 @@ void connection::impl::track_error(const std::string& sqlstate) {
         return v && std::strcmp(v, "on") == 0;
     };
     // A read-only transaction of the borrower's own also says 25006; a demoted server reports itself.
-    if (on("default_transaction_read_only") || on("in_hot_standby")) session.failover = true;
+    if (detail::failover_signal(sqlstate, on("default_transaction_read_only"), on("in_hot_standby")))
+        session.failover = true;
 }
 
 bool connection::needs_reset(reset_policy policy) const noexcept {
@@ -89,7 +74,7 @@ bool connection::needs_reset(reset_policy policy) const noexcept {
     if (c.busy || !c.conn || PQstatus(c.conn) != CONNECTION_OK || c.server_fatal) return true;
     if (PQtransactionStatus(c.conn) != PQTRANS_IDLE || !c.deferred_begin.empty()) return true;
     if (policy == reset_policy::always) return true;
-    return policy == reset_policy::tracked && c.session_changed();
+    return detail::full_reset(policy, policy == reset_policy::tracked && c.session_changed());
 }
 
 bool connection::impl::session_changed() const noexcept {
@@ -181,22 +166,19 @@ struct reset_op : std::enable_shared_from_this<reset_op> {
         if (done) return;
         if (!c->conn || PQstatus(c->conn) != CONNECTION_OK || c->server_fatal)
             return finish(error::connection_broken);
-        std::string script;
+        detail::transaction_phase phase = detail::transaction_phase::unusable;
         switch (PQtransactionStatus(c->conn)) {
-        case PQTRANS_IDLE: break;
+        case PQTRANS_IDLE: phase = detail::transaction_phase::idle; break;
         case PQTRANS_INTRANS:
-        case PQTRANS_INERROR: script = "ROLLBACK"; break;
-        default: return finish(error::connection_broken);
+        case PQTRANS_INERROR: phase = detail::transaction_phase::open; break;
+        default: break;
         }
-        full = policy == reset_policy::always || (policy == reset_policy::tracked && c->session_changed());
-        if (full) {
-            if (!script.empty()) script += "; ";
-            script += session_reset;
-            if (c->session.user_prepared) script += "; DEALLOCATE ALL";
-        }
-        if (script.empty()) return finish({});
+        full = detail::full_reset(policy, policy == reset_policy::tracked && c->session_changed());
+        std::optional<std::string> script = detail::reset_script(phase, full, c->session.user_prepared);
+        if (!script) return finish(error::connection_broken);
+        if (script->empty()) return finish({});
         detail::start_query(
-            c, std::move(script), std::nullopt, [self = shared_from_this()](error_code ec, result) {
+            c, std::move(*script), std::nullopt, [self = shared_from_this()](error_code ec, result) {
                 if (!ec && self->full) {
                     self->c->session = {};
                     self->c->notifications.clear();  // UNLISTEN *: none is for the next borrower

@@ -3,6 +3,7 @@
 // with a live progress line and a summary that checks every acknowledged increment is in the database.
 #pragma once
 
+#include "load_client.hpp"
 #include "serve_flags.hpp"
 
 #include <CLI/CLI.hpp>
@@ -16,7 +17,7 @@ struct demo_config {
     serve_config serve;  // --db empty: a temporary SQLite file, removed afterwards
     int clients = 32;
     std::chrono::nanoseconds duration = std::chrono::seconds(10);
-    std::string mix = "70:20:10";
+    load_mix mix;  // 70:20:10
     unsigned keys = 1000;
     unsigned counters = 16;
     std::size_t value_size = 100;

@@ -1,5 +1,6 @@
 #include "handlers.hpp"
 
+#include "health_json.hpp"
 #include "log.hpp"
 
 #include <respool/http/metrics.hpp>
@@ -119,27 +120,23 @@ asio::awaitable<response> health(service& svc, worker& self, const request& req)
             reason =
                 probed ? "circuit open: the pool stopped connecting for its cool-down" : "not checked yet";
         }
-        const std::string body = R"({"status":"down","reason":")" + json_escape(reason) + R"(","since":")" +
-                                 log::rfc3339(v.since) + R"("})";
-        co_return make_response(bh::status::service_unavailable, req, std::move(body), "application/json");
+        co_return make_response(bh::status::service_unavailable, req,
+                                health_down_body(reason, log::rfc3339(v.since)), "application/json");
     }
-    std::string body = R"({"status":"up","database":")";
-    body += svc.target.kind == db_kind::sqlite ? "sqlite" : "postgresql";
-    body += R"(","threads":)" + std::to_string(svc.workers.size()) + R"(,"pools":[)";
-    bool first = true;
+    std::vector<health_pool> rows;
     for (std::size_t i = 0; i < pools.size(); ++i)
-        for (const auto& p : pools[i]) {
-            char item[320];
-            std::snprintf(item, sizeof item,
-                          R"(%s{"thread":%zu,"pool":"%s","idle":%u,"active":%u,"total":%u,"max":%u,)"
-                          R"("waiting":%u,"circuit":"%s"})",
-                          first ? "" : ",", i, p.name.c_str(), p.stats.idle, p.stats.active, p.stats.total,
-                          p.stats.max, p.stats.waiting, respool::to_string(p.stats.circuit));
-            body += item;
-            first = false;
-        }
-    body += "]}";
-    co_return make_response(bh::status::ok, req, std::move(body), "application/json");
+        for (const auto& p : pools[i])
+            rows.push_back({.thread = i,
+                            .name = p.name,
+                            .idle = p.stats.idle,
+                            .active = p.stats.active,
+                            .total = p.stats.total,
+                            .max = p.stats.max,
+                            .waiting = p.stats.waiting,
+                            .circuit = respool::to_string(p.stats.circuit)});
+    const char* database = svc.target.kind == db_kind::sqlite ? "sqlite" : "postgresql";
+    co_return make_response(bh::status::ok, req, health_up_body(database, svc.workers.size(), rows),
+                            "application/json");
 }
 
 asio::awaitable<response> metrics(service& svc, worker& self, const request& req) {

@@ -52,6 +52,10 @@ load_mix parse_mix(const std::string& text) {
     return m;
 }
 
+std::string format_mix(const load_mix& m) {
+    return std::to_string(m.get) + ":" + std::to_string(m.put) + ":" + std::to_string(m.incr);
+}
+
 asio::awaitable<void> load_client(const load_settings& s, load_tally& tally, unsigned seed) {
     ++tally.running;
     auto ex = co_await asio::this_coro::executor;

@@ -19,6 +19,7 @@ struct load_mix {
 // "GET:PUT:INCR" weights, e.g. "70:20:10"; empty when valid, else why not.
 std::string mix_error(const std::string& text);
 load_mix parse_mix(const std::string& text);
+std::string format_mix(const load_mix& m);  // "70:20:10"
 
 struct load_settings {
     boost::asio::ip::tcp::endpoint service;

@@ -1,6 +1,6 @@
 #include "serve_flags.hpp"
 
-#include "duration.hpp"
+#include "duration_flag.hpp"
 #include "log.hpp"
 
 #include <respool/pg/errors.hpp>
@@ -23,25 +23,6 @@ bool is_pg_uri(const std::string& url) {
 // connection string (libpq would read "foo" as a database name on the default socket).
 bool looks_like_conninfo(const std::string& url) {
     return url.find('=') != std::string::npos;
-}
-
-// A deadline that 0 would make expire at once, where 0 means "none" for --statement-timeout: a connect,
-// a borrow of a connection not yet open, a request's header or body not already in the socket's buffer
-// would fail. Above 0, or refused.
-std::string positive_duration_error(const std::string& text) {
-    if (std::string e = duration_error(text); !e.empty()) return e;
-    if (parse_duration(text)->count() == 0) return "'" + text + "' must be above 0 (e.g. 250ms, 5s)";
-    return {};
-}
-
-enum class zero { allowed, refused };
-
-void add_duration(CLI::App& cmd, const std::string& name, std::chrono::nanoseconds& target,
-                  const std::string& help, zero z = zero::allowed) {
-    cmd.add_option_function<std::string>(
-           name, [&target](const std::string& s) { target = *parse_duration(s); }, help)
-        ->default_str(format_duration(target))
-        ->check(CLI::Validator(z == zero::allowed ? duration_error : positive_duration_error, "DURATION"));
 }
 
 }  // namespace
@@ -108,26 +89,32 @@ void add_pool_flags(CLI::App& cmd, serve_config& cfg) {
     cmd.add_option("--max-waiters", cfg.max_waiters, "requests that may wait for a connection (0 = no bound)")
         ->capture_default_str()
         ->check(CLI::Range(std::size_t{0}, std::size_t{0x7fffffff}));  // the pool counts in 32 bits
-    // 0 would never open a connection on demand (a borrow that may not wait cannot wait for a connect):
+    // A deadline that 0 would make expire at once (zero_duration::refused), where 0 means "none" for
+    // --statement-timeout: a connect, a borrow of a connection not yet open, a request's header or body
+    // not already in the socket's buffer would fail. --borrow-timeout 0
+    // would never open a connection on demand (a borrow that may not wait cannot wait for a connect):
     // on SQLite, which opens on first use, the service answered 503 to everything.
-    add_duration(cmd, "--borrow-timeout", cfg.borrow_timeout,
-                 "wait for a connection at most this long (then 503)", zero::refused);
-    add_duration(cmd, "--statement-timeout", cfg.statement_timeout,
-                 "statement deadline (then 504); 0 = none");
-    add_duration(cmd, "--connect-timeout", cfg.connect_timeout, "PostgreSQL connect deadline", zero::refused);
-    add_duration(cmd, "--busy-timeout", cfg.busy_timeout, "SQLite: wait for another process's lock");
-    add_duration(cmd, "--idle-ttl", cfg.idle_ttl, "close connections idle longer");
-    add_duration(cmd, "--max-lifetime", cfg.max_lifetime, "PostgreSQL: retire connections older; 0 = off");
+    add_duration_flag(cmd, "--borrow-timeout", cfg.borrow_timeout,
+                      "wait for a connection at most this long (then 503)", zero_duration::refused);
+    add_duration_flag(cmd, "--statement-timeout", cfg.statement_timeout,
+                      "statement deadline (then 504); 0 = none");
+    add_duration_flag(cmd, "--connect-timeout", cfg.connect_timeout, "PostgreSQL connect deadline",
+                      zero_duration::refused);
+    add_duration_flag(cmd, "--busy-timeout", cfg.busy_timeout, "SQLite: wait for another process's lock");
+    add_duration_flag(cmd, "--idle-ttl", cfg.idle_ttl, "close connections idle longer");
+    add_duration_flag(cmd, "--max-lifetime", cfg.max_lifetime,
+                      "PostgreSQL: retire connections older; 0 = off");
     cmd.add_option("--breaker-failures", cfg.breaker_failures,
                    "PostgreSQL: failed connects in a row that open the circuit (0 = no circuit)")
         ->capture_default_str();
-    add_duration(cmd, "--cool-down", cfg.cool_down, "open circuit: time before a probe connect");
-    add_duration(cmd, "--healthcheck-interval", cfg.healthcheck_interval,
-                 "PostgreSQL: check idle connections this often; 0 = off");
+    add_duration_flag(cmd, "--cool-down", cfg.cool_down, "open circuit: time before a probe connect");
+    add_duration_flag(cmd, "--healthcheck-interval", cfg.healthcheck_interval,
+                      "PostgreSQL: check idle connections this often; 0 = off");
     // 0 would retry a refused connect at once, in a loop, for as long as the database is down.
-    add_duration(cmd, "--connect-retry-max", cfg.connect_retry_max,
-                 "PostgreSQL: the longest wait between failed connects (bounds recovery after an outage)",
-                 zero::refused);
+    add_duration_flag(
+        cmd, "--connect-retry-max", cfg.connect_retry_max,
+        "PostgreSQL: the longest wait between failed connects (bounds recovery after an outage)",
+        zero_duration::refused);
 }
 
 void add_serve_flags(CLI::App& cmd, serve_config& cfg) {
@@ -138,12 +125,12 @@ void add_serve_flags(CLI::App& cmd, serve_config& cfg) {
     cmd.add_option("--threads", cfg.threads, "event loops, each with its own pool")
         ->capture_default_str()
         ->check(CLI::Range(std::size_t{1}, std::size_t{256}));
-    add_duration(cmd, "--request-timeout", cfg.request_timeout,
-                 "read a request's body and write its response", zero::refused);
-    add_duration(cmd, "--idle-timeout", cfg.idle_timeout, "keep-alive: wait this long for the next request",
-                 zero::refused);
-    add_duration(cmd, "--shutdown-timeout", cfg.shutdown_timeout,
-                 "SIGINT/SIGTERM: in-flight requests and pools get this long");
+    add_duration_flag(cmd, "--request-timeout", cfg.request_timeout,
+                      "read a request's body and write its response", zero_duration::refused);
+    add_duration_flag(cmd, "--idle-timeout", cfg.idle_timeout,
+                      "keep-alive: wait this long for the next request", zero_duration::refused);
+    add_duration_flag(cmd, "--shutdown-timeout", cfg.shutdown_timeout,
+                      "SIGINT/SIGTERM: in-flight requests and pools get this long");
     cmd.add_option_function<std::string>(
            "--log-level",
            [&cfg](const std::string& s) {

@@ -1,0 +1,110 @@
+// The /health body both ways (tools/respool/health_json.hpp), without a service: what the service
+// writes is the documented JSON (docs/09-service.md), and what `respool demo` reads back from it.
+#include "health_json.hpp"
+
+#include <boost/json/parse.hpp>
+
+#include <gtest/gtest.h>
+
+using namespace respool_cli;
+
+namespace {
+
+std::vector<health_pool> two_threads() {
+    return {{.thread = 0,
+             .name = "writer",
+             .idle = 1,
+             .active = 0,
+             .total = 1,
+             .max = 1,
+             .waiting = 0,
+             .circuit = "closed"},
+            {.thread = 0,
+             .name = "reader",
+             .idle = 3,
+             .active = 5,
+             .total = 8,
+             .max = 16,
+             .waiting = 0,
+             .circuit = "closed"},
+            {.thread = 1,
+             .name = "writer",
+             .idle = 0,
+             .active = 1,
+             .total = 1,
+             .max = 1,
+             .waiting = 4,
+             .circuit = "half_open"},
+            {.thread = 1,
+             .name = "reader",
+             .idle = 2,
+             .active = 6,
+             .total = 8,
+             .max = 16,
+             .waiting = 7,
+             .circuit = "closed"}};
+}
+
+}  // namespace
+
+TEST(health_json, the_up_body_is_the_documented_json_field_for_field) {
+    const std::vector<health_pool> one{{.thread = 0,
+                                        .name = "writer",
+                                        .idle = 1,
+                                        .active = 0,
+                                        .total = 1,
+                                        .max = 1,
+                                        .waiting = 0,
+                                        .circuit = "closed"},
+                                       {.thread = 0,
+                                        .name = "reader",
+                                        .idle = 1,
+                                        .active = 0,
+                                        .total = 1,
+                                        .max = 16,
+                                        .waiting = 0,
+                                        .circuit = "closed"}};
+    EXPECT_EQ(
+        health_up_body("sqlite", 1, one),
+        R"({"status":"up","database":"sqlite","threads":1,"pools":[)"
+        R"({"thread":0,"pool":"writer","idle":1,"active":0,"total":1,"max":1,"waiting":0,"circuit":"closed"},)"
+        R"({"thread":0,"pool":"reader","idle":1,"active":0,"total":1,"max":16,"waiting":0,"circuit":"closed"}]})");
+    EXPECT_EQ(health_up_body("postgresql", 2, {}),
+              R"({"status":"up","database":"postgresql","threads":2,"pools":[]})");
+}
+
+TEST(health_json, the_down_body_says_why_and_since_when_with_the_reason_escaped) {
+    const std::string reason = "connection refused: server at \"db\" \\ said\nno\x01";
+    const std::string body = health_down_body(reason, "2026-11-25T10:00:00.000Z");
+    EXPECT_EQ(body.rfind(R"({"status":"down","reason":")", 0), 0u) << body;  // what clients match
+    const boost::json::value v = boost::json::parse(body);
+    EXPECT_EQ(v.at("reason").as_string(), reason);
+    EXPECT_EQ(v.at("since").as_string(), "2026-11-25T10:00:00.000Z");
+    EXPECT_EQ(v.as_object().size(), 3u);
+}
+
+TEST(health_json, a_client_reads_the_sums_per_pool_name_and_the_worst_circuit) {
+    const health_reading r = read_health(200, health_up_body("sqlite", 2, two_threads()));
+    EXPECT_TRUE(r.up);
+    ASSERT_EQ(r.pools.size(), 2u);
+    EXPECT_EQ(r.pools.at("writer"), (std::array<long, 3>{1, 1, 4}));
+    EXPECT_EQ(r.pools.at("reader"), (std::array<long, 3>{5, 11, 7}));
+    EXPECT_EQ(r.circuit, "half_open");
+    auto open = two_threads();
+    open[0].circuit = "open";  // open outranks half_open
+    EXPECT_EQ(read_health(200, health_up_body("sqlite", 2, open)).circuit, "open");
+}
+
+TEST(health_json, a_down_or_unreadable_answer_reads_as_no_pools) {
+    const health_reading down =
+        read_health(503, health_down_body("not checked yet", "2026-11-25T10:00:00.000Z"));
+    EXPECT_FALSE(down.up);
+    EXPECT_TRUE(down.pools.empty());
+    EXPECT_EQ(down.circuit, "closed");
+    for (const char* body : {"", "not json", "[1,2]", R"({"pools":3})", R"({"pools":[1,"x",{"pool":7}]})"}) {
+        const health_reading r = read_health(0, body);
+        EXPECT_FALSE(r.up) << body;
+        EXPECT_LE(r.pools.size(), 1u) << body;  // an item without a name counts under ""
+        EXPECT_EQ(r.circuit, "closed") << body;
+    }
+}
