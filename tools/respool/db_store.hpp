@@ -38,6 +38,16 @@
 
 namespace respool_cli {
 
+// A dialect's types (see above).
+template <class Pool, class Connection, class Params, class Result, class Error>
+struct dialect_types {
+    using pool = Pool;
+    using connection = Connection;
+    using params = Params;
+    using result = Result;
+    using error = Error;
+};
+
 template <class Dialect>
 class db_store final : public kv_store {
 public:

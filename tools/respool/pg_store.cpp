@@ -17,13 +17,8 @@ namespace pg = respool::pg;
 namespace respool_cli {
 
 // Outside the anonymous namespace: db_store's instantiation (a header's template) names it.
-struct pg_dialect {
-    using pool = pg::pool;
-    using connection = pg::connection;
-    using params = pg::params;
-    using result = pg::result;
-    using error = pg::error_with_diagnostics;
-
+struct pg_dialect
+    : dialect_types<pg::pool, pg::connection, pg::params, pg::result, pg::error_with_diagnostics> {
     static constexpr const char* create_table =
         "CREATE TABLE IF NOT EXISTS respool_kv (k text PRIMARY KEY, v bytea NOT NULL)";
     static constexpr const char* select = "SELECT v FROM respool_kv WHERE k = $1";

@@ -16,13 +16,8 @@ namespace sqlite = respool::sqlite;
 namespace respool_cli {
 
 // Outside the anonymous namespace: db_store's instantiation (a header's template) names it.
-struct sqlite_dialect {
-    using pool = sqlite::pool;
-    using connection = sqlite::connection;
-    using params = sqlite::params;
-    using result = sqlite::result;
-    using error = sqlite::error_with_diagnostics;
-
+struct sqlite_dialect : dialect_types<sqlite::pool, sqlite::connection, sqlite::params, sqlite::result,
+                                      sqlite::error_with_diagnostics> {
     static constexpr const char* create_table =
         "CREATE TABLE IF NOT EXISTS respool_kv (k TEXT PRIMARY KEY NOT NULL, v BLOB NOT NULL) WITHOUT ROWID";
     static constexpr const char* select = "SELECT v FROM respool_kv WHERE k = ?";
