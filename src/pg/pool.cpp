@@ -13,6 +13,8 @@
 #include "connection_impl.hpp"
 #include "pipeline_dispatch.hpp"
 
+#include <respool/detail/db_acquire.hpp>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -193,6 +195,11 @@ std::string explained(const pool_state& s, const error_code& ec, const std::stri
     return ec.message();
 }
 
+// explained() as the shared borrow takes it.
+auto explainer(const std::shared_ptr<pool_state>& s) {
+    return [s](const error_code& ec, const std::string& own) { return explained(*s, ec, own); };
+}
+
 error_code code_of(const std::exception_ptr& e) {
     if (!e) return {};
     try {
@@ -246,7 +253,6 @@ struct pool_query {
     std::string sql;
     std::optional<params> p;
     respool::diagnostics* diag;  // the caller's, or nullptr
-    respool::diagnostics acquire_diag;
     lease<connection> l;
 
     static void deliver(const std::shared_ptr<pool_query>& op, error_code ec, result r) {
@@ -260,13 +266,7 @@ struct pool_query {
 namespace detail {
 
 asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s) {
-    respool::diagnostics diag;
-    auto [ec, l] =
-        co_await s->p->async_acquire(s->cfg.borrow_timeout, diag, asio::as_tuple(asio::use_awaitable));
-    if (ec == respool::errc::timeout)
-        throw boost::system::system_error(respool::errc::exhausted, explained(*s, ec, diag.message));
-    if (ec) throw boost::system::system_error(ec, explained(*s, ec, diag.message));
-    co_return std::move(l);
+    return respool::detail::db::acquire_or_throw(*s->p, s->cfg.borrow_timeout, explainer(s));
 }
 
 asio::awaitable<void> begin(connection& c, const transaction_options& o) {
@@ -390,18 +390,13 @@ respool::pool<connection>& pool::base() noexcept {
     return *state_->p;
 }
 
-void pool::start_acquire(duration timeout, respool::diagnostics* diag,
+void pool::start_acquire(respool::detail::db::borrow_deadline when, respool::diagnostics* diag,
                          asio::any_completion_handler<void(error_code, lease<connection>)> handler) {
     auto slot = handler.get_cancellation_slot();
-    auto done = [s = state_, diag, h = std::move(handler)](error_code ec, lease<connection> l) mutable {
-        if (ec == respool::errc::timeout) ec = respool::errc::exhausted;
-        if (ec && diag) diag->message = explained(*s, ec, diag->message);
-        asio::dispatch(asio::append(std::move(h), ec, std::move(l)));
-    };
-    if (diag)
-        state_->p->async_acquire(timeout, *diag, asio::bind_cancellation_slot(slot, std::move(done)));
-    else
-        state_->p->async_acquire(timeout, asio::bind_cancellation_slot(slot, std::move(done)));
+    respool::detail::db::acquire(*state_->p, when, diag, slot, explainer(state_),
+                                 [h = std::move(handler)](error_code ec, lease<connection> l) mutable {
+                                     asio::dispatch(asio::append(std::move(h), ec, std::move(l)));
+                                 });
 }
 
 void pool::start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
@@ -421,16 +416,8 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
             });
     }
     auto op = std::make_shared<pool_query>(state_, std::move(handler), std::move(sql), std::move(p), diag);
-    auto slot = op->handler.get_cancellation_slot();
     auto acquired = [op](error_code ec, lease<connection> l) {
-        if (ec) {
-            if (ec == respool::errc::timeout) ec = respool::errc::exhausted;
-            if (op->diag) {  // the connect's own words, or the pool's state and the last connect's
-                op->diag->message = explained(*op->s, ec, op->acquire_diag.message);
-                op->diag->error = op->acquire_diag.error;
-            }
-            return pool_query::deliver(op, ec, {});
-        }
+        if (ec) return pool_query::deliver(op, ec, {});  // its words: the shared borrow's
         op->l = std::move(l);
         auto done = [op](error_code qec, result r) {
             if (qec && op->diag) report(*op->diag, *op->l, qec);
@@ -447,12 +434,8 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
         else
             op->l->async_query(std::move(op->sql), asio::bind_cancellation_slot(qslot, std::move(done)));
     };
-    if (diag)
-        state_->p->async_acquire(state_->cfg.borrow_timeout, op->acquire_diag,
-                                 asio::bind_cancellation_slot(slot, std::move(acquired)));
-    else
-        state_->p->async_acquire(state_->cfg.borrow_timeout,
-                                 asio::bind_cancellation_slot(slot, std::move(acquired)));
+    respool::detail::db::acquire(*state_->p, state_->cfg.borrow_timeout, diag,
+                                 op->handler.get_cancellation_slot(), explainer(state_), std::move(acquired));
 }
 
 }  // namespace respool::pg

@@ -12,6 +12,8 @@
 #include "group_commit.hpp"
 #include "pool_state.hpp"
 
+#include <respool/detail/db_acquire.hpp>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -111,6 +113,14 @@ std::string describe(const pool_stats& s, role r) {
            std::to_string(s.max) + ", " + std::to_string(s.waiting) + " waiting";
 }
 
+// Why a borrow of `r` failed, in words: how the pool stood when none was free in time, else the
+// factory's words (an open's failure names the path).
+auto explainer(const std::shared_ptr<pool_state>& s, role r) {
+    return [s, r](const error_code& ec, const std::string& own) {
+        return ec == respool::errc::exhausted ? describe(s->of(r).stats(), r) : own;
+    };
+}
+
 error_code code_of(const std::exception_ptr& e) {
     if (!e) return {};
     try {
@@ -141,33 +151,16 @@ struct pool_query : std::enable_shared_from_this<pool_query> {
     std::string sql;
     std::optional<params> p;
     respool::diagnostics* diag;  // the caller's, or nullptr
-    respool::diagnostics acquire_diag;
     lease<connection> l;
 
     void start() {
-        auto slot = handler.get_cancellation_slot();
-        auto acquired = [self = shared_from_this()](error_code ec, lease<connection> got) {
-            if (ec) {
-                if (ec == respool::errc::timeout) {
-                    ec = respool::errc::exhausted;
-                    self->acquire_diag.message = describe(self->s->writer->stats(), role::writer);
-                }
-                if (self->diag) {  // an open's failure: the factory's message names the path
-                    self->diag->message =
-                        self->acquire_diag.message.empty() ? ec.message() : self->acquire_diag.message;
-                    self->diag->error = self->acquire_diag.error;
-                }
-                return self->deliver(ec, {});
-            }
-            self->l = std::move(got);
-            self->run();
-        };
-        if (diag)
-            s->writer->async_acquire(s->cfg.borrow_timeout, acquire_diag,
-                                     asio::bind_cancellation_slot(slot, std::move(acquired)));
-        else
-            s->writer->async_acquire(s->cfg.borrow_timeout,
-                                     asio::bind_cancellation_slot(slot, std::move(acquired)));
+        respool::detail::db::acquire(*s->writer, s->cfg.borrow_timeout, diag, handler.get_cancellation_slot(),
+                                     explainer(s, role::writer),
+                                     [self = shared_from_this()](error_code ec, lease<connection> got) {
+                                         if (ec) return self->deliver(ec, {});
+                                         self->l = std::move(got);
+                                         self->run();
+                                     });
     }
 
     void run() {
@@ -208,13 +201,7 @@ void query_on_writer(const std::shared_ptr<pool_state>& s, std::string sql, std:
 }
 
 asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s, role r) {
-    respool::diagnostics diag;
-    auto& p = s->of(r);
-    auto [ec, l] = co_await p.async_acquire(s->cfg.borrow_timeout, diag, asio::as_tuple(asio::use_awaitable));
-    if (ec == respool::errc::timeout)
-        throw boost::system::system_error(respool::errc::exhausted, describe(p.stats(), r));
-    if (ec) throw boost::system::system_error(ec, diag.message);
-    co_return std::move(l);
+    return respool::detail::db::acquire_or_throw(s->of(r), s->cfg.borrow_timeout, explainer(s, r));
 }
 
 asio::awaitable<void> begin(connection& c, const transaction_options& o) {
@@ -315,15 +302,13 @@ respool::pool<connection>& pool::reader_pool() noexcept {
     return state_->of(role::reader);
 }
 
-void pool::start_acquire(role r, asio::any_completion_handler<void(error_code, lease<connection>)> handler) {
+void pool::start_acquire(role r, respool::detail::db::borrow_deadline when,
+                         asio::any_completion_handler<void(error_code, lease<connection>)> handler) {
     auto slot = handler.get_cancellation_slot();
-    state_->of(r).async_acquire(
-        state_->cfg.borrow_timeout,
-        asio::bind_cancellation_slot(slot,
-                                     [h = std::move(handler)](error_code ec, lease<connection> l) mutable {
-                                         if (ec == respool::errc::timeout) ec = respool::errc::exhausted;
-                                         asio::dispatch(asio::append(std::move(h), ec, std::move(l)));
-                                     }));
+    respool::detail::db::acquire(state_->of(r), when, nullptr, slot, explainer(state_, r),
+                                 [h = std::move(handler)](error_code ec, lease<connection> l) mutable {
+                                     asio::dispatch(asio::append(std::move(h), ec, std::move(l)));
+                                 });
 }
 
 void pool::start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,

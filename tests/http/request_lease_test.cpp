@@ -1,6 +1,6 @@
 // respool::http::borrow in a Beast handler, called with a Beast request: a connection when one is free,
-// 503 + Retry-After: 1 with a JSON body when the pool stays exhausted past the request's deadline.
-// respool::pool<int> takes the deadline as its acquire timeout; sqlite::pool has its acquire cancelled.
+// 503 + Retry-After: 1 with a JSON body when the pool stays exhausted past the pool's borrow timeout or
+// the request's own deadline, which every pool takes as its acquire's deadline.
 #include "../sqlite/sqlite_test_support.hpp"
 
 #include <respool/http/request_lease.hpp>
@@ -32,15 +32,10 @@ using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 using request = bh::request<bh::string_body>;
 
-// Which pools take the deadline as their acquire timeout, and what they lend (pg::pool needs a server
-// to run; its side of borrow is checked here at compile time).
-static_assert(http::detail::acquire_with_timeout<respool::pool<int>>);
-static_assert(http::detail::acquire_with_timeout<respool::pg::pool>);
-static_assert(!http::detail::acquire_with_timeout<respool::sqlite::pool>);
-static_assert(std::is_same_v<http::detail::acquired_t<http::detail::writer_side<respool::pg::pool>>,
-                             respool::pg::connection>);
-static_assert(std::is_same_v<http::detail::acquired_t<http::detail::reader_side<respool::sqlite::pool>>,
-                             respool::sqlite::connection>);
+// What the pools lend (pg::pool needs a server to run; its side of borrow is checked here at compile
+// time).
+static_assert(std::is_same_v<http::detail::writer_t<respool::pg::pool>, respool::pg::connection>);
+static_assert(std::is_same_v<http::detail::reader_t<respool::sqlite::pool>, respool::sqlite::connection>);
 
 // A handler as a service writes it: borrow for this request, answer with the connection's value or the
 // borrow's error response. The connection goes back when `conn` dies.
@@ -77,23 +72,28 @@ T run(asio::io_context& io, asio::awaitable<T> a) {
     return std::move(*out);
 }
 
-void expect_retry_later(const http::string_response& res) {
+// The generic pool says timeout past a deadline; the database pools say exhausted.
+constexpr const char* timed_out =
+    R"({"error":"pool_timeout","message":"no database connection became free before the deadline; retry"})";
+constexpr const char* exhausted =
+    R"({"error":"pool_exhausted","message":"no database connection is free; retry"})";
+
+void expect_retry_later(const http::string_response& res, const char* body = timed_out) {
     EXPECT_EQ(res.result_int(), 503u);
     EXPECT_EQ(res[bh::field::retry_after], "1");
     EXPECT_EQ(res[bh::field::content_type], "application/json");
     EXPECT_TRUE(res.keep_alive());
-    EXPECT_EQ(
-        res.body(),
-        R"({"error":"pool_timeout","message":"no database connection became free before the deadline; retry"})");
+    EXPECT_EQ(res.body(), body);
 }
 
-// ---- respool::pool<int>: the deadline becomes the acquire's timeout.
+// ---- respool::pool<int>: the deadline becomes the acquire's deadline.
 
 // One resource, 7. (Made in a function: g++ 12 crashes on the hooks' designated initializer in a
 // default member initializer.)
-respool::pool<int> one_int(asio::io_context& io) {
+respool::pool<int> one_int(asio::io_context& io, respool::duration acquire_timeout = 30s) {
     respool::pool_options o;
     o.max = 1;
+    o.acquire_timeout = acquire_timeout;
     respool::hooks<int> h;
     h.factory = [] { return 7; };
     return respool::pool<int>(io.get_executor(), o, std::move(h));
@@ -133,7 +133,25 @@ TEST_F(int_pool_test, a_deadline_already_past_still_takes_a_free_connection) {
     EXPECT_EQ(res.result_int(), 503u);
 }
 
-// ---- sqlite::pool: no acquire timeout of its own; the request's deadline cancels the wait.
+TEST(int_pool, without_a_deadline_a_request_waits_the_pool_s_own_acquire_timeout) {
+    asio::io_context io;
+    auto pool = one_int(io, 50ms);
+    auto held = pool.try_acquire();
+    ASSERT_TRUE(held);
+    const auto start = clock_type::now();
+    const auto res = run(io, [&]() -> asio::awaitable<http::string_response> {
+        auto conn = co_await http::borrow(pool);
+        EXPECT_FALSE(conn);
+        co_return conn.error_response(11, true);
+    }());
+    const auto took = clock_type::now() - start;
+    expect_retry_later(res);
+    EXPECT_GE(took, 50ms) << "the pool's acquire_timeout, not zero";
+    EXPECT_LT(took, 5s);
+    EXPECT_EQ(pool.stats().timeouts, 1u);
+}
+
+// ---- sqlite::pool: the request's deadline is its acquire's deadline.
 
 using sqlite_test::temp_dir;  // a temporary folder, removed with its files
 
@@ -168,15 +186,16 @@ TEST_F(sqlite_pool_test, a_held_writer_answers_503_with_retry_after_at_the_deadl
         EXPECT_LT(took, 5s) << "the request's deadline ends the wait, not borrow_timeout (30 s)";
         co_return r;
     }());
-    expect_retry_later(res);
-    EXPECT_EQ(db.writer_stats().waiting, 0u) << "the cancelled acquire left the queue";
-    EXPECT_EQ(db.writer_stats().cancellations, 1u);
+    expect_retry_later(res, exhausted);
+    EXPECT_EQ(db.writer_stats().waiting, 0u) << "the acquire left the queue at its deadline";
+    EXPECT_EQ(db.writer_stats().timeouts, 1u);
+    EXPECT_EQ(db.writer_stats().cancellations, 0u) << "no timer of borrow's own cancels it";
 }
 
 TEST_F(sqlite_pool_test, borrow_reader_takes_a_reader_while_the_writer_is_held) {
     const auto res = run(io, [&]() -> asio::awaitable<http::string_response> {
         auto held = co_await db.async_acquire(asio::use_awaitable);
-        auto conn = co_await http::borrow_reader(db, clock_type::now() + 5s);
+        auto conn = co_await http::borrow_reader(db);
         EXPECT_TRUE(conn) << conn.error().message();
         if (!conn) co_return conn.error_response(11, true);
         http::string_response ok{bh::status::ok, 11};

@@ -2,10 +2,10 @@
 // respool::sqlite::pool or respool::pg::pool, one store per event loop (its pool lives on that loop:
 // every member is called on the loop's thread only).
 //
-// Each operation borrows its connection with respool::http::borrow / borrow_reader within the borrow
-// timeout, so that a full pool is a 503 at that deadline. A failure comes back as an error_code that
-// respool::http::error_response turns into the response; the store also remembers whether the
-// database answered, for /health (which never waits for a connection).
+// Each operation is the pool's own async_query or transaction (db_store.hpp), which borrows within
+// the pool's borrow timeout, so that a full pool is a 503 at that deadline. A failure comes back as
+// an error_code that respool::http::error_response turns into the response; the store also
+// remembers whether the database answered, for /health (which never waits for a connection).
 #pragma once
 
 #include "serve_flags.hpp"

@@ -4,15 +4,22 @@
 #pragma once
 
 #include <respool/lease.hpp>
+#include <respool/options.hpp>
 
 #include <boost/asio/awaitable.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <optional>
 #include <type_traits>
+#include <variant>
 
 namespace respool::detail::db {
+
+// When a borrow from a database pool ends: after a timeout (the pool's borrow_timeout, or the
+// caller's own), or at an absolute deadline on the steady clock.
+using borrow_deadline = std::variant<duration, std::chrono::steady_clock::time_point>;
 
 // R of asio::awaitable<R>: what with_connection's and transaction's functions return.
 template <class A>

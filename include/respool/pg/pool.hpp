@@ -132,7 +132,9 @@ public:
     [[nodiscard]] executor_type get_executor() const noexcept;
     [[nodiscard]] const pool_config& config() const noexcept;
 
-    // A lease on a connection, within borrow_timeout (or `timeout`).
+    // A lease on a connection, within borrow_timeout, or within this call's own `timeout`, or before
+    // `deadline` (on the steady clock). Borrows that use borrow_timeout share one deadline rule inside
+    // the pool (O(1) each); every other timeout or deadline costs O(log n).
     //  Handler:      void(error_code, lease<connection>).
     //  Executor:     the handler's associated executor (the pool's by default); never inline.
     //  Cancellation: terminal, partial, total (errc::cancelled).
@@ -142,7 +144,9 @@ public:
     //                connect_failed, connect_timeout; `diag` has libpq's message, masked). For
     //                exhausted and unavailable, `diag` adds libpq's message of the last failed connect.
     template <class Token = boost::asio::deferred_t>
-    requires(!std::is_convertible_v<Token, duration>) auto async_acquire(Token&& token = {}) {
+    requires(!std::is_convertible_v<Token, duration> &&
+             !std::is_convertible_v<
+                 Token, std::chrono::steady_clock::time_point>) auto async_acquire(Token&& token = {}) {
         return async_acquire(config().borrow_timeout, nullptr, std::forward<Token>(token));
     }
     template <class Token = boost::asio::deferred_t>
@@ -150,12 +154,17 @@ public:
         return async_acquire(timeout, nullptr, std::forward<Token>(token));
     }
     template <class Token = boost::asio::deferred_t>
+    auto async_acquire(std::chrono::steady_clock::time_point deadline, Token&& token = {}) {
+        return async_acquire(deadline, nullptr, std::forward<Token>(token));
+    }
+    template <class Token = boost::asio::deferred_t>
     auto async_acquire(duration timeout, respool::diagnostics* diag, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, lease<connection>)>(
-            [this](auto handler, duration t, respool::diagnostics* d) {
-                start_acquire(t, d, std::move(handler));
-            },
-            token, timeout, diag);
+        return initiate_acquire(timeout, diag, std::forward<Token>(token));
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_acquire(std::chrono::steady_clock::time_point deadline, respool::diagnostics* diag,
+                       Token&& token = {}) {
+        return initiate_acquire(deadline, diag, std::forward<Token>(token));
     }
 
     // Borrows a connection, runs `sql` on it and returns it: the connection's async_query (a script
@@ -238,7 +247,16 @@ public:
     respool::pool<connection>& base() noexcept;
 
 private:
-    void start_acquire(duration timeout, respool::diagnostics* diag,
+    template <class Token>
+    auto initiate_acquire(respool::detail::db::borrow_deadline when, respool::diagnostics* diag,
+                          Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code, lease<connection>)>(
+            [this](auto handler, respool::detail::db::borrow_deadline w, respool::diagnostics* d) {
+                start_acquire(w, d, std::move(handler));
+            },
+            token, when, diag);
+    }
+    void start_acquire(respool::detail::db::borrow_deadline when, respool::diagnostics* diag,
                        boost::asio::any_completion_handler<void(error_code, lease<connection>)> handler);
     void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
                      boost::asio::any_completion_handler<void(error_code, result)> handler);

@@ -2,6 +2,8 @@
 // deliveries (pg::notification).
 #pragma once
 
+#include <respool/detail/db_values.hpp>
+
 #include <boost/container/small_vector.hpp>
 
 #include <chrono>
@@ -26,8 +28,9 @@ namespace respool::pg {
 // exactly is refused where it is added, with std::invalid_argument naming the parameter: text holding
 // a NUL byte (text cannot store one: bytes are bytea), more than 65535 parameters, a value of 2 GiB.
 //   c.async_query("SELECT name FROM users WHERE id = $1 AND active = $2", pg::params(42, true), token);
-class params {
+class params : public respool::detail::db::params_builder<params> {
 public:
+    using params_builder::add;
     params() = default;
     template <class... T>
     explicit params(const T&... v) {
@@ -41,19 +44,8 @@ public:
     params& add(float v);
     params& add(double v);
     params& add(std::string_view v);
-    params& add(const char* v) { return add(std::string_view(v)); }
-    params& add(const std::string& v) { return add(std::string_view(v)); }
-    params& add(std::span<const std::byte> v);  // bytea
-    params& add(const std::vector<std::byte>& v) { return add(std::span<const std::byte>(v)); }
+    params& add(std::span<const std::byte> v);                        // bytea
     params& add(std::chrono::sys_time<std::chrono::microseconds> t);  // timestamptz
-    template <class D>
-    params& add(std::chrono::sys_time<D> t) {
-        return add(std::chrono::floor<std::chrono::microseconds>(t));
-    }
-    template <class T>
-    params& add(const std::optional<T>& v) {
-        return v ? add(*v) : add(std::nullopt);
-    }
     [[nodiscard]] std::size_t size() const noexcept { return types_.size(); }
 
 private:
@@ -70,7 +62,7 @@ private:
 // The rows of one statement, read in place from libpq's result (no copy of the fields): as text, or as
 // C++ values parsed from the server's text format. Copies share the rows; they stay valid on any
 // thread after the connection has moved on or closed.
-class result {
+class result : public respool::detail::db::result_reader<result> {
 public:
     result() = default;
     [[nodiscard]] std::size_t rows() const noexcept { return rows_; }
@@ -80,31 +72,17 @@ public:
     // The field as text; throws std::out_of_range for a cell outside the result, std::logic_error for
     // NULL. The view lives as long as this result (or a copy of it).
     [[nodiscard]] std::string_view text(std::size_t row, std::size_t col) const;
-    // The field as a C++ value: bool, std::int16_t/int32_t/int64_t, float, double, std::string,
-    // std::vector<std::byte> (bytea), std::chrono::system_clock::time_point (timestamptz, timestamp
-    // read as UTC, date at midnight UTC; the server's ISO DateStyle, its default), or std::optional of
-    // one of them (nullopt for NULL). Throws std::logic_error for NULL into a non-optional,
+    // get<T>(row, col): the field as a C++ value: bool, std::int16_t/int32_t/int64_t, float, double,
+    // std::string, std::vector<std::byte> (bytea), std::chrono::system_clock::time_point (timestamptz,
+    // timestamp read as UTC, date at midnight UTC; the server's ISO DateStyle, its default), or std::optional
+    // of one of them (nullopt for NULL). Throws std::logic_error for NULL into a non-optional,
     // std::invalid_argument (naming the column and the text) when the text is not such a value.
-    template <class T>
-    [[nodiscard]] T get(std::size_t row, std::size_t col) const {
-        if constexpr (is_optional<T>::value) {
-            if (is_null(row, col)) return std::nullopt;
-            return get<typename T::value_type>(row, col);
-        } else {
-            T out{};
-            parse(row, col, out);
-            return out;
-        }
-    }
     [[nodiscard]] std::uint64_t affected_rows() const noexcept { return affected_; }
     [[nodiscard]] std::string_view command_tag() const noexcept;  // "INSERT 0 3", "SELECT 1"
 
 private:
     friend struct result_access;
-    template <class T>
-    struct is_optional : std::false_type {};
-    template <class T>
-    struct is_optional<std::optional<T>> : std::true_type {};
+    friend class respool::detail::db::result_reader<result>;
     void parse(std::size_t row, std::size_t col, bool& out) const;
     void parse(std::size_t row, std::size_t col, std::int16_t& out) const;
     void parse(std::size_t row, std::size_t col, std::int32_t& out) const;

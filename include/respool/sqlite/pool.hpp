@@ -111,17 +111,39 @@ public:
     [[nodiscard]] const pool_config& config() const noexcept;
 
     // A lease on the writer (async_acquire) or on a reader (async_acquire_reader), within
-    // borrow_timeout. Handler: void(error_code, lease<connection>). Executor, cancellation, errors:
-    // as pg::pool::async_acquire (errc::exhausted past the deadline; an open's failure as its code).
+    // borrow_timeout, or within this call's own `timeout` (zero: only a connection free now), or
+    // before `deadline` (on the steady clock). Borrows that use the pool's borrow_timeout share one
+    // deadline rule inside the pool (O(1) each); every other timeout or deadline costs O(log n).
+    //  Handler: void(error_code, lease<connection>). Executor, cancellation, errors: as
+    //  pg::pool::async_acquire (errc::exhausted past the deadline; an open's failure as its code).
     template <class Token = boost::asio::deferred_t>
-    auto async_acquire(Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, lease<connection>)>(
-            [this](auto handler) { start_acquire(detail::role::writer, std::move(handler)); }, token);
+    requires(!std::is_convertible_v<Token, duration> &&
+             !std::is_convertible_v<
+                 Token, std::chrono::steady_clock::time_point>) auto async_acquire(Token&& token = {}) {
+        return async_acquire(config().borrow_timeout, std::forward<Token>(token));
     }
     template <class Token = boost::asio::deferred_t>
-    auto async_acquire_reader(Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, lease<connection>)>(
-            [this](auto handler) { start_acquire(detail::role::reader, std::move(handler)); }, token);
+    auto async_acquire(duration timeout, Token&& token = {}) {
+        return initiate_acquire(detail::role::writer, timeout, std::forward<Token>(token));
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_acquire(std::chrono::steady_clock::time_point deadline, Token&& token = {}) {
+        return initiate_acquire(detail::role::writer, deadline, std::forward<Token>(token));
+    }
+    template <class Token = boost::asio::deferred_t>
+    requires(
+        !std::is_convertible_v<Token, duration> &&
+        !std::is_convertible_v<
+            Token, std::chrono::steady_clock::time_point>) auto async_acquire_reader(Token&& token = {}) {
+        return async_acquire_reader(config().borrow_timeout, std::forward<Token>(token));
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_acquire_reader(duration timeout, Token&& token = {}) {
+        return initiate_acquire(detail::role::reader, timeout, std::forward<Token>(token));
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_acquire_reader(std::chrono::steady_clock::time_point deadline, Token&& token = {}) {
+        return initiate_acquire(detail::role::reader, deadline, std::forward<Token>(token));
     }
 
     // Borrows a connection, runs `sql`, returns it. A single read-only statement (sqlite3_stmt_readonly)
@@ -206,7 +228,15 @@ public:
     respool::pool<connection>& reader_pool() noexcept;
 
 private:
-    void start_acquire(detail::role r,
+    template <class Token>
+    auto initiate_acquire(detail::role r, respool::detail::db::borrow_deadline when, Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code, lease<connection>)>(
+            [this](auto handler, detail::role side, respool::detail::db::borrow_deadline w) {
+                start_acquire(side, w, std::move(handler));
+            },
+            token, r, when);
+    }
+    void start_acquire(detail::role r, respool::detail::db::borrow_deadline when,
                        boost::asio::any_completion_handler<void(error_code, lease<connection>)> handler);
     void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
                      boost::asio::any_completion_handler<void(error_code, result)> handler);

@@ -2,6 +2,8 @@
 // (sqlite::result), shaped as pg::params and pg::result so that a service reads the same either way.
 #pragma once
 
+#include <respool/detail/db_values.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -28,8 +30,9 @@ namespace respool::sqlite {
 // a NaN (std::invalid_argument; SQLite would store NULL), a time point outside the years 0000-9999
 // (std::out_of_range). The message names the parameter's position (1 for the first).
 //   c.async_query("SELECT name FROM users WHERE id = ? AND active = ?", sqlite::params(42, true), token);
-class params {
+class params : public respool::detail::db::params_builder<params> {
 public:
+    using params_builder::add;
     using value = std::variant<std::monostate, std::int64_t, double, std::string, std::vector<std::byte>>;
 
     params() = default;
@@ -54,19 +57,8 @@ public:
     params& add(float v) { return add(double{v}); }
     params& add(double v);
     params& add(std::string_view v);
-    params& add(const char* v) { return add(std::string_view(v)); }
-    params& add(const std::string& v) { return add(std::string_view(v)); }
-    params& add(std::span<const std::byte> v);  // BLOB
-    params& add(const std::vector<std::byte>& v) { return add(std::span<const std::byte>(v)); }
+    params& add(std::span<const std::byte> v);                        // BLOB
     params& add(std::chrono::sys_time<std::chrono::microseconds> t);  // TEXT, UTC, see above
-    template <class D>
-    params& add(std::chrono::sys_time<D> t) {
-        return add(std::chrono::floor<std::chrono::microseconds>(t));
-    }
-    template <class T>
-    params& add(const std::optional<T>& v) {
-        return v ? add(*v) : add(std::nullopt);
-    }
     [[nodiscard]] std::size_t size() const noexcept { return values_.size(); }
     [[nodiscard]] const std::vector<value>& values() const noexcept { return values_; }
 
@@ -81,7 +73,7 @@ enum class value_kind { null, integer, real, text, blob };
 
 // The rows of one statement, copied out of SQLite before the statement is reset (a result never
 // points into a connection). Copies share the rows; they are valid on any thread.
-class result {
+class result : public respool::detail::db::result_reader<result> {
 public:
     result() = default;
     [[nodiscard]] std::size_t rows() const noexcept;
@@ -95,23 +87,12 @@ public:
     // std::out_of_range for a cell outside the result, std::logic_error for NULL. The view lives as
     // long as this result (or a copy of it).
     [[nodiscard]] std::string_view text(std::size_t row, std::size_t col) const;
-    // The field as a C++ value: bool, std::int16_t/int32_t/int64_t, float, double, std::string,
-    // std::vector<std::byte>, std::chrono::system_clock::time_point (TEXT as params binds it, with 'T'
-    // or a space, optional fraction and optional "Z"/"+HH:MM"; or INTEGER Unix seconds), or
+    // get<T>(row, col): the field as a C++ value: bool, std::int16_t/int32_t/int64_t, float, double,
+    // std::string, std::vector<std::byte>, std::chrono::system_clock::time_point (TEXT as params binds it,
+    // with 'T' or a space, optional fraction and optional "Z"/"+HH:MM"; or INTEGER Unix seconds), or
     // std::optional of one of them (nullopt for NULL). Throws std::logic_error for NULL into a
     // non-optional, std::invalid_argument (naming the column and the value) when the field is not
     // such a value, std::out_of_range when an integer does not fit.
-    template <class T>
-    [[nodiscard]] T get(std::size_t row, std::size_t col) const {
-        if constexpr (is_optional<T>::value) {
-            if (is_null(row, col)) return std::nullopt;
-            return get<typename T::value_type>(row, col);
-        } else {
-            T out{};
-            parse(row, col, out);
-            return out;
-        }
-    }
     // Rows inserted, updated or deleted by the statement itself (sqlite3_changes; 0 for statements
     // that change none, such as SELECT and DDL).
     [[nodiscard]] std::uint64_t affected_rows() const noexcept;
@@ -122,10 +103,7 @@ public:
 
 private:
     friend struct result_access;
-    template <class T>
-    struct is_optional : std::false_type {};
-    template <class T>
-    struct is_optional<std::optional<T>> : std::true_type {};
+    friend class respool::detail::db::result_reader<result>;
     void parse(std::size_t row, std::size_t col, bool& out) const;
     void parse(std::size_t row, std::size_t col, std::int16_t& out) const;
     void parse(std::size_t row, std::size_t col, std::int32_t& out) const;
