@@ -27,15 +27,6 @@ struct harness : core_harness::harness {
     }
 };
 
-// One name per circuit state, the enumerator's: /health, the metrics' state label, log lines and
-// error messages all say it the same way.
-TEST(core, circuit_state_names_are_the_enumerators) {
-    EXPECT_STREQ(respool::to_string(respool::circuit_state::closed), "closed");
-    EXPECT_STREQ(respool::to_string(respool::circuit_state::open), "open");
-    EXPECT_STREQ(respool::to_string(respool::circuit_state::half_open), "half_open");
-    EXPECT_STREQ(respool::to_string(static_cast<respool::circuit_state>(7)), "unknown");
-}
-
 }  // namespace
 
 TEST(core, prewarm_creates_min_through_the_creation_limit) {
