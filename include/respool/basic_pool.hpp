@@ -1,16 +1,18 @@
 // respool::basic_pool: the low-level pool under the C ABI (respool.h), for bindings that keep their
 // resources in a representation of their own. It is the same pool as pool<T> (same driver, same
 // waiting rules, options, stats and circuit breaker) without the typed front: the caller's hooks
-// make and free the nodes resources live in, every hook is synchronous, and an acquire that waits
-// completes through a plain function pointer. No template is instantiated per resource type and
-// nothing is type-erased beyond the hooks' one vtable.
+// make and free the nodes resources live in, every hook is synchronous, and an acquire hands over
+// a bare node (released by the caller) instead of a lease. Nothing depends on the resource type,
+// and nothing is type-erased beyond the hooks' vtable.
 //
 //   struct conn_node final : respool::basic_node { conn* c; };
-//   class conn_hooks final : public respool::basic_hooks { ... create: return new conn_node{...}; };
+//   class conn_hooks final : public respool::basic_hooks { ... };  // create: return new conn_node{...};
 //   respool::basic_pool p(io.get_executor(), {.max = 8}, std::make_unique<conn_hooks>());
 //   respool::error_code ec;
-//   if (respool::basic_node* n = p.try_acquire(ec)) { use(static_cast<conn_node*>(n)->c); p.release(n,
-//   false); }
+//   if (respool::basic_node* n = p.try_acquire(ec)) {
+//       use(static_cast<conn_node*>(n)->c);
+//       p.release(n, false);
+//   }
 //
 // In C++, prefer pool<T>: leases return themselves, checks may be coroutines, acquires take any
 // Asio completion token and can be cancelled. See docs/04-c-api.md.

@@ -1,8 +1,7 @@
-// The C ABI (include/respool/respool.h) on respool::basic_pool (the same pool as pool<T>, without the
-// typed front): a thread_safe pool over void* resources, the hooks called through plain function
-// pointers (no std::function, no type erasure beyond one vtable), a pool-owned thread running the pool's
-// io_context (asynchronous completions, health checks, timers). Every entry point catches everything: no
-// exception crosses.
+// The C ABI (include/respool/respool.h) on respool::basic_pool (the same pool as pool<T>, without
+// the typed front): a thread_safe pool over void* resources, the hooks called through plain function
+// pointers (no std::function), a pool-owned thread running the pool's io_context (asynchronous
+// completions, health checks, timers). Every entry point catches everything: no exception crosses.
 #include "c_pool.hpp"
 
 #include <condition_variable>
