@@ -245,7 +245,9 @@ TEST_F(pg_pipeline, a_cancelled_waiting_statement_leaves_the_queue_and_the_other
         for (int i = 3; i < 5; ++i)
             db.async_query("SELECT $1::int", pg::params(i), [&, i](error_code ec, pg::result r) {
                 EXPECT_FALSE(ec) << ec.message();
-                if (!ec) EXPECT_EQ(r.get<std::int32_t>(0, 0), i);
+                if (!ec) {
+                    EXPECT_EQ(r.get<std::int32_t>(0, 0), i);
+                }
                 order.push_back(i);
                 ++done;
             });
