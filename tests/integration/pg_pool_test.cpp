@@ -499,7 +499,9 @@ TEST_F(pg_pool, an_exhausted_acquire_says_how_the_pool_stood) {
         auto c = config("t_exhausted", 1, 1);
         c.borrow_timeout = std::chrono::milliseconds(50);
         pg::pool db(co_await asio::this_coro::executor, c);
-        auto held = co_await db.async_acquire(asio::use_awaitable);
+        // The first lease may wait for the connect (slow under a sanitizer): not the 50 ms under test.
+        auto held =
+            co_await db.async_acquire(respool::duration(std::chrono::seconds(30)), asio::use_awaitable);
         respool::diagnostics diag;
         auto [ec, l] =
             co_await db.async_acquire(c.borrow_timeout, &diag, asio::as_tuple(asio::use_awaitable));
