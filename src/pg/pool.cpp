@@ -38,6 +38,11 @@ struct pool_state {
     std::optional<respool::pool<connection>> p;
     std::shared_ptr<pipeline_dispatch> pipelined;  // pipeline_depth > 1 (destroyed before p)
 
+    void close() noexcept {
+        if (pipelined) pipelined->close();
+        if (p) p->close();
+    }
+
     // libpq's message (masked) of the last failed connect, empty after a connect succeeded: why an
     // operation that waited for connects which failed, or met an open circuit, failed.
     void connect_ended(const std::string& failure) {
@@ -348,7 +353,7 @@ void settle(lease<connection>& l, std::exception_ptr& error) noexcept {
 pool::pool(executor_type ex, pool_config cfg) : state_(std::make_shared<pool_state>()) {
     check(cfg);
     state_->cfg = std::move(cfg);
-    state_->p.emplace(ex, options_of(state_->cfg), hooks_of(state_->cfg, state_, ex));
+    state_->p.emplace(ex, options_of(state_->cfg), hooks_of(state_->cfg, state_.shared(), ex));
     if (state_->cfg.circuit)
         state_->p->set_circuit_strategy(std::make_shared<connect_failure_strategy>(*state_->cfg.circuit));
     const pool_config& c = state_->cfg;
@@ -358,17 +363,9 @@ pool::pool(executor_type ex, pool_config cfg) : state_(std::make_shared<pool_sta
             detail::pipeline_dispatch::settings{c.pipeline_depth, c.max, c.borrow_timeout,
                                                 c.statement_timeout});
 }
-pool::~pool() {
-    close();
-}
+pool::~pool() = default;  // closes (state_handle)
 pool::pool(pool&&) noexcept = default;
-pool& pool::operator=(pool&& o) noexcept {
-    if (this != &o) {
-        close();
-        state_ = std::move(o.state_);
-    }
-    return *this;
-}
+pool& pool::operator=(pool&&) noexcept = default;  // closes what it held first
 
 pool::executor_type pool::get_executor() const noexcept {
     return state_->p->get_executor();
@@ -386,8 +383,7 @@ void pool::retire_all() noexcept {
     state_->p->retire_all();
 }
 void pool::close() noexcept {
-    if (state_ && state_->pipelined) state_->pipelined->close();
-    if (state_ && state_->p) state_->p->close();
+    state_.close();
 }
 respool::pool<connection>& pool::base() noexcept {
     return *state_->p;
@@ -396,7 +392,7 @@ respool::pool<connection>& pool::base() noexcept {
 void pool::start_acquire(respool::detail::db::borrow_deadline when, respool::diagnostics* diag,
                          asio::any_completion_handler<void(error_code, lease<connection>)> handler) {
     auto slot = handler.get_cancellation_slot();
-    respool::detail::db::acquire(*state_->p, when, diag, slot, explainer(state_),
+    respool::detail::db::acquire(*state_->p, when, diag, slot, explainer(state_.shared()),
                                  [h = std::move(handler)](error_code ec, lease<connection> l) mutable {
                                      asio::dispatch(asio::append(std::move(h), ec, std::move(l)));
                                  });
@@ -418,7 +414,8 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
                 d->submit(std::move(s), std::move(q), std::move(h), diag);
             });
     }
-    auto op = std::make_shared<pool_query>(state_, std::move(handler), std::move(sql), std::move(p), diag);
+    auto op =
+        std::make_shared<pool_query>(state_.shared(), std::move(handler), std::move(sql), std::move(p), diag);
     auto acquired = [op](error_code ec, lease<connection> l) {
         if (ec) return pool_query::deliver(op, ec, {});  // its words: the shared borrow's
         op->l = std::move(l);
@@ -438,7 +435,8 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
             op->l->async_query(std::move(op->sql), asio::bind_cancellation_slot(qslot, std::move(done)));
     };
     respool::detail::db::acquire(*state_->p, state_->cfg.borrow_timeout, diag,
-                                 op->handler.get_cancellation_slot(), explainer(state_), std::move(acquired));
+                                 op->handler.get_cancellation_slot(), explainer(state_.shared()),
+                                 std::move(acquired));
 }
 
 }  // namespace respool::pg

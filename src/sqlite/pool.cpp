@@ -264,17 +264,9 @@ pool::pool(executor_type ex, pool_config cfg) : state_(std::make_shared<pool_sta
         state_->readers.emplace(ex, options_of(c, role::reader), hooks_of(c, role::reader, state_->threads));
     state_->reads.timer.emplace(ex);
 }
-pool::~pool() {
-    close();
-}
+pool::~pool() = default;  // closes (state_handle)
 pool::pool(pool&&) noexcept = default;
-pool& pool::operator=(pool&& o) noexcept {
-    if (this != &o) {
-        close();
-        state_ = std::move(o.state_);
-    }
-    return *this;
-}
+pool& pool::operator=(pool&&) noexcept = default;  // closes what it held first
 
 pool::executor_type pool::get_executor() const noexcept {
     return state_->writer->get_executor();
@@ -289,11 +281,7 @@ pool_stats pool::reader_stats() const noexcept {
     return state_->readers ? state_->readers->stats() : pool_stats{};
 }
 void pool::close() noexcept {
-    if (!state_) return;
-    if (state_->writer) state_->writer->close();
-    if (state_->readers) state_->readers->close();
-    state_->reads.closed = true;  // the queued reads fail as their batches end
-    if (state_->reads.timer) state_->reads.timer->cancel();
+    state_.close();
 }
 respool::pool<connection>& pool::writer_pool() noexcept {
     return *state_->writer;
@@ -305,7 +293,7 @@ respool::pool<connection>& pool::reader_pool() noexcept {
 void pool::start_acquire(role r, respool::detail::db::borrow_deadline when,
                          asio::any_completion_handler<void(error_code, lease<connection>)> handler) {
     auto slot = handler.get_cancellation_slot();
-    respool::detail::db::acquire(state_->of(r), when, nullptr, slot, explainer(state_, r),
+    respool::detail::db::acquire(state_->of(r), when, nullptr, slot, explainer(state_.shared(), r),
                                  [h = std::move(handler)](error_code ec, lease<connection> l) mutable {
                                      asio::dispatch(asio::append(std::move(h), ec, std::move(l)));
                                  });
@@ -316,13 +304,15 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
     if (diag) diag->clear();
     // A single write with parameters: queued for the writer's next group commit (group_commit.hpp).
     if (p && detail::groupable(sql))
-        return detail::submit_write(state_, std::make_shared<detail::group_entry>(
-                                                std::move(sql), std::move(*p), std::move(handler), diag));
+        return detail::submit_write(
+            state_.shared(),
+            std::make_shared<detail::group_entry>(std::move(sql), std::move(*p), std::move(handler), diag));
     // Anything else: a reader's batch (read_batch.hpp), unless it is known to write.
     if (!state_->readers || state_->writes.count(sql) > 0)
-        return detail::query_on_writer(state_, std::move(sql), std::move(p), std::move(handler), diag);
-    detail::submit_read(
-        state_, std::make_shared<detail::read_entry>(std::move(sql), std::move(p), std::move(handler), diag));
+        return detail::query_on_writer(state_.shared(), std::move(sql), std::move(p), std::move(handler),
+                                       diag);
+    detail::submit_read(state_.shared(), std::make_shared<detail::read_entry>(std::move(sql), std::move(p),
+                                                                              std::move(handler), diag));
 }
 
 }  // namespace respool::sqlite

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <respool/detail/db_operations.hpp>
+#include <respool/detail/db_state_handle.hpp>
 #include <respool/pg/connection.hpp>
 #include <respool/pool.hpp>
 
@@ -213,7 +214,7 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto with_connection(F fn, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(), run_with_connection<R>(state_, std::move(fn)),
+        return boost::asio::co_spawn(get_executor(), run_with_connection<R>(state_.shared(), std::move(fn)),
                                      std::forward<Token>(token));
     }
 
@@ -225,7 +226,7 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto transaction(F fn, transaction_options o = {}, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(), run_transaction<R>(state_, o, std::move(fn)),
+        return boost::asio::co_spawn(get_executor(), run_transaction<R>(state_.shared(), o, std::move(fn)),
                                      std::forward<Token>(token));
     }
 
@@ -275,7 +276,7 @@ private:
                                                                   detail::transaction_steps{o});
     }
 
-    std::shared_ptr<detail::pool_state> state_;
+    respool::detail::db::state_handle<detail::pool_state> state_;
 };
 
 }  // namespace respool::pg

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <respool/detail/db_operations.hpp>
+#include <respool/detail/db_state_handle.hpp>
 #include <respool/pool.hpp>
 #include <respool/sqlite/connection.hpp>
 
@@ -196,16 +197,16 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto with_connection(F fn, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(),
-                                     run_with_connection<R>(state_, detail::role::writer, std::move(fn)),
-                                     std::forward<Token>(token));
+        return boost::asio::co_spawn(
+            get_executor(), run_with_connection<R>(state_.shared(), detail::role::writer, std::move(fn)),
+            std::forward<Token>(token));
     }
     template <class F, class Token = boost::asio::deferred_t>
     auto with_reader(F fn, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(),
-                                     run_with_connection<R>(state_, detail::role::reader, std::move(fn)),
-                                     std::forward<Token>(token));
+        return boost::asio::co_spawn(
+            get_executor(), run_with_connection<R>(state_.shared(), detail::role::reader, std::move(fn)),
+            std::forward<Token>(token));
     }
 
     // BEGIN IMMEDIATE on the writer (BEGIN on a reader with read_only), fn(connection&), COMMIT;
@@ -215,7 +216,7 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto transaction(F fn, transaction_options o = {}, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(), run_transaction<R>(state_, o, std::move(fn)),
+        return boost::asio::co_spawn(get_executor(), run_transaction<R>(state_.shared(), o, std::move(fn)),
                                      std::forward<Token>(token));
     }
 
@@ -257,7 +258,7 @@ private:
                                                                   detail::transaction_steps{o});
     }
 
-    std::shared_ptr<detail::pool_state> state_;
+    respool::detail::db::state_handle<detail::pool_state> state_;
 };
 
 }  // namespace respool::sqlite
