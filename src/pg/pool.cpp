@@ -14,6 +14,7 @@
 #include "pipeline_dispatch.hpp"
 
 #include <respool/detail/db_acquire.hpp>
+#include <respool/detail/db_failure.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -25,7 +26,6 @@
 
 #include <mutex>
 #include <stdexcept>
-#include <typeinfo>
 
 namespace asio = boost::asio;
 
@@ -208,17 +208,6 @@ auto explainer(const std::shared_ptr<pool_state>& s) {
     return [s](const error_code& ec, const std::string& own) { return explained(*s, ec, own); };
 }
 
-error_code code_of(const std::exception_ptr& e) {
-    if (!e) return {};
-    try {
-        std::rethrow_exception(e);
-    } catch (const boost::system::system_error& se) {
-        return se.code();
-    } catch (...) {
-        return {};
-    }
-}
-
 // Whether `ec` is the failure c.last_error() describes (same SQLSTATE, or a connection-side failure
 // with a message): then those are its words.
 bool is_last_failure(const connection& c, const error_code& ec) {
@@ -309,7 +298,7 @@ asio::awaitable<void> commit(connection& c) {
 asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool attempts_left) {
     explain(c, error);               // before the ROLLBACK: the connection's last failure is the statement's
     detail::drop_deferred_begin(c);  // failed before its first statement: nothing was sent
-    const error_code ec = code_of(error);
+    const error_code ec = respool::detail::db::code_of(error);
     if (ec == condition::connection_broken || !c.is_open()) co_return false;
     const auto st = c.transaction_state();
     if (st == transaction_status::in_transaction || st == transaction_status::in_error) {
@@ -320,32 +309,11 @@ asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool att
 }
 
 void explain(const connection& c, std::exception_ptr& error) noexcept {
-    if (!error) return;
-    try {
-        std::rethrow_exception(error);
-    } catch (const error_with_diagnostics&) {
-        return;  // has its words already
-    } catch (const boost::system::system_error& e) {
-        // Only the exception asio::use_awaitable throws for a failed statement (not a type of the
-        // caller's own), and only with the code the connection failed with last: its words are that
-        // failure's.
-        if (typeid(e) != typeid(boost::system::system_error)) return;
-        const error_code ec = e.code();
-        if (!is_last_failure(c, ec)) return;
-        try {
-            error = std::make_exception_ptr(error_with_diagnostics(ec, c.last_error()));
-        } catch (...) {  // out of memory: the failure without its words
-        }
-    } catch (...) {
-    }
+    respool::detail::db::explain<error_with_diagnostics>(c, error, &is_last_failure);
 }
 
 void settle(lease<connection>& l, std::exception_ptr& error) noexcept {
-    if (error && l) explain(*l, error);
-    if (error && code_of(error) == condition::connection_broken)
-        l.poison();
-    else
-        l.release();
+    respool::detail::db::settle(l, error, &explain, condition::connection_broken);
 }
 
 }  // namespace detail

@@ -13,6 +13,7 @@
 #include "pool_state.hpp"
 
 #include <respool/detail/db_acquire.hpp>
+#include <respool/detail/db_failure.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -20,7 +21,6 @@
 #include <boost/asio/this_coro.hpp>
 
 #include <stdexcept>
-#include <typeinfo>
 
 namespace asio = boost::asio;
 
@@ -121,17 +121,6 @@ auto explainer(const std::shared_ptr<pool_state>& s, role r) {
     };
 }
 
-error_code code_of(const std::exception_ptr& e) {
-    if (!e) return {};
-    try {
-        std::rethrow_exception(e);
-    } catch (const boost::system::system_error& se) {
-        return se.code();
-    } catch (...) {
-        return {};
-    }
-}
-
 // Whether `ec` is the failure c.last_error() describes: then those are its words.
 bool is_last_failure(const connection& c, const error_code& ec) {
     const diagnostics& d = c.last_error();
@@ -217,7 +206,7 @@ asio::awaitable<void> commit(connection& c) {
 
 asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool attempts_left) {
     explain(c, error);  // before the ROLLBACK: the connection's last failure is the statement's
-    const error_code ec = code_of(error);
+    const error_code ec = respool::detail::db::code_of(error);
     if (ec == condition::connection_broken || !c.is_open()) co_return false;
     if (c.in_transaction()) {
         auto [rollback, r] = co_await c.async_query("ROLLBACK", asio::as_tuple(asio::use_awaitable));
@@ -227,29 +216,11 @@ asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool att
 }
 
 void explain(const connection& c, std::exception_ptr& error) noexcept {
-    if (!error) return;
-    try {
-        std::rethrow_exception(error);
-    } catch (const error_with_diagnostics&) {
-        return;  // has its words already
-    } catch (const boost::system::system_error& e) {
-        // Only the exception asio::use_awaitable throws for a failed statement (not a type of the
-        // caller's own), and only with the code the connection failed with last.
-        if (typeid(e) != typeid(boost::system::system_error) || !is_last_failure(c, e.code())) return;
-        try {
-            error = std::make_exception_ptr(error_with_diagnostics(e.code(), c.last_error()));
-        } catch (...) {  // out of memory: the failure without its words
-        }
-    } catch (...) {
-    }
+    respool::detail::db::explain<error_with_diagnostics>(c, error, &is_last_failure);
 }
 
 void settle(lease<connection>& l, std::exception_ptr& error) noexcept {
-    if (error && l) explain(*l, error);
-    if (error && code_of(error) == condition::connection_broken)
-        l.poison();
-    else
-        l.release();
+    respool::detail::db::settle(l, error, &explain, condition::connection_broken);
 }
 
 }  // namespace detail
