@@ -16,6 +16,7 @@
 #pragma once
 
 #include <respool/detail/db_operations.hpp>
+#include <respool/detail/db_query.hpp>
 #include <respool/detail/db_state_handle.hpp>
 #include <respool/pool.hpp>
 #include <respool/sqlite/connection.hpp>
@@ -96,7 +97,7 @@ struct transaction_steps {
 };
 }  // namespace detail
 
-class pool {
+class pool : public respool::detail::db::query_operations<pool, params, result> {
 public:
     using executor_type = boost::asio::any_io_executor;
 
@@ -147,11 +148,12 @@ public:
         return initiate_acquire(detail::role::reader, deadline, std::forward<Token>(token));
     }
 
-    // Borrows a connection, runs `sql`, returns it. A single read-only statement (sqlite3_stmt_readonly)
-    // runs on a reader; anything else (a write, DDL, a script, a pragma that sets) on the writer. The
-    // pool learns which statement is which from the first run and remembers it. A write with bound
-    // parameters (INSERT, UPDATE, DELETE, REPLACE) joins the writer's next group commit: one transaction
-    // for the writes queued meanwhile, each in a savepoint of its own, acknowledged after the COMMIT
+    // async_query(sql[, params][, diag], token) (query_operations, db_query.hpp): borrows a connection,
+    // runs `sql`, returns it. A single read-only statement (sqlite3_stmt_readonly) runs on a reader;
+    // anything else (a write, DDL, a script, a pragma that sets) on the writer. The pool learns which
+    // statement is which from the first run and remembers it. A write with bound parameters (INSERT,
+    // UPDATE, DELETE, REPLACE) joins the writer's next group commit: one transaction for the writes
+    // queued meanwhile, each in a savepoint of its own, acknowledged after the COMMIT
     // (docs/07-sqlite.md, "Group commit").
     //  Handler: void(error_code, result). Executor: the handler's associated executor; never inline.
     //  Cancellation (terminal, partial, total): of the wait, or of the statement (interrupted).
@@ -160,30 +162,6 @@ public:
     //  operation starts), a failure fills diag->message with it in words, `no such table: nope (SQLite
     //  result code 1)` (sqlite3_errmsg; an open's failure names the path), and diag->error with a
     //  sqlite::error_with_diagnostics to rethrow for the whole of sqlite::diagnostics.
-    template <class Token = boost::asio::deferred_t>
-    auto async_query(std::string sql, Token&& token = {}) {
-        return async_query(std::move(sql), nullptr, std::forward<Token>(token));
-    }
-    template <class Token = boost::asio::deferred_t>
-    auto async_query(std::string sql, respool::diagnostics* diag, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, result)>(
-            [this](auto handler, std::string s, respool::diagnostics* d) {
-                start_query(std::move(s), std::nullopt, d, std::move(handler));
-            },
-            token, std::move(sql), diag);
-    }
-    template <class Token = boost::asio::deferred_t>
-    auto async_query(std::string sql, params p, Token&& token = {}) {
-        return async_query(std::move(sql), std::move(p), nullptr, std::forward<Token>(token));
-    }
-    template <class Token = boost::asio::deferred_t>
-    auto async_query(std::string sql, params p, respool::diagnostics* diag, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, result)>(
-            [this](auto handler, std::string s, params q, respool::diagnostics* d) {
-                start_query(std::move(s), std::move(q), d, std::move(handler));
-            },
-            token, std::move(sql), std::move(p), diag);
-    }
 
     // Borrows the writer (with_connection) or a reader (with_reader), runs `fn(connection&)` (a
     // coroutine: asio::awaitable<R>) on the pool's executor and returns the connection (reset when the
@@ -229,6 +207,8 @@ public:
     respool::pool<connection>& reader_pool() noexcept;
 
 private:
+    friend class respool::detail::db::query_operations<pool, params, result>;
+
     template <class Token>
     auto initiate_acquire(detail::role r, respool::detail::db::borrow_deadline when, Token&& token) {
         return boost::asio::async_initiate<Token, void(error_code, lease<connection>)>(
