@@ -109,15 +109,8 @@ void explain(const connection& c, std::exception_ptr& error) noexcept;
 using respool::detail::db::awaited;
 
 // What transaction() runs around the function (respool::detail::db::in_transaction).
-struct transaction_steps {
-    transaction_options o;
-    boost::asio::awaitable<void> begin(connection& c) const { return detail::begin(c, o); }
-    boost::asio::awaitable<void> commit(connection& c) const { return detail::commit(c); }
-    boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr& e, bool attempts_left) const {
-        return detail::recover(c, e, attempts_left);
-    }
-    void settle(lease<connection>& l, std::exception_ptr& e) const noexcept { detail::settle(l, e); }
-};
+using transaction_steps = respool::detail::db::transaction_steps<connection, transaction_options, &begin,
+                                                                 &commit, &recover, &settle>;
 }  // namespace detail
 
 class pool : public respool::detail::db::query_operations<pool, params, result> {
