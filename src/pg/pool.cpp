@@ -14,6 +14,7 @@
 #include "pipeline_dispatch.hpp"
 
 #include <respool/detail/db_acquire.hpp>
+#include <respool/detail/db_failure.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -25,7 +26,6 @@
 
 #include <mutex>
 #include <stdexcept>
-#include <typeinfo>
 
 namespace asio = boost::asio;
 
@@ -37,6 +37,11 @@ struct pool_state {
     pool_config cfg;
     std::optional<respool::pool<connection>> p;
     std::shared_ptr<pipeline_dispatch> pipelined;  // pipeline_depth > 1 (destroyed before p)
+
+    void close() noexcept {
+        if (pipelined) pipelined->close();
+        if (p) p->close();
+    }
 
     // libpq's message (masked) of the last failed connect, empty after a connect succeeded: why an
     // operation that waited for connects which failed, or met an open circuit, failed.
@@ -200,17 +205,6 @@ auto explainer(const std::shared_ptr<pool_state>& s) {
     return [s](const error_code& ec, const std::string& own) { return explained(*s, ec, own); };
 }
 
-error_code code_of(const std::exception_ptr& e) {
-    if (!e) return {};
-    try {
-        std::rethrow_exception(e);
-    } catch (const boost::system::system_error& se) {
-        return se.code();
-    } catch (...) {
-        return {};
-    }
-}
-
 // Whether `ec` is the failure c.last_error() describes (same SQLSTATE, or a connection-side failure
 // with a message): then those are its words.
 bool is_last_failure(const connection& c, const error_code& ec) {
@@ -301,7 +295,7 @@ asio::awaitable<void> commit(connection& c) {
 asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool attempts_left) {
     explain(c, error);               // before the ROLLBACK: the connection's last failure is the statement's
     detail::drop_deferred_begin(c);  // failed before its first statement: nothing was sent
-    const error_code ec = code_of(error);
+    const error_code ec = respool::detail::db::code_of(error);
     if (ec == condition::connection_broken || !c.is_open()) co_return false;
     const auto st = c.transaction_state();
     if (st == transaction_status::in_transaction || st == transaction_status::in_error) {
@@ -312,32 +306,11 @@ asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool att
 }
 
 void explain(const connection& c, std::exception_ptr& error) noexcept {
-    if (!error) return;
-    try {
-        std::rethrow_exception(error);
-    } catch (const error_with_diagnostics&) {
-        return;  // has its words already
-    } catch (const boost::system::system_error& e) {
-        // Only the exception asio::use_awaitable throws for a failed statement (not a type of the
-        // caller's own), and only with the code the connection failed with last: its words are that
-        // failure's.
-        if (typeid(e) != typeid(boost::system::system_error)) return;
-        const error_code ec = e.code();
-        if (!is_last_failure(c, ec)) return;
-        try {
-            error = std::make_exception_ptr(error_with_diagnostics(ec, c.last_error()));
-        } catch (...) {  // out of memory: the failure without its words
-        }
-    } catch (...) {
-    }
+    respool::detail::db::explain<error_with_diagnostics>(c, error, &is_last_failure);
 }
 
 void settle(lease<connection>& l, std::exception_ptr& error) noexcept {
-    if (error && l) explain(*l, error);
-    if (error && code_of(error) == condition::connection_broken)
-        l.poison();
-    else
-        l.release();
+    respool::detail::db::settle(l, error, &explain, condition::connection_broken);
 }
 
 }  // namespace detail
@@ -345,7 +318,7 @@ void settle(lease<connection>& l, std::exception_ptr& error) noexcept {
 pool::pool(executor_type ex, pool_config cfg) : state_(std::make_shared<pool_state>()) {
     check(cfg);
     state_->cfg = std::move(cfg);
-    state_->p.emplace(ex, options_of(state_->cfg), hooks_of(state_->cfg, state_, ex));
+    state_->p.emplace(ex, options_of(state_->cfg), hooks_of(state_->cfg, state_.shared(), ex));
     if (state_->cfg.circuit)
         state_->p->set_circuit_strategy(std::make_shared<connect_failure_strategy>(*state_->cfg.circuit));
     const pool_config& c = state_->cfg;
@@ -355,17 +328,9 @@ pool::pool(executor_type ex, pool_config cfg) : state_(std::make_shared<pool_sta
             detail::pipeline_dispatch::settings{c.pipeline_depth, c.max, c.borrow_timeout,
                                                 c.statement_timeout});
 }
-pool::~pool() {
-    close();
-}
+pool::~pool() = default;  // closes (state_handle)
 pool::pool(pool&&) noexcept = default;
-pool& pool::operator=(pool&& o) noexcept {
-    if (this != &o) {
-        close();
-        state_ = std::move(o.state_);
-    }
-    return *this;
-}
+pool& pool::operator=(pool&&) noexcept = default;  // closes what it held first
 
 pool::executor_type pool::get_executor() const noexcept {
     return state_->p->get_executor();
@@ -383,8 +348,7 @@ void pool::retire_all() noexcept {
     state_->p->retire_all();
 }
 void pool::close() noexcept {
-    if (state_ && state_->pipelined) state_->pipelined->close();
-    if (state_ && state_->p) state_->p->close();
+    state_.close();
 }
 respool::pool<connection>& pool::base() noexcept {
     return *state_->p;
@@ -393,7 +357,7 @@ respool::pool<connection>& pool::base() noexcept {
 void pool::start_acquire(respool::detail::db::borrow_deadline when, respool::diagnostics* diag,
                          asio::any_completion_handler<void(error_code, lease<connection>)> handler) {
     auto slot = handler.get_cancellation_slot();
-    respool::detail::db::acquire(*state_->p, when, diag, slot, explainer(state_),
+    respool::detail::db::acquire(*state_->p, when, diag, slot, explainer(state_.shared()),
                                  [h = std::move(handler)](error_code ec, lease<connection> l) mutable {
                                      asio::dispatch(asio::append(std::move(h), ec, std::move(l)));
                                  });
@@ -415,7 +379,8 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
                 d->submit(std::move(s), std::move(q), std::move(h), diag);
             });
     }
-    auto op = std::make_shared<pool_query>(state_, std::move(handler), std::move(sql), std::move(p), diag);
+    auto op =
+        std::make_shared<pool_query>(state_.shared(), std::move(handler), std::move(sql), std::move(p), diag);
     auto acquired = [op](error_code ec, lease<connection> l) {
         if (ec) return pool_query::deliver(op, ec, {});  // its words: the shared borrow's
         op->l = std::move(l);
@@ -435,7 +400,8 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
             op->l->async_query(std::move(op->sql), asio::bind_cancellation_slot(qslot, std::move(done)));
     };
     respool::detail::db::acquire(*state_->p, state_->cfg.borrow_timeout, diag,
-                                 op->handler.get_cancellation_slot(), explainer(state_), std::move(acquired));
+                                 op->handler.get_cancellation_slot(), explainer(state_.shared()),
+                                 std::move(acquired));
 }
 
 }  // namespace respool::pg

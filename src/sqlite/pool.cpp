@@ -13,6 +13,7 @@
 #include "pool_state.hpp"
 
 #include <respool/detail/db_acquire.hpp>
+#include <respool/detail/db_failure.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -20,7 +21,6 @@
 #include <boost/asio/this_coro.hpp>
 
 #include <stdexcept>
-#include <typeinfo>
 
 namespace asio = boost::asio;
 
@@ -121,17 +121,6 @@ auto explainer(const std::shared_ptr<pool_state>& s, role r) {
     };
 }
 
-error_code code_of(const std::exception_ptr& e) {
-    if (!e) return {};
-    try {
-        std::rethrow_exception(e);
-    } catch (const boost::system::system_error& se) {
-        return se.code();
-    } catch (...) {
-        return {};
-    }
-}
-
 // Whether `ec` is the failure c.last_error() describes: then those are its words.
 bool is_last_failure(const connection& c, const error_code& ec) {
     const diagnostics& d = c.last_error();
@@ -217,7 +206,7 @@ asio::awaitable<void> commit(connection& c) {
 
 asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool attempts_left) {
     explain(c, error);  // before the ROLLBACK: the connection's last failure is the statement's
-    const error_code ec = code_of(error);
+    const error_code ec = respool::detail::db::code_of(error);
     if (ec == condition::connection_broken || !c.is_open()) co_return false;
     if (c.in_transaction()) {
         auto [rollback, r] = co_await c.async_query("ROLLBACK", asio::as_tuple(asio::use_awaitable));
@@ -227,29 +216,11 @@ asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool att
 }
 
 void explain(const connection& c, std::exception_ptr& error) noexcept {
-    if (!error) return;
-    try {
-        std::rethrow_exception(error);
-    } catch (const error_with_diagnostics&) {
-        return;  // has its words already
-    } catch (const boost::system::system_error& e) {
-        // Only the exception asio::use_awaitable throws for a failed statement (not a type of the
-        // caller's own), and only with the code the connection failed with last.
-        if (typeid(e) != typeid(boost::system::system_error) || !is_last_failure(c, e.code())) return;
-        try {
-            error = std::make_exception_ptr(error_with_diagnostics(e.code(), c.last_error()));
-        } catch (...) {  // out of memory: the failure without its words
-        }
-    } catch (...) {
-    }
+    respool::detail::db::explain<error_with_diagnostics>(c, error, &is_last_failure);
 }
 
 void settle(lease<connection>& l, std::exception_ptr& error) noexcept {
-    if (error && l) explain(*l, error);
-    if (error && code_of(error) == condition::connection_broken)
-        l.poison();
-    else
-        l.release();
+    respool::detail::db::settle(l, error, &explain, condition::connection_broken);
 }
 
 }  // namespace detail
@@ -264,17 +235,9 @@ pool::pool(executor_type ex, pool_config cfg) : state_(std::make_shared<pool_sta
         state_->readers.emplace(ex, options_of(c, role::reader), hooks_of(c, role::reader, state_->threads));
     state_->reads.timer.emplace(ex);
 }
-pool::~pool() {
-    close();
-}
+pool::~pool() = default;  // closes (state_handle)
 pool::pool(pool&&) noexcept = default;
-pool& pool::operator=(pool&& o) noexcept {
-    if (this != &o) {
-        close();
-        state_ = std::move(o.state_);
-    }
-    return *this;
-}
+pool& pool::operator=(pool&&) noexcept = default;  // closes what it held first
 
 pool::executor_type pool::get_executor() const noexcept {
     return state_->writer->get_executor();
@@ -289,11 +252,7 @@ pool_stats pool::reader_stats() const noexcept {
     return state_->readers ? state_->readers->stats() : pool_stats{};
 }
 void pool::close() noexcept {
-    if (!state_) return;
-    if (state_->writer) state_->writer->close();
-    if (state_->readers) state_->readers->close();
-    state_->reads.closed = true;  // the queued reads fail as their batches end
-    if (state_->reads.timer) state_->reads.timer->cancel();
+    state_.close();
 }
 respool::pool<connection>& pool::writer_pool() noexcept {
     return *state_->writer;
@@ -305,7 +264,7 @@ respool::pool<connection>& pool::reader_pool() noexcept {
 void pool::start_acquire(role r, respool::detail::db::borrow_deadline when,
                          asio::any_completion_handler<void(error_code, lease<connection>)> handler) {
     auto slot = handler.get_cancellation_slot();
-    respool::detail::db::acquire(state_->of(r), when, nullptr, slot, explainer(state_, r),
+    respool::detail::db::acquire(state_->of(r), when, nullptr, slot, explainer(state_.shared(), r),
                                  [h = std::move(handler)](error_code ec, lease<connection> l) mutable {
                                      asio::dispatch(asio::append(std::move(h), ec, std::move(l)));
                                  });
@@ -316,13 +275,15 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
     if (diag) diag->clear();
     // A single write with parameters: queued for the writer's next group commit (group_commit.hpp).
     if (p && detail::groupable(sql))
-        return detail::submit_write(state_, std::make_shared<detail::group_entry>(
-                                                std::move(sql), std::move(*p), std::move(handler), diag));
+        return detail::submit_write(
+            state_.shared(),
+            std::make_shared<detail::group_entry>(std::move(sql), std::move(*p), std::move(handler), diag));
     // Anything else: a reader's batch (read_batch.hpp), unless it is known to write.
     if (!state_->readers || state_->writes.count(sql) > 0)
-        return detail::query_on_writer(state_, std::move(sql), std::move(p), std::move(handler), diag);
-    detail::submit_read(
-        state_, std::make_shared<detail::read_entry>(std::move(sql), std::move(p), std::move(handler), diag));
+        return detail::query_on_writer(state_.shared(), std::move(sql), std::move(p), std::move(handler),
+                                       diag);
+    detail::submit_read(state_.shared(), std::make_shared<detail::read_entry>(std::move(sql), std::move(p),
+                                                                              std::move(handler), diag));
 }
 
 }  // namespace respool::sqlite

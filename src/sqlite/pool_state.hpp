@@ -44,6 +44,14 @@ struct pool_state {
     read_queue reads;    // statements waiting for a reader's batch (read_batch.hpp)
 
     respool::pool<connection>& of(role r) { return r == role::reader && readers ? *readers : *writer; }
+
+    // Both pools (waiters fail with closed); the queued reads fail as their batches end.
+    void close() noexcept {
+        if (writer) writer->close();
+        if (readers) readers->close();
+        reads.closed = true;
+        if (reads.timer) reads.timer->cancel();
+    }
 };
 
 // pool::async_query on the writer (a statement a reader refused, or every statement with no readers).

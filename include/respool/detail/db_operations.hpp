@@ -55,8 +55,21 @@ boost::asio::awaitable<R> with_lease(lease<T> l, F& fn, Settle settle) {
     }
 }
 
-// The steps of a transaction: begin(conn), commit(conn) (both throw on failure), recover(conn,
-// error, attempts_left) -> awaitable<bool> (rolls back; true: run it again), settle(lease, error).
+// The steps of a transaction, from the database's functions: begin(conn, options), commit(conn) (both
+// throw on failure), recover(conn, error, attempts_left) -> awaitable<bool> (rolls back; true: run it
+// again), settle(lease, error).
+template <class Connection, class Options, auto Begin, auto Commit, auto Recover, auto Settle>
+struct transaction_steps {
+    Options o;
+    boost::asio::awaitable<void> begin(Connection& c) const { return Begin(c, o); }
+    boost::asio::awaitable<void> commit(Connection& c) const { return Commit(c); }
+    boost::asio::awaitable<bool> recover(Connection& c, std::exception_ptr& e, bool attempts_left) const {
+        return Recover(c, e, attempts_left);
+    }
+    void settle(lease<Connection>& l, std::exception_ptr& e) const noexcept { Settle(l, e); }
+};
+
+// Runs `steps` around fn on the leased connection, up to max_attempts times (see transaction_steps).
 template <class R, class T, class F, class Steps>
 boost::asio::awaitable<R> in_transaction(lease<T> l, std::uint32_t max_attempts, F& fn, Steps steps) {
     using slot = std::conditional_t<std::is_void_v<R>, bool, std::optional<R>>;

@@ -14,6 +14,8 @@
 #pragma once
 
 #include <respool/detail/db_operations.hpp>
+#include <respool/detail/db_query.hpp>
+#include <respool/detail/db_state_handle.hpp>
 #include <respool/pg/connection.hpp>
 #include <respool/pool.hpp>
 
@@ -107,18 +109,11 @@ void explain(const connection& c, std::exception_ptr& error) noexcept;
 using respool::detail::db::awaited;
 
 // What transaction() runs around the function (respool::detail::db::in_transaction).
-struct transaction_steps {
-    transaction_options o;
-    boost::asio::awaitable<void> begin(connection& c) const { return detail::begin(c, o); }
-    boost::asio::awaitable<void> commit(connection& c) const { return detail::commit(c); }
-    boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr& e, bool attempts_left) const {
-        return detail::recover(c, e, attempts_left);
-    }
-    void settle(lease<connection>& l, std::exception_ptr& e) const noexcept { detail::settle(l, e); }
-};
+using transaction_steps = respool::detail::db::transaction_steps<connection, transaction_options, &begin,
+                                                                 &commit, &recover, &settle>;
 }  // namespace detail
 
-class pool {
+class pool : public respool::detail::db::query_operations<pool, params, result> {
 public:
     using executor_type = boost::asio::any_io_executor;
 
@@ -167,8 +162,9 @@ public:
         return initiate_acquire(deadline, diag, std::forward<Token>(token));
     }
 
-    // Borrows a connection, runs `sql` on it and returns it: the connection's async_query (a script
-    // with the simple protocol, or one statement with bound parameters through the statement cache).
+    // async_query(sql[, params][, diag], token) (query_operations, db_query.hpp): borrows a connection,
+    // runs `sql` on it and returns it: the connection's async_query (a script with the simple
+    // protocol, or one statement with bound parameters through the statement cache).
     // A connection-level failure poisons the connection; the pool's errors are async_acquire's.
     //  Handler: void(error_code, result). Executor, cancellation (of the wait and of the statement,
     //  which is cancelled on the server): as async_acquire and connection::async_query.
@@ -177,30 +173,6 @@ public:
     //  message, libpq's for a failed connect, the pool's state for exhausted; masked), and diag->error
     //  with a pg::error_with_diagnostics to rethrow for the whole of pg::diagnostics. Cleared when
     //  the operation starts, so it is empty after a success (Boost.MySQL's convention).
-    template <class Token = boost::asio::deferred_t>
-    auto async_query(std::string sql, Token&& token = {}) {
-        return async_query(std::move(sql), nullptr, std::forward<Token>(token));
-    }
-    template <class Token = boost::asio::deferred_t>
-    auto async_query(std::string sql, respool::diagnostics* diag, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, result)>(
-            [this](auto handler, std::string s, respool::diagnostics* d) {
-                start_query(std::move(s), std::nullopt, d, std::move(handler));
-            },
-            token, std::move(sql), diag);
-    }
-    template <class Token = boost::asio::deferred_t>
-    auto async_query(std::string sql, params p, Token&& token = {}) {
-        return async_query(std::move(sql), std::move(p), nullptr, std::forward<Token>(token));
-    }
-    template <class Token = boost::asio::deferred_t>
-    auto async_query(std::string sql, params p, respool::diagnostics* diag, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, result)>(
-            [this](auto handler, std::string s, params q, respool::diagnostics* d) {
-                start_query(std::move(s), std::move(q), d, std::move(handler));
-            },
-            token, std::move(sql), std::move(p), diag);
-    }
 
     // Borrows a connection, runs `fn(connection&)` (a coroutine: asio::awaitable<R>) on the pool's
     // executor and returns the connection. Failures are exceptions (asio::co_spawn's convention):
@@ -213,7 +185,7 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto with_connection(F fn, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(), run_with_connection<R>(state_, std::move(fn)),
+        return boost::asio::co_spawn(get_executor(), run_with_connection<R>(state_.shared(), std::move(fn)),
                                      std::forward<Token>(token));
     }
 
@@ -225,7 +197,7 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto transaction(F fn, transaction_options o = {}, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(), run_transaction<R>(state_, o, std::move(fn)),
+        return boost::asio::co_spawn(get_executor(), run_transaction<R>(state_.shared(), o, std::move(fn)),
                                      std::forward<Token>(token));
     }
 
@@ -247,6 +219,8 @@ public:
     respool::pool<connection>& base() noexcept;
 
 private:
+    friend class respool::detail::db::query_operations<pool, params, result>;
+
     template <class Token>
     auto initiate_acquire(respool::detail::db::borrow_deadline when, respool::diagnostics* diag,
                           Token&& token) {
@@ -275,7 +249,7 @@ private:
                                                                   detail::transaction_steps{o});
     }
 
-    std::shared_ptr<detail::pool_state> state_;
+    respool::detail::db::state_handle<detail::pool_state> state_;
 };
 
 }  // namespace respool::pg

@@ -16,6 +16,8 @@
 #pragma once
 
 #include <respool/detail/db_operations.hpp>
+#include <respool/detail/db_query.hpp>
+#include <respool/detail/db_state_handle.hpp>
 #include <respool/pool.hpp>
 #include <respool/sqlite/connection.hpp>
 
@@ -84,18 +86,11 @@ void explain(const connection& c, std::exception_ptr& error) noexcept;
 using respool::detail::db::awaited;
 
 // What transaction() runs around the function (respool::detail::db::in_transaction).
-struct transaction_steps {
-    transaction_options o;
-    boost::asio::awaitable<void> begin(connection& c) const { return detail::begin(c, o); }
-    boost::asio::awaitable<void> commit(connection& c) const { return detail::commit(c); }
-    boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr& e, bool attempts_left) const {
-        return detail::recover(c, e, attempts_left);
-    }
-    void settle(lease<connection>& l, std::exception_ptr& e) const noexcept { detail::settle(l, e); }
-};
+using transaction_steps = respool::detail::db::transaction_steps<connection, transaction_options, &begin,
+                                                                 &commit, &recover, &settle>;
 }  // namespace detail
 
-class pool {
+class pool : public respool::detail::db::query_operations<pool, params, result> {
 public:
     using executor_type = boost::asio::any_io_executor;
 
@@ -146,11 +141,12 @@ public:
         return initiate_acquire(detail::role::reader, deadline, std::forward<Token>(token));
     }
 
-    // Borrows a connection, runs `sql`, returns it. A single read-only statement (sqlite3_stmt_readonly)
-    // runs on a reader; anything else (a write, DDL, a script, a pragma that sets) on the writer. The
-    // pool learns which statement is which from the first run and remembers it. A write with bound
-    // parameters (INSERT, UPDATE, DELETE, REPLACE) joins the writer's next group commit: one transaction
-    // for the writes queued meanwhile, each in a savepoint of its own, acknowledged after the COMMIT
+    // async_query(sql[, params][, diag], token) (query_operations, db_query.hpp): borrows a connection,
+    // runs `sql`, returns it. A single read-only statement (sqlite3_stmt_readonly) runs on a reader;
+    // anything else (a write, DDL, a script, a pragma that sets) on the writer. The pool learns which
+    // statement is which from the first run and remembers it. A write with bound parameters (INSERT,
+    // UPDATE, DELETE, REPLACE) joins the writer's next group commit: one transaction for the writes
+    // queued meanwhile, each in a savepoint of its own, acknowledged after the COMMIT
     // (docs/07-sqlite.md, "Group commit").
     //  Handler: void(error_code, result). Executor: the handler's associated executor; never inline.
     //  Cancellation (terminal, partial, total): of the wait, or of the statement (interrupted).
@@ -159,30 +155,6 @@ public:
     //  operation starts), a failure fills diag->message with it in words, `no such table: nope (SQLite
     //  result code 1)` (sqlite3_errmsg; an open's failure names the path), and diag->error with a
     //  sqlite::error_with_diagnostics to rethrow for the whole of sqlite::diagnostics.
-    template <class Token = boost::asio::deferred_t>
-    auto async_query(std::string sql, Token&& token = {}) {
-        return async_query(std::move(sql), nullptr, std::forward<Token>(token));
-    }
-    template <class Token = boost::asio::deferred_t>
-    auto async_query(std::string sql, respool::diagnostics* diag, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, result)>(
-            [this](auto handler, std::string s, respool::diagnostics* d) {
-                start_query(std::move(s), std::nullopt, d, std::move(handler));
-            },
-            token, std::move(sql), diag);
-    }
-    template <class Token = boost::asio::deferred_t>
-    auto async_query(std::string sql, params p, Token&& token = {}) {
-        return async_query(std::move(sql), std::move(p), nullptr, std::forward<Token>(token));
-    }
-    template <class Token = boost::asio::deferred_t>
-    auto async_query(std::string sql, params p, respool::diagnostics* diag, Token&& token = {}) {
-        return boost::asio::async_initiate<Token, void(error_code, result)>(
-            [this](auto handler, std::string s, params q, respool::diagnostics* d) {
-                start_query(std::move(s), std::move(q), d, std::move(handler));
-            },
-            token, std::move(sql), std::move(p), diag);
-    }
 
     // Borrows the writer (with_connection) or a reader (with_reader), runs `fn(connection&)` (a
     // coroutine: asio::awaitable<R>) on the pool's executor and returns the connection (reset when the
@@ -196,16 +168,16 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto with_connection(F fn, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(),
-                                     run_with_connection<R>(state_, detail::role::writer, std::move(fn)),
-                                     std::forward<Token>(token));
+        return boost::asio::co_spawn(
+            get_executor(), run_with_connection<R>(state_.shared(), detail::role::writer, std::move(fn)),
+            std::forward<Token>(token));
     }
     template <class F, class Token = boost::asio::deferred_t>
     auto with_reader(F fn, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(),
-                                     run_with_connection<R>(state_, detail::role::reader, std::move(fn)),
-                                     std::forward<Token>(token));
+        return boost::asio::co_spawn(
+            get_executor(), run_with_connection<R>(state_.shared(), detail::role::reader, std::move(fn)),
+            std::forward<Token>(token));
     }
 
     // BEGIN IMMEDIATE on the writer (BEGIN on a reader with read_only), fn(connection&), COMMIT;
@@ -215,7 +187,7 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto transaction(F fn, transaction_options o = {}, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(), run_transaction<R>(state_, o, std::move(fn)),
+        return boost::asio::co_spawn(get_executor(), run_transaction<R>(state_.shared(), o, std::move(fn)),
                                      std::forward<Token>(token));
     }
 
@@ -228,6 +200,8 @@ public:
     respool::pool<connection>& reader_pool() noexcept;
 
 private:
+    friend class respool::detail::db::query_operations<pool, params, result>;
+
     template <class Token>
     auto initiate_acquire(detail::role r, respool::detail::db::borrow_deadline when, Token&& token) {
         return boost::asio::async_initiate<Token, void(error_code, lease<connection>)>(
@@ -257,7 +231,7 @@ private:
                                                                   detail::transaction_steps{o});
     }
 
-    std::shared_ptr<detail::pool_state> state_;
+    respool::detail::db::state_handle<detail::pool_state> state_;
 };
 
 }  // namespace respool::sqlite

@@ -1,0 +1,52 @@
+// The four forms of a database pool's async_query (pg::pool, sqlite::pool): with or without bound
+// parameters, with or without diagnostics. Each pool documents what its async_query does and runs it
+// in its own start_query(sql, std::optional<Params>, diagnostics*, handler).
+#pragma once
+
+#include <respool/error.hpp>
+#include <respool/options.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace respool::detail::db {
+
+// Base of a database pool (CRTP); Pool befriends it when start_query is private.
+template <class Pool, class Params, class Result>
+class query_operations {
+public:
+    template <class Token = boost::asio::deferred_t>
+    auto async_query(std::string sql, Token&& token = {}) {
+        return async_query(std::move(sql), nullptr, std::forward<Token>(token));
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_query(std::string sql, respool::diagnostics* diag, Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, Result)>(
+            [pool = &self()](auto handler, std::string s, respool::diagnostics* d) {
+                pool->start_query(std::move(s), std::nullopt, d, std::move(handler));
+            },
+            token, std::move(sql), diag);
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_query(std::string sql, Params p, Token&& token = {}) {
+        return async_query(std::move(sql), std::move(p), nullptr, std::forward<Token>(token));
+    }
+    template <class Token = boost::asio::deferred_t>
+    auto async_query(std::string sql, Params p, respool::diagnostics* diag, Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, Result)>(
+            [pool = &self()](auto handler, std::string s, Params q, respool::diagnostics* d) {
+                pool->start_query(std::move(s), std::move(q), d, std::move(handler));
+            },
+            token, std::move(sql), std::move(p), diag);
+    }
+
+private:
+    Pool& self() noexcept { return static_cast<Pool&>(*this); }
+};
+
+}  // namespace respool::detail::db
