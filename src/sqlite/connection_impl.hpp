@@ -126,6 +126,18 @@ inline void release_claim(connection::impl& s) noexcept {
     s.running.store(false, std::memory_order_release);
 }
 
+// Claims the handle for one of the pool's own jobs (a read batch, a commit group): an empty code, or
+// why the job cannot run there (an operation is under way on it; it is closed), and then nothing is
+// claimed.
+inline error_code claim_for_job(connection::impl& s) noexcept {
+    if (!claim(s)) return make_error_code(error::operation_in_progress);
+    if (!s.open) {
+        release_claim(s);
+        return make_error_code(error::not_open);
+    }
+    return {};
+}
+
 // Cancellation of an operation: interrupts the statement under way (weak: the operation may be gone).
 struct canceller {
     std::weak_ptr<connection::impl> owner;

@@ -111,13 +111,7 @@ void finish_group(const std::shared_ptr<pool_state>& s, lease<connection>& l, gr
 void run_on_writer(const std::shared_ptr<pool_state>& s, lease<connection> l, group g) {
     const auto& impl = connection_access::impl_of(*l);
     const auto ex = s->writer->get_executor();
-    error_code refused;
-    if (!claim(*impl))
-        refused = make_error_code(error::operation_in_progress);
-    else if (!impl->open) {
-        release_claim(*impl);
-        refused = make_error_code(error::not_open);
-    }
+    const error_code refused = claim_for_job(*impl);
     if (refused) {
         for (auto& e : g) e->ec = refused;
         return finish_group(s, l, g, refused);

@@ -7,6 +7,8 @@
 // acknowledged write is as durable as it was in autocommit.
 #pragma once
 
+#include "queued_statement.hpp"
+
 #include <respool/detail/request_queue.hpp>
 #include <respool/sqlite/connection.hpp>
 
@@ -19,23 +21,11 @@
 
 namespace respool::sqlite::detail {
 
-struct pool_state;
-using query_handler = boost::asio::any_completion_handler<void(error_code, result)>;
-
-// One queued write. The caller's side owns everything but `ec`, `res` (written by the group's job,
-// read after its completion) and `cancelled`.
-struct group_entry : respool::detail::request_node {
-    using owner_type = pool_state;
+// One queued write: a single statement with bound parameters.
+struct group_entry : queued_statement {
     group_entry(std::string q, params pr, query_handler h, respool::diagnostics* d)
-        : sql(std::move(q)), p(std::move(pr)), handler(std::move(h)), diag(d) {}
-    std::string sql;
+        : queued_statement(std::move(q), std::move(h), d), p(std::move(pr)) {}
     params p;
-    query_handler handler;
-    respool::diagnostics* diag;  // the caller's (filled on failure before the handler runs), or nullptr
-    error_code ec;
-    diagnostics words;  // ec's, as SQLite said it
-    result res;
-    std::atomic<bool> cancelled{false};  // cancelled after it was taken into a group: skipped if not run yet
     // Cancelled while queued: it completes with operation_aborted; taken into a group: it is skipped if
     // it has not run yet (a statement is never interrupted inside a group: that would undo the whole
     // transaction).

@@ -156,13 +156,7 @@ void run_on_reader(const std::shared_ptr<pool_state>& s, lease<connection> l, cl
         return;
     }
     const auto& impl = connection_access::impl_of(*l);
-    error_code refused;
-    if (!claim(*impl))
-        refused = make_error_code(error::operation_in_progress);
-    else if (!impl->open) {
-        release_claim(*impl);
-        refused = make_error_code(error::not_open);
-    }
+    const error_code refused = claim_for_job(*impl);
     if (refused) {
         for (auto& e : b) {
             e->ec = refused;

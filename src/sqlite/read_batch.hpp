@@ -15,6 +15,8 @@
 // and the state it sees is one that existed between its submission and its completion.
 #pragma once
 
+#include "queued_statement.hpp"
+
 #include <respool/detail/request_queue.hpp>
 #include <respool/sqlite/connection.hpp>
 
@@ -29,26 +31,14 @@
 
 namespace respool::sqlite::detail {
 
-struct pool_state;
-using query_handler = boost::asio::any_completion_handler<void(error_code, result)>;
-
-// One queued read. The caller's side owns everything but `ec`, `res`, `ran` (written by the batch's job,
-// read after its completion) and `cancelled`. Its borrow deadline and place in the queue are the request
-// queue's.
-struct read_entry : respool::detail::request_node {
-    using owner_type = pool_state;
+// One queued read: its parameters, if any, and the reader it ran on. Its borrow deadline and place in
+// the queue are the request queue's.
+struct read_entry : queued_statement {
     read_entry(std::string q, std::optional<params> pr, query_handler h, respool::diagnostics* d)
-        : sql(std::move(q)), p(std::move(pr)), handler(std::move(h)), diag(d) {}
-    std::string sql;
-    std::optional<params> p;  // none: the text alone (async_query without parameters)
-    query_handler handler;
-    respool::diagnostics* diag;  // the caller's (filled on failure before the handler runs), or nullptr
-    error_code ec;
-    diagnostics words;  // ec's, as SQLite said it
-    result res;
+        : queued_statement(std::move(q), std::move(h), d), p(std::move(pr)) {}
+    std::optional<params> p;                 // none: the text alone (async_query without parameters)
     std::weak_ptr<connection::impl> runner;  // the reader it was handed to (for an interrupt)
     bool ran = false;                        // the job ran it (else it goes back to the queue)
-    std::atomic<bool> cancelled{false};  // cancelled after it was taken: skipped, or interrupted if running
     // Cancelled while queued: it completes with operation_aborted; taken into a batch: it is skipped if
     // it has not run yet, and interrupted if it runs.
     static void on_cancel(pool_state& s, const std::shared_ptr<read_entry>& e, bool withdrawn);
