@@ -122,7 +122,8 @@ respool::pool_options options_of(const pool_config& c) {
     return o;
 }
 
-hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner, asio::any_io_executor ex) {
+hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner, asio::any_io_executor ex,
+                           std::function<void(connection&)> on_return) {
     hooks<connection> h;
     h.factory = [info = c.conninfo, timeout = c.connect_timeout, mode = c.statements,
                  capacity = c.statement_cache_capacity, statement_timeout = c.statement_timeout,
@@ -145,7 +146,9 @@ hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner
     h.validate = ping;
     h.healthcheck = ping;
     h.before_acquire = [trust = c.alive_check_after](connection& conn) { return conn.alive_nowait(trust); };
-    h.needs_reset = [policy = c.reset, statement_timeout = c.statement_timeout](connection& conn) {
+    h.needs_reset = [policy = c.reset, statement_timeout = c.statement_timeout,
+                     on_return = std::move(on_return)](connection& conn) {
+        if (on_return) on_return(conn);
         conn.set_statement_timeout(statement_timeout);  // a borrower's own deadline ends with its lease
         return conn.failover_detected() || conn.needs_reset(policy);
     };
@@ -282,14 +285,22 @@ asio::awaitable<void> begin(connection& c, const transaction_options& o) {
     if (ec) throw error_with_diagnostics(ec, c.last_error());
 }
 
-asio::awaitable<void> commit(connection& c) {
+asio::awaitable<void> commit(connection& c, commit_token* lsn) {
     if (detail::drop_deferred_begin(c)) co_return;  // no statement ran: there is nothing to commit
-    auto [ec, r] = co_await c.async_query("COMMIT", asio::as_tuple(asio::use_awaitable));
+    // The server ends a failed transaction's COMMIT as a rollback, without an error: seen in the
+    // command tag, or before sending, in the session's state (then there is no position to read).
+    const bool failed = c.transaction_state() == transaction_status::in_error;
+    const bool with_lsn = lsn && !failed;
+    // With a token: the position read after the COMMIT, in the same round trip (a script: COMMIT ends
+    // the transaction, the SELECT runs on its own; a failed COMMIT stops the script).
+    auto [ec, r] = co_await c.async_query(with_lsn ? "COMMIT; SELECT pg_current_wal_insert_lsn()::text" : "COMMIT",
+                                          asio::as_tuple(asio::use_awaitable));
     if (ec) throw error_with_diagnostics(ec, c.last_error());
-    // The server ends a failed transaction's COMMIT as a rollback, without an error.
-    if (r.command_tag() == "ROLLBACK")
+    if (failed || (!with_lsn && r.command_tag() == "ROLLBACK"))
         throw boost::system::system_error(sqlstate_error("25P02"),
                                           "COMMIT rolled back the transaction: a statement in it failed");
+    if (with_lsn && r.rows() == 1 && !r.is_null(0, 0))
+        if (auto t = commit_token_from_string(r.text(0, 0))) *lsn = *t;
 }
 
 asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool attempts_left) {
@@ -315,10 +326,13 @@ void settle(lease<connection>& l, std::exception_ptr& error) noexcept {
 
 }  // namespace detail
 
-pool::pool(executor_type ex, pool_config cfg) : state_(std::make_shared<pool_state>()) {
+pool::pool(executor_type ex, pool_config cfg) : pool(std::move(ex), std::move(cfg), nullptr) {}
+
+pool::pool(executor_type ex, pool_config cfg, std::function<void(connection&)> on_return)
+    : state_(std::make_shared<pool_state>()) {
     check(cfg);
     state_->cfg = std::move(cfg);
-    state_->p.emplace(ex, options_of(state_->cfg), hooks_of(state_->cfg, state_.shared(), ex));
+    state_->p.emplace(ex, options_of(state_->cfg), hooks_of(state_->cfg, state_.shared(), ex, std::move(on_return)));
     if (state_->cfg.circuit)
         state_->p->set_circuit_strategy(std::make_shared<connect_failure_strategy>(*state_->cfg.circuit));
     const pool_config& c = state_->cfg;

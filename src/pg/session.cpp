@@ -94,6 +94,11 @@ bool connection::failover_detected() const noexcept {
     return impl_->session.failover;
 }
 
+std::string_view connection::parameter_status(const char* name) const noexcept {
+    const char* v = impl_->conn ? PQparameterStatus(impl_->conn, name) : nullptr;
+    return v ? std::string_view(v) : std::string_view();
+}
+
 transaction_status connection::transaction_state() const noexcept {
     if (!impl_->conn) return transaction_status::unknown;
     switch (PQtransactionStatus(impl_->conn)) {

@@ -144,6 +144,10 @@ public:
     // A statement failed with read_only (25006) while the server reports itself read-only
     // (default_transaction_read_only or in_hot_standby on): the server was demoted, a failover.
     [[nodiscard]] bool failover_detected() const noexcept;
+    // A setting the server reports by itself (ParameterStatus: server_version, in_hot_standby,
+    // default_transaction_read_only, TimeZone, ...) as of the last reply; empty when the server has
+    // not reported it or the connection is not open. No round trip.
+    [[nodiscard]] std::string_view parameter_status(const char* name) const noexcept;
 
     // Statements with bound parameters from now on (the cache is kept; capacity 0 turns it off).
     void set_statement_mode(statement_mode mode, std::size_t cache_capacity = 512) noexcept;

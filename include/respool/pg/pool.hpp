@@ -17,6 +17,7 @@
 #include <respool/detail/db_query.hpp>
 #include <respool/detail/db_state_handle.hpp>
 #include <respool/pg/connection.hpp>
+#include <respool/pg/roles.hpp>
 #include <respool/pool.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -25,6 +26,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -88,6 +90,10 @@ struct transaction_options {
     // deadlock (40P01), in its statements or at COMMIT, is rolled back and run again (the function
     // too: keep it free of effects outside the database).
     std::uint32_t max_attempts = 1;
+    // When set, the COMMIT's own round trip also reads how far the write-ahead log reached
+    // (pg_current_wal_insert_lsn() after the commit) and stores it here: a cluster read given this
+    // token sees the transaction (read-your-writes). Left empty when no statement ran.
+    commit_token* commit_lsn = nullptr;
 };
 
 namespace detail {
@@ -95,7 +101,7 @@ struct pool_state;
 // Helpers of the templates below (pool.cpp).
 boost::asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s);
 boost::asio::awaitable<void> begin(connection& c, const transaction_options& o);
-boost::asio::awaitable<void> commit(connection& c);
+boost::asio::awaitable<void> commit(connection& c, commit_token* lsn);
 // After `error` in a transaction: puts the connection's words into it (explain), rolls back when the
 // connection is still in one; true when the transaction may run again.
 boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool attempts_left);
@@ -109,8 +115,16 @@ void explain(const connection& c, std::exception_ptr& error) noexcept;
 using respool::detail::db::awaited;
 
 // What transaction() runs around the function (respool::detail::db::in_transaction).
-using transaction_steps = respool::detail::db::transaction_steps<connection, transaction_options, &begin,
-                                                                 &commit, &recover, &settle>;
+struct transaction_steps {
+    transaction_options o;
+    boost::asio::awaitable<void> begin(connection& c) const { return detail::begin(c, o); }
+    boost::asio::awaitable<void> commit(connection& c) const { return detail::commit(c, o.commit_lsn); }
+    boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr& e, bool attempts_left) const {
+        return detail::recover(c, e, attempts_left);
+    }
+    void settle(lease<connection>& l, std::exception_ptr& e) const noexcept { detail::settle(l, e); }
+};
+struct pool_access;  // the cluster's view of a pool (src/pg)
 }  // namespace detail
 
 class pool : public respool::detail::db::query_operations<pool, params, result> {
@@ -220,6 +234,10 @@ public:
 
 private:
     friend class respool::detail::db::query_operations<pool, params, result>;
+    friend struct detail::pool_access;
+    // A cluster's host pool: `on_return` sees each connection as its lease ends, before its reset
+    // (the session's ParameterStatus: was the host promoted or demoted?).
+    pool(executor_type ex, pool_config cfg, std::function<void(connection&)> on_return);
 
     template <class Token>
     auto initiate_acquire(respool::detail::db::borrow_deadline when, respool::diagnostics* diag,
