@@ -17,6 +17,10 @@
 //   table_is_there(ec)                 create_table failed only because another loop created it
 //   pools_of(pool)                     the generic pools underneath, named (observers, log sinks, close)
 //   views_of(pool)                     their snapshots, named, for /health and /metrics
+// and, optionally (a cluster of hosts, pg_cluster_store.cpp):
+//   read_route                         a type: GET runs pool.async_query(read_route, sql, params, ...)
+//                                      with the store's value of it (where reads go), not where writes go
+//   cluster_of(pool)                   the hosts and their roles, for /health and /metrics
 //
 // incr rolls its transaction back for a 409 (a stored non-integer, an overflow): the function ends
 // with refused, which the pool's transaction treats as any exception (ROLLBACK, the lease back).
@@ -32,6 +36,9 @@
 #include <boost/system/system_error.hpp>
 
 #include <exception>
+#include <optional>
+#include <tuple>
+#include <type_traits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,17 +55,31 @@ struct dialect_types {
     using error = Error;
 };
 
+// Where a dialect's reads go: its read_route type, or nowhere in particular (reads go where writes go).
+struct same_as_writes {};
+template <class Dialect>
+struct read_route_of {
+    using type = same_as_writes;
+};
+template <class Dialect>
+requires requires { typename Dialect::read_route; }
+struct read_route_of<Dialect> {
+    using type = typename Dialect::read_route;
+};
+
 template <class Dialect>
 class db_store final : public kv_store {
 public:
     using pool_type = typename Dialect::pool;
     using connection = typename Dialect::connection;
+    using read_route = typename read_route_of<Dialect>::type;
 
     template <class Config>
-    db_store(boost::asio::any_io_executor ex, Config c) : db_(std::move(ex), std::move(c)) {}
+    db_store(boost::asio::any_io_executor ex, Config c, read_route reads = {})
+        : db_(std::move(ex), std::move(c)), reads_(reads) {}
 
     boost::asio::awaitable<kv_result> get(std::string key) override {
-        auto [ec, r, words] = co_await query(Dialect::select, typename Dialect::params(key));
+        auto [ec, r, words] = co_await query(Dialect::select, typename Dialect::params(key), true);
         if (ec) co_return fail(ec, std::move(words));
         if (r.rows() == 0) co_return kv_result{{}, kv_result::outcome::absent, {}};
         co_return kv_result{{}, kv_result::outcome::ok, Dialect::value_of(r)};
@@ -132,6 +153,13 @@ public:
 
     std::vector<pool_view> pools() const override { return Dialect::views_of(db_); }
 
+    std::optional<cluster_view> cluster() const override {
+        if constexpr (requires { Dialect::cluster_of(db_); })
+            return Dialect::cluster_of(db_);
+        else
+            return std::nullopt;
+    }
+
     boost::asio::awaitable<void> close(std::chrono::nanoseconds grace) override {
         const auto g = std::chrono::duration_cast<respool::duration>(grace);
         for (auto [name, p] : Dialect::pools_of(db_)) co_await p->async_close(g, tuple_awaitable);
@@ -152,11 +180,21 @@ private:
         std::string words;  // with ec: the failure in words, as the pool put them
     };
 
-    // One statement on the pool, on a database whose table exists.
-    boost::asio::awaitable<outcome> query(const char* sql, typename Dialect::params p) {
+    // One statement on the pool, on a database whose table exists; a `read` where the dialect routes
+    // reads.
+    boost::asio::awaitable<outcome> query(const char* sql, typename Dialect::params p, bool read = false) {
         if (auto [ec, words] = co_await ensure_schema(); ec) co_return outcome{ec, {}, std::move(words)};
         respool::diagnostics diag;
-        auto [ec, r] = co_await db_.async_query(sql, std::move(p), &diag, tuple_awaitable);
+        respool::error_code ec;
+        typename Dialect::result r;
+        if constexpr (std::is_same_v<read_route, same_as_writes>) {
+            (void)read;
+            std::tie(ec, r) = co_await db_.async_query(sql, std::move(p), &diag, tuple_awaitable);
+        } else if (read) {
+            std::tie(ec, r) = co_await db_.async_query(reads_, sql, std::move(p), &diag, tuple_awaitable);
+        } else {
+            std::tie(ec, r) = co_await db_.async_query(sql, std::move(p), &diag, tuple_awaitable);
+        }
         if (!ec) note({});
         co_return outcome{ec, std::move(r), std::move(diag.message)};
     }
@@ -190,6 +228,7 @@ private:
     }
 
     pool_type db_;
+    [[no_unique_address]] read_route reads_;
     bool schema_ready_ = false;
 };
 

@@ -1,5 +1,6 @@
 #include "handlers.hpp"
 
+#include "cluster_metrics.hpp"
 #include "health_json.hpp"
 #include "log.hpp"
 
@@ -85,6 +86,79 @@ asio::awaitable<std::vector<std::vector<pool_view>>> all_pools(service& svc, wor
     co_return out;
 }
 
+// Every worker's cluster view (a cluster client), each taken on its own loop as all_pools does.
+asio::awaitable<std::vector<std::optional<cluster_view>>> all_clusters(service& svc, worker& self) {
+    std::vector<std::optional<cluster_view>> out;
+    for (auto& w : svc.workers) {
+        if (w.get() == &self) {
+            out.push_back(w->store->cluster());
+            continue;
+        }
+        kv_store* store = w->store.get();
+        out.push_back(co_await asio::co_spawn(
+            w->io, [store]() -> asio::awaitable<std::optional<cluster_view>> { co_return store->cluster(); },
+            asio::use_awaitable));
+    }
+    co_return out;
+}
+
+// A pool's row of /health; `name` is viewed, not copied.
+health_pool health_row(std::size_t thread, std::string_view name, const respool::pool_stats& s) {
+    return {.thread = thread,
+            .name = name,
+            .idle = s.idle,
+            .active = s.active,
+            .total = s.total,
+            .max = s.max,
+            .waiting = s.waiting,
+            .circuit = respool::to_string(s.circuit)};
+}
+
+// A cluster client is up while every loop's cluster knows a primary (writes can be served): a
+// standby that is down, or a host's pool whose circuit is open, does not make it down. Down, the reason
+// is the cluster's own (why it has no primary), and the hosts are listed either way.
+asio::awaitable<response> cluster_health(service& svc, worker& self, const request& req) {
+    const auto clusters = co_await all_clusters(svc, self);
+    const auto pools = co_await all_pools(svc, self);
+    bool up = true;
+    std::string reason;
+    for (const auto& c : clusters) {
+        if (c && c->primary) continue;
+        up = false;
+        if (reason.empty() && c) reason = c->no_primary_reason;
+    }
+    if (reason.empty()) reason = "no primary known";
+    health_cluster hc;
+    for (std::size_t t = 0; t < clusters.size(); ++t) {
+        if (!clusters[t]) continue;
+        const cluster_view& c = *clusters[t];
+        if (t == 0 && c.primary) hc.primary = c.hosts[*c.primary].name;
+        for (const cluster_host_view& h : c.hosts) {
+            std::optional<std::int64_t> lag;
+            if (h.lag) lag = std::chrono::duration_cast<std::chrono::milliseconds>(*h.lag).count();
+            hc.hosts.push_back({.thread = t,
+                                .name = h.name,
+                                .role = h.role,
+                                .writable = h.writable,
+                                .timeline = h.timeline,
+                                .lag_ms = lag,
+                                .pool = health_row(t, h.name, h.pool)});
+        }
+    }
+    if (!up) {
+        const db_health::view v = svc.health->snapshot();
+        const auto since = v.down ? v.since : std::chrono::system_clock::now();
+        co_return make_response(bh::status::service_unavailable, req,
+                                health_down_body(log::one_line(reason), log::rfc3339(since), &hc),
+                                "application/json");
+    }
+    std::vector<health_pool> rows;
+    for (std::size_t i = 0; i < pools.size(); ++i)
+        for (const auto& p : pools[i]) rows.push_back(health_row(i, p.name, p.stats));
+    co_return make_response(bh::status::ok, req, health_up_body("postgresql", svc.workers.size(), rows, &hc),
+                            "application/json");
+}
+
 // `s` inside a JSON string: quotes, backslashes and control characters escaped.
 std::string json_escape(std::string_view s) {
     std::string out;
@@ -104,6 +178,7 @@ std::string json_escape(std::string_view s) {
 }
 
 asio::awaitable<response> health(service& svc, worker& self, const request& req) {
+    if (svc.target.cluster) co_return co_await cluster_health(svc, self, req);
     const auto pools = co_await all_pools(svc, self);
     bool up = true;
     for (auto& w : svc.workers) up = up && w->store->probed() && w->store->reachable();
@@ -125,15 +200,7 @@ asio::awaitable<response> health(service& svc, worker& self, const request& req)
     }
     std::vector<health_pool> rows;
     for (std::size_t i = 0; i < pools.size(); ++i)
-        for (const auto& p : pools[i])
-            rows.push_back({.thread = i,
-                            .name = p.name,
-                            .idle = p.stats.idle,
-                            .active = p.stats.active,
-                            .total = p.stats.total,
-                            .max = p.stats.max,
-                            .waiting = p.stats.waiting,
-                            .circuit = respool::to_string(p.stats.circuit)});
+        for (const auto& p : pools[i]) rows.push_back(health_row(i, p.name, p.stats));
     const char* database = svc.target.kind == db_kind::sqlite ? "sqlite" : "postgresql";
     co_return make_response(bh::status::ok, req, health_up_body(database, svc.workers.size(), rows),
                             "application/json");
@@ -153,6 +220,7 @@ asio::awaitable<response> metrics(service& svc, worker& self, const request& req
     for (auto& w : svc.workers) shards.push_back(&w->metrics);
     std::string out;
     respool::http::write_pool_metrics(out, samples);
+    if (svc.target.cluster) write_cluster_metrics(out, co_await all_clusters(svc, self));
     respool::http::write_request_metrics(out, shards);
     co_return make_response(bh::status::ok, req, std::move(out), respool::http::exposition_content_type);
 }

@@ -24,10 +24,34 @@ std::string_view text(const json::object& o, std::string_view key) {
     return v && v->is_string() ? std::string_view(v->get_string()) : std::string_view();
 }
 
+json::object pool_counts(const health_pool& p) {
+    return json::object{{"idle", p.idle},   {"active", p.active},   {"total", p.total},
+                        {"max", p.max},     {"waiting", p.waiting}, {"circuit", p.circuit}};
+}
+
+json::object cluster_json(const health_cluster& c) {
+    json::array hosts;
+    hosts.reserve(c.hosts.size());
+    for (const health_host& h : c.hosts) {
+        json::value lag = nullptr;
+        if (h.lag_ms) lag = *h.lag_ms;
+        hosts.push_back(json::object{{"thread", h.thread},
+                                     {"name", h.name},
+                                     {"role", h.role},
+                                     {"writable", h.writable},
+                                     {"timeline", h.timeline},
+                                     {"lag_ms", std::move(lag)},
+                                     {"pool", pool_counts(h.pool)}});
+    }
+    json::value primary = nullptr;
+    if (!c.primary.empty()) primary = c.primary;
+    return json::object{{"primary", std::move(primary)}, {"hosts", std::move(hosts)}};
+}
+
 }  // namespace
 
 std::string health_up_body(std::string_view database, std::size_t threads,
-                           const std::vector<health_pool>& pools) {
+                           const std::vector<health_pool>& pools, const health_cluster* cluster) {
     json::array list;
     list.reserve(pools.size());
     for (const health_pool& p : pools)
@@ -40,13 +64,16 @@ std::string health_up_body(std::string_view database, std::size_t threads,
                                     {"waiting", p.waiting},
                                     {"circuit", p.circuit}});
     // Insertion order is the order written: status first, as clients matching a prefix expect.
-    const json::object body{
+    json::object body{
         {"status", "up"}, {"database", database}, {"threads", threads}, {"pools", std::move(list)}};
+    if (cluster) body["cluster"] = cluster_json(*cluster);
     return json::serialize(body);
 }
 
-std::string health_down_body(std::string_view reason, std::string_view since) {
-    return json::serialize(json::object{{"status", "down"}, {"reason", reason}, {"since", since}});
+std::string health_down_body(std::string_view reason, std::string_view since, const health_cluster* cluster) {
+    json::object body{{"status", "down"}, {"reason", reason}, {"since", since}};
+    if (cluster) body["cluster"] = cluster_json(*cluster);
+    return json::serialize(body);
 }
 
 health_reading read_health(unsigned status, std::string_view body) {

@@ -3,12 +3,17 @@
 //   up:   {"status":"up","database":"sqlite","threads":1,"pools":[{"thread":0,"pool":"writer","idle":1,
 //          "active":0,"total":1,"max":1,"waiting":0,"circuit":"closed"},...]}
 //   down: {"status":"down","reason":"...","since":"2026-11-25T10:00:00.000Z"}
+// A cluster client (a multi-host PostgreSQL URL) adds, up or down, its hosts as each loop sees them:
+//   "cluster":{"primary":"127.0.0.1:5433","hosts":[{"thread":0,"name":"127.0.0.1:5433","role":"primary",
+//     "writable":true,"timeline":1,"lag_ms":0,"pool":{"idle":2,"active":0,"total":2,"max":16,
+//     "waiting":0,"circuit":"closed"}},...]}                   ("primary":null and "lag_ms":null: unknown)
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,9 +28,25 @@ struct health_pool {
     std::string_view circuit;  // the circuit's name: closed, open, half_open
 };
 
+// One host of a cluster as one event loop sees it (its pool: `pool`'s counts, name unused).
+struct health_host {
+    std::size_t thread = 0;
+    std::string_view name;  // host:port
+    std::string_view role;  // unknown, primary, standby, fenced, down
+    bool writable = false;
+    std::uint32_t timeline = 0;
+    std::optional<std::int64_t> lag_ms;  // nullopt: unknown (null)
+    health_pool pool;
+};
+struct health_cluster {
+    std::string_view primary;  // host:port, empty when none is known (null)
+    std::vector<health_host> hosts;
+};
+
 std::string health_up_body(std::string_view database, std::size_t threads,
-                           const std::vector<health_pool>& pools);
-std::string health_down_body(std::string_view reason, std::string_view since);
+                           const std::vector<health_pool>& pools, const health_cluster* cluster = nullptr);
+std::string health_down_body(std::string_view reason, std::string_view since,
+                             const health_cluster* cluster = nullptr);
 
 // What a client reads from a /health answer: up (200) or not; per pool name the sums over the event
 // loops of idle, active and waiting; the worst circuit ("open" over "half_open" over "closed"). A body

@@ -16,9 +16,13 @@ std::unique_ptr<kv_store> make_sqlite_store(boost::asio::any_io_executor ex, con
 std::unique_ptr<kv_store> make_pg_store(boost::asio::any_io_executor ex, const db_target& target,
                                         const serve_config& cfg);
 
+std::unique_ptr<kv_store> make_pg_cluster_store(boost::asio::any_io_executor ex, const db_target& target,
+                                                const serve_config& cfg, std::size_t worker);
+
 std::unique_ptr<kv_store> make_store(boost::asio::any_io_executor ex, const db_target& target,
-                                     const serve_config& cfg) {
+                                     const serve_config& cfg, std::size_t worker) {
     if (target.kind == db_kind::sqlite) return make_sqlite_store(std::move(ex), target, cfg);
+    if (target.cluster) return make_pg_cluster_store(std::move(ex), target, cfg, worker);
     return make_pg_store(std::move(ex), target, cfg);
 }
 

@@ -8,6 +8,7 @@
 // remembers whether the database answered, for /health (which never waits for a connection).
 #pragma once
 
+#include "cluster_view.hpp"
 #include "serve_flags.hpp"
 
 #include <respool/error.hpp>
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -68,6 +70,8 @@ public:
 
     // The pools' snapshots (pool_stats is no credential: safe on /metrics).
     virtual std::vector<pool_view> pools() const = 0;
+    // A cluster client's hosts and routing (a multi-host PostgreSQL URL); nullopt for one database.
+    virtual std::optional<cluster_view> cluster() const { return std::nullopt; }
     // Closes the pools: waiters fail with closed, idle connections go, lent ones as they come back;
     // completes when they are gone or `grace` has passed.
     virtual boost::asio::awaitable<void> close(std::chrono::nanoseconds grace) = 0;
@@ -102,10 +106,10 @@ private:
     std::size_t worker_ = 0;
 };
 
-// The store for `target` on `ex` (the loop's executor). Throws std::invalid_argument (masked) for a
-// setting the pool refuses.
+// The store for `target` on `ex` (the loop's executor) of event loop `worker`. Throws
+// std::invalid_argument (masked) for a setting the pool refuses.
 std::unique_ptr<kv_store> make_store(boost::asio::any_io_executor ex, const db_target& target,
-                                     const serve_config& cfg);
+                                     const serve_config& cfg, std::size_t worker = 0);
 
 // The increment rule of SPEC.md §6 on a stored value: `[+-]?[0-9]+` within signed 64 bits, plus one
 // without overflow. `current` is nullptr for a missing key (which starts at 0).

@@ -5,6 +5,8 @@
 
 #include <respool/pg/errors.hpp>
 
+#include <libpq-fe.h>
+
 #include <charconv>
 
 namespace respool_cli {
@@ -23,6 +25,22 @@ bool is_pg_uri(const std::string& url) {
 // connection string (libpq would read "foo" as a database name on the default socket).
 bool looks_like_conninfo(const std::string& url) {
     return url.find('=') != std::string::npos;
+}
+
+// More than one host in a conninfo libpq parses: a comma in host or hostaddr (libpq's lists).
+bool names_several_hosts(const std::string& conninfo) {
+    char* err = nullptr;
+    PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err);
+    if (err) PQfreemem(err);
+    if (!opts) return false;
+    bool several = false;
+    for (PQconninfoOption* o = opts; o->keyword; ++o) {
+        const std::string_view key = o->keyword;
+        if ((key == "host" || key == "hostaddr") && o->val && std::string_view(o->val).find(',') != std::string_view::npos)
+            several = true;
+    }
+    PQconninfoFree(opts);
+    return several;
 }
 
 }  // namespace
@@ -48,7 +66,27 @@ db_target parse_db_url(const std::string& url) {
         auto path = url.substr(std::string_view("sqlite:").size());
         return {db_kind::sqlite, path, path};
     }
-    return {db_kind::postgresql, url, respool::pg::masked(url)};
+    return {db_kind::postgresql, url, respool::pg::masked(url), names_several_hosts(url)};
+}
+
+std::string read_from_error(const std::string& text) {
+    if (text == "primary" || text == "standby" || text == "prefer-standby") return {};
+    return "'" + text + "' is not primary, standby or prefer-standby";
+}
+
+read_from parse_read_from(const std::string& text) {
+    if (text == "standby") return read_from::standby;
+    if (text == "prefer-standby") return read_from::prefer_standby;
+    return read_from::primary;
+}
+
+std::string_view to_string(read_from r) noexcept {
+    switch (r) {
+    case read_from::standby: return "standby";
+    case read_from::prefer_standby: return "prefer-standby";
+    case read_from::primary: break;
+    }
+    return "primary";
 }
 
 std::string listen_error(const std::string& text) {
@@ -117,8 +155,27 @@ void add_pool_flags(CLI::App& cmd, serve_config& cfg) {
         zero_duration::refused);
 }
 
+// Accepted with any --db (a deployment's flags need not change with its URL) and used only with a
+// multi-host PostgreSQL URL; --help says so.
+void add_cluster_flags(CLI::App& cmd, serve_config& cfg) {
+    cmd.add_option_function<std::string>(
+           "--read-from", [&cfg](const std::string& s) { cfg.read_route = parse_read_from(s); },
+           "multi-host PostgreSQL only: where GET reads, primary, standby or prefer-standby (a standby "
+           "within --max-replica-lag, else the primary)")
+        ->default_str(std::string(to_string(cfg.read_route)))
+        ->check(CLI::Validator(read_from_error, "primary|standby|prefer-standby"));
+    // 0 would make no standby ever current enough: refused, as --read-from primary says that.
+    add_duration_flag(cmd, "--max-replica-lag", cfg.max_replica_lag,
+                      "multi-host PostgreSQL only: a standby read may be this stale at most",
+                      zero_duration::refused);
+    add_duration_flag(cmd, "--failover-wait", cfg.failover_wait,
+                      "multi-host PostgreSQL only: a write waits this long for a new primary (then 503); "
+                      "0 = fail at once");
+}
+
 void add_serve_flags(CLI::App& cmd, serve_config& cfg) {
     add_pool_flags(cmd, cfg);
+    add_cluster_flags(cmd, cfg);
     cmd.add_option("--listen", cfg.listen, "HOST:PORT to listen on (port 0 picks a free port)")
         ->capture_default_str()
         ->check(CLI::Validator(listen_error, "HOST:PORT"));

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace respool_cli {
 
@@ -19,12 +20,21 @@ struct db_target {
     db_kind kind = db_kind::sqlite;
     std::string location;  // the SQLite path, or the conninfo / URI as given
     std::string shown;     // for messages: the path, or pg::masked(conninfo)
+    // PostgreSQL with more than one host (`postgresql://h1:p1,h2:p2/db`, `host=a,b`): the service is a
+    // cluster client (pg::cluster) instead of using one pool (pg::pool).
+    bool cluster = false;
 };
 
 // Why `url` is not a --db value (empty when it is one). For PostgreSQL, libpq parses it
 // (PQconninfoParse): a typo in a keyword fails here, at startup, not at the first connect.
 std::string db_url_error(const std::string& url);
 db_target parse_db_url(const std::string& url);  // url must have passed db_url_error
+
+// --read-from: where a cluster client sends GET (pg::route's three choices).
+enum class read_from { primary, standby, prefer_standby };
+std::string read_from_error(const std::string& text);  // empty when primary, standby or prefer-standby
+read_from parse_read_from(const std::string& text);    // text must have passed read_from_error
+std::string_view to_string(read_from r) noexcept;      // "primary", "standby", "prefer-standby"
 
 struct listen_address {
     std::string host;  // numeric address or a name resolved at startup
@@ -61,11 +71,18 @@ struct serve_config {
     std::chrono::nanoseconds shutdown_timeout = std::chrono::seconds(10);
     std::size_t body_limit = 1024 * 1024;  // SPEC.md §6: 1 MiB, 413 beyond
     std::string log_level = "info";        // error, warn, info, debug (log.hpp)
+    // A multi-host PostgreSQL URL only (no effect otherwise): where GET goes, how stale a standby may
+    // be, how long a write waits for a new primary.
+    read_from read_route = read_from::primary;
+    std::chrono::nanoseconds max_replica_lag = std::chrono::seconds(1);
+    std::chrono::nanoseconds failover_wait = std::chrono::seconds(5);
 };
 
 // Adds serve's flags to `cmd`, filling `cfg` (validated: durations, URL, address, ranges).
 void add_serve_flags(CLI::App& cmd, serve_config& cfg);
 // The pool and database flags alone (shared with `respool demo`).
 void add_pool_flags(CLI::App& cmd, serve_config& cfg);
+// The cluster flags alone (--read-from, --max-replica-lag, --failover-wait).
+void add_cluster_flags(CLI::App& cmd, serve_config& cfg);
 
 }  // namespace respool_cli

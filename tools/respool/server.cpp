@@ -153,7 +153,7 @@ int run_serve(const serve_config& cfg, serve_hooks* hooks) {
     service svc{cfg, parse_db_url(cfg.db), {}, std::make_unique<db_health>(cfg.threads)};
     for (std::size_t i = 0; i < cfg.threads; ++i) {
         svc.workers.push_back(std::make_unique<worker>(i));
-        svc.workers.back()->store = make_store(svc.workers.back()->io.get_executor(), svc.target, cfg);
+        svc.workers.back()->store = make_store(svc.workers.back()->io.get_executor(), svc.target, cfg, i);
         svc.workers.back()->store->report_to(*svc.health, i);
     }
     worker& w0 = *svc.workers[0];

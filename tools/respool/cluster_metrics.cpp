@@ -1,0 +1,114 @@
+#include "cluster_metrics.hpp"
+
+#include <array>
+#include <charconv>
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+namespace respool_cli {
+namespace {
+
+// A label value as the format escapes it (\\, \", \n).
+void append_label(std::string& out, std::string_view name, std::string_view value) {
+    if (out.back() != '{') out += ',';
+    out.append(name).append("=\"");
+    for (const char c : value) {
+        if (c == '\\' || c == '"') {
+            out += '\\';
+            out += c;
+        } else if (c == '\n') {
+            out += "\\n";
+        } else {
+            out += c;
+        }
+    }
+    out += '"';
+}
+
+void append_family(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+    out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+    out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+void append_number(std::string& out, double v) {
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, ec == std::errc() ? end : buf);
+}
+
+// name{thread="i"[,host="h"][,extra="v"]} value
+void append_sample(std::string& out, std::string_view name, std::size_t thread, std::string_view host,
+                   std::string_view extra_name, std::string_view extra_value, double value) {
+    out.append(name).append("{");
+    append_label(out, "thread", std::to_string(thread));
+    if (!host.empty()) append_label(out, "host", host);
+    if (!extra_name.empty()) append_label(out, extra_name, extra_value);
+    out.append("} ");
+    append_number(out, value);
+    out += '\n';
+}
+
+constexpr std::array<std::string_view, 5> roles{"unknown", "primary", "standby", "fenced", "down"};
+
+}  // namespace
+
+void write_cluster_metrics(std::string& out, const std::vector<std::optional<cluster_view>>& loops) {
+    bool any = false;
+    for (const auto& c : loops) any = any || c.has_value();
+    if (!any) return;
+
+    using host_value = std::function<std::optional<double>(const cluster_host_view&)>;
+    auto per_host = [&](std::string_view name, std::string_view type, std::string_view help, const host_value& f) {
+        append_family(out, name, type, help);
+        for (std::size_t t = 0; t < loops.size(); ++t)
+            if (loops[t])
+                for (const cluster_host_view& h : loops[t]->hosts)
+                    if (const auto v = f(h)) append_sample(out, name, t, h.name, {}, {}, *v);
+    };
+    using loop_value = std::function<double(const cluster_view&)>;
+    auto per_loop = [&](std::string_view name, std::string_view type, std::string_view help, const loop_value& f) {
+        append_family(out, name, type, help);
+        for (std::size_t t = 0; t < loops.size(); ++t)
+            if (loops[t]) append_sample(out, name, t, {}, {}, {}, f(*loops[t]));
+    };
+
+    append_family(out, "respool_pg_host_role", "gauge",
+                  "The host's role as the cluster sees it (1 for its role, 0 for the others).");
+    for (std::size_t t = 0; t < loops.size(); ++t)
+        if (loops[t])
+            for (const cluster_host_view& h : loops[t]->hosts)
+                for (const std::string_view r : roles)
+                    append_sample(out, "respool_pg_host_role", t, h.name, "role", r, h.role == r ? 1 : 0);
+    per_host("respool_pg_host_writable", "gauge", "1 while writes go to the host.",
+             [](const cluster_host_view& h) { return std::optional<double>(h.writable ? 1 : 0); });
+    per_host("respool_pg_host_timeline", "gauge", "The host's timeline from its last primary claim (0: none seen).",
+             [](const cluster_host_view& h) { return std::optional<double>(h.timeline); });
+    per_host("respool_pg_host_replica_lag_seconds", "gauge",
+             "How stale the host may be (0 for the primary; absent while unknown).",
+             [](const cluster_host_view& h) -> std::optional<double> {
+                 if (!h.lag) return std::nullopt;
+                 return std::chrono::duration<double>(*h.lag).count();
+             });
+    per_host("respool_pg_host_statements_total", "counter", "Operations the cluster routed to the host.",
+             [](const cluster_host_view& h) { return std::optional<double>(static_cast<double>(h.statements)); });
+    per_loop("respool_pg_cluster_primary_known", "gauge", "1 while a primary is known (writes can be served).",
+             [](const cluster_view& c) { return c.primary ? 1.0 : 0.0; });
+    per_loop("respool_pg_cluster_writes_waiting_for_primary", "gauge", "Writes waiting for a primary now.",
+             [](const cluster_view& c) { return static_cast<double>(c.waiting_for_primary); });
+    per_loop("respool_pg_cluster_failover_waits_total", "counter", "Writes that had to wait for a primary.",
+             [](const cluster_view& c) { return static_cast<double>(c.failover_waits); });
+    per_loop("respool_pg_cluster_failover_timeouts_total", "counter",
+             "Writes that gave up waiting for a primary (503).",
+             [](const cluster_view& c) { return static_cast<double>(c.failover_timeouts); });
+    append_family(out, "respool_pg_cluster_reads_total", "counter", "Reads routed, by where they went.");
+    for (std::size_t t = 0; t < loops.size(); ++t)
+        if (loops[t]) {
+            append_sample(out, "respool_pg_cluster_reads_total", t, {}, "to", "primary",
+                          static_cast<double>(loops[t]->reads_to_primary));
+            append_sample(out, "respool_pg_cluster_reads_total", t, {}, "to", "standby",
+                          static_cast<double>(loops[t]->reads_to_standby));
+        }
+}
+
+}  // namespace respool_cli
