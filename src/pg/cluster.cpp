@@ -141,7 +141,7 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
         op->route = r;
         op->diag = diag;
         auto slot = h.get_cancellation_slot();
-        op->handler = std::move(h);
+        op->handler.swap(h);  // not a move-assignment: Boost 1.81's recurses
         if (!r || r->to == route::primary) ++failover_waits;
         if (auto ec = waiting.push(op, clock::now(), cfg.failover_wait)) {
             auto handler = std::move(op->handler);
@@ -595,7 +595,7 @@ void cluster::start_query(std::string sql, std::optional<params> p, respool::dia
     op->sql = std::move(sql);
     op->p = std::move(p);
     op->diag = diag;
-    op->handler = std::move(handler);
+    op->handler.swap(handler);  // not a move-assignment: Boost 1.81's recurses
     asio::dispatch(state_->ex, [op] { op->start(); });
 }
 
@@ -608,7 +608,7 @@ void cluster::start_routed_query(read_options r, std::string sql, std::optional<
     op->sql = std::move(sql);
     op->p = std::move(p);
     op->diag = diag;
-    op->handler = std::move(handler);
+    op->handler.swap(handler);  // not a move-assignment: Boost 1.81's recurses
     asio::dispatch(state_->ex, [op] { op->start(); });
 }
 

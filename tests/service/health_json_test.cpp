@@ -110,7 +110,14 @@ TEST(health_json, a_down_or_unreadable_answer_reads_as_no_pools) {
 }
 
 TEST(health_json, a_cluster_client_lists_its_hosts_and_primary_up_or_down) {
-    const health_pool counts{.thread = 0, .name = {}, .idle = 2, .active = 1, .total = 3, .max = 16, .waiting = 0, .circuit = "closed"};
+    const health_pool counts{.thread = 0,
+                             .name = {},
+                             .idle = 2,
+                             .active = 1,
+                             .total = 3,
+                             .max = 16,
+                             .waiting = 0,
+                             .circuit = "closed"};
     health_cluster c{.primary = "127.0.0.1:5433",
                      .hosts = {{.thread = 0,
                                 .name = "127.0.0.1:5433",
@@ -126,14 +133,16 @@ TEST(health_json, a_cluster_client_lists_its_hosts_and_primary_up_or_down) {
                                 .lag_ms = std::nullopt,
                                 .pool = counts}}};
     const std::string up = health_up_body("postgresql", 1, {}, &c);
-    EXPECT_EQ(up,
-              R"({"status":"up","database":"postgresql","threads":1,"pools":[],"cluster":{"primary":"127.0.0.1:5433",)"
-              R"("hosts":[{"thread":0,"name":"127.0.0.1:5433","role":"primary","writable":true,"timeline":2,)"
-              R"("lag_ms":0,"pool":{"idle":2,"active":1,"total":3,"max":16,"waiting":0,"circuit":"closed"}},)"
-              R"({"thread":0,"name":"127.0.0.1:5434","role":"down","writable":false,"timeline":0,"lag_ms":null,)"
-              R"("pool":{"idle":2,"active":1,"total":3,"max":16,"waiting":0,"circuit":"closed"}}]}})");
+    EXPECT_EQ(
+        up,
+        R"({"status":"up","database":"postgresql","threads":1,"pools":[],"cluster":{"primary":"127.0.0.1:5433",)"
+        R"("hosts":[{"thread":0,"name":"127.0.0.1:5433","role":"primary","writable":true,"timeline":2,)"
+        R"("lag_ms":0,"pool":{"idle":2,"active":1,"total":3,"max":16,"waiting":0,"circuit":"closed"}},)"
+        R"({"thread":0,"name":"127.0.0.1:5434","role":"down","writable":false,"timeline":0,"lag_ms":null,)"
+        R"("pool":{"idle":2,"active":1,"total":3,"max":16,"waiting":0,"circuit":"closed"}}]}})");
     c.primary = {};
-    const std::string down = health_down_body("no primary: 127.0.0.1:5433 down", "2026-11-25T10:00:00.000Z", &c);
+    const std::string down =
+        health_down_body("no primary: 127.0.0.1:5433 down", "2026-11-25T10:00:00.000Z", &c);
     EXPECT_EQ(down.rfind(R"({"status":"down","reason":"no primary: 127.0.0.1:5433 down","since":)", 0), 0u)
         << down;
     const boost::json::value v = boost::json::parse(down);

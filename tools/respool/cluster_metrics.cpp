@@ -59,7 +59,8 @@ void write_cluster_metrics(std::string& out, const std::vector<std::optional<clu
     if (!any) return;
 
     using host_value = std::function<std::optional<double>(const cluster_host_view&)>;
-    auto per_host = [&](std::string_view name, std::string_view type, std::string_view help, const host_value& f) {
+    auto per_host = [&](std::string_view name, std::string_view type, std::string_view help,
+                        const host_value& f) {
         append_family(out, name, type, help);
         for (std::size_t t = 0; t < loops.size(); ++t)
             if (loops[t])
@@ -67,7 +68,8 @@ void write_cluster_metrics(std::string& out, const std::vector<std::optional<clu
                     if (const auto v = f(h)) append_sample(out, name, t, h.name, {}, {}, *v);
     };
     using loop_value = std::function<double(const cluster_view&)>;
-    auto per_loop = [&](std::string_view name, std::string_view type, std::string_view help, const loop_value& f) {
+    auto per_loop = [&](std::string_view name, std::string_view type, std::string_view help,
+                        const loop_value& f) {
         append_family(out, name, type, help);
         for (std::size_t t = 0; t < loops.size(); ++t)
             if (loops[t]) append_sample(out, name, t, {}, {}, {}, f(*loops[t]));
@@ -82,7 +84,8 @@ void write_cluster_metrics(std::string& out, const std::vector<std::optional<clu
                     append_sample(out, "respool_pg_host_role", t, h.name, "role", r, h.role == r ? 1 : 0);
     per_host("respool_pg_host_writable", "gauge", "1 while writes go to the host.",
              [](const cluster_host_view& h) { return std::optional<double>(h.writable ? 1 : 0); });
-    per_host("respool_pg_host_timeline", "gauge", "The host's timeline from its last primary claim (0: none seen).",
+    per_host("respool_pg_host_timeline", "gauge",
+             "The host's timeline from its last primary claim (0: none seen).",
              [](const cluster_host_view& h) { return std::optional<double>(h.timeline); });
     per_host("respool_pg_host_replica_lag_seconds", "gauge",
              "How stale the host may be (0 for the primary; absent while unknown).",
@@ -90,9 +93,11 @@ void write_cluster_metrics(std::string& out, const std::vector<std::optional<clu
                  if (!h.lag) return std::nullopt;
                  return std::chrono::duration<double>(*h.lag).count();
              });
-    per_host("respool_pg_host_statements_total", "counter", "Operations the cluster routed to the host.",
-             [](const cluster_host_view& h) { return std::optional<double>(static_cast<double>(h.statements)); });
-    per_loop("respool_pg_cluster_primary_known", "gauge", "1 while a primary is known (writes can be served).",
+    per_host(
+        "respool_pg_host_statements_total", "counter", "Operations the cluster routed to the host.",
+        [](const cluster_host_view& h) { return std::optional<double>(static_cast<double>(h.statements)); });
+    per_loop("respool_pg_cluster_primary_known", "gauge",
+             "1 while a primary is known (writes can be served).",
              [](const cluster_view& c) { return c.primary ? 1.0 : 0.0; });
     per_loop("respool_pg_cluster_writes_waiting_for_primary", "gauge", "Writes waiting for a primary now.",
              [](const cluster_view& c) { return static_cast<double>(c.waiting_for_primary); });

@@ -18,9 +18,9 @@ struct cluster_host_view {
     std::string name;  // host:port
     std::string role;  // unknown, primary, standby, fenced, down
     bool writable = false;
-    std::uint32_t timeline = 0;               // 0: none seen
+    std::uint32_t timeline = 0;                   // 0: none seen
     std::optional<std::chrono::nanoseconds> lag;  // nullopt: unknown
-    std::uint64_t statements = 0;             // operations routed to it
+    std::uint64_t statements = 0;                 // operations routed to it
     respool::pool_stats pool;
 };
 

@@ -37,9 +37,9 @@
 
 #include <exception>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <type_traits>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -62,7 +62,9 @@ struct read_route_of {
     using type = same_as_writes;
 };
 template <class Dialect>
-requires requires { typename Dialect::read_route; }
+requires requires {
+    typename Dialect::read_route;
+}
 struct read_route_of<Dialect> {
     using type = typename Dialect::read_route;
 };

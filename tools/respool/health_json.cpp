@@ -25,8 +25,8 @@ std::string_view text(const json::object& o, std::string_view key) {
 }
 
 json::object pool_counts(const health_pool& p) {
-    return json::object{{"idle", p.idle},   {"active", p.active},   {"total", p.total},
-                        {"max", p.max},     {"waiting", p.waiting}, {"circuit", p.circuit}};
+    return json::object{{"idle", p.idle}, {"active", p.active},   {"total", p.total},
+                        {"max", p.max},   {"waiting", p.waiting}, {"circuit", p.circuit}};
 }
 
 json::object cluster_json(const health_cluster& c) {

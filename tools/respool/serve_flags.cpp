@@ -36,7 +36,8 @@ bool names_several_hosts(const std::string& conninfo) {
     bool several = false;
     for (PQconninfoOption* o = opts; o->keyword; ++o) {
         const std::string_view key = o->keyword;
-        if ((key == "host" || key == "hostaddr") && o->val && std::string_view(o->val).find(',') != std::string_view::npos)
+        if ((key == "host" || key == "hostaddr") && o->val &&
+            std::string_view(o->val).find(',') != std::string_view::npos)
             several = true;
     }
     PQconninfoFree(opts);
