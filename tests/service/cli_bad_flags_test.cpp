@@ -66,6 +66,43 @@ TEST(cli_bad_flags, serve_refuses_wrong_pool_and_http_values_by_name) {
     });
 }
 
+// The cluster flags (a multi-host PostgreSQL URL): refused by name whatever the URL, before anything
+// connects.
+TEST(cli_bad_flags, serve_refuses_wrong_cluster_values_by_name) {
+    const std::string cluster_url = "postgresql://u@127.0.0.1:1,127.0.0.1:2/db";
+    expect_exit_2_naming({
+        {{"serve", "--read-from", "replica"},
+         "--read-from: 'replica' is not primary, standby or prefer-standby"},
+        {{"serve", "--read-from", ""}, "--read-from"},
+        {{"serve", "--db", cluster_url, "--read-from", "Standby"}, "--read-from"},
+        {{"serve", "--max-replica-lag", "1"}, "--max-replica-lag"},  // no unit
+        {{"serve", "--max-replica-lag", "0"}, "--max-replica-lag"},  // no standby would ever do
+        {{"serve", "--db", cluster_url, "--max-replica-lag", "-1s"}, "--max-replica-lag"},
+        {{"serve", "--failover-wait", "5"}, "--failover-wait"},
+        {{"serve", "--db", cluster_url, "--failover-wait", "soon"}, "--failover-wait"},
+    });
+}
+
+// Without a multi-host PostgreSQL URL the cluster flags are accepted and change nothing: the same
+// deployment flags work whatever --db says.
+TEST(cli_bad_flags, serve_takes_the_cluster_flags_on_one_database_without_effect) {
+    temp_dir dir;
+    serve_process p({"serve", "--db", "sqlite:" + dir.path + "/kv.db", "--listen", "127.0.0.1:0",
+                     "--read-from", "standby", "--max-replica-lag", "10ms", "--failover-wait", "0"});
+    const std::uint16_t port = p.wait_listening();
+    {
+        client c(port);
+        EXPECT_EQ(c.request("PUT", "/kv/k", "v").status, 204u);
+        EXPECT_EQ(c.request("GET", "/kv/k").body, "v");
+        const auto h = c.request("GET", "/health");
+        EXPECT_EQ(h.status, 200u);
+        EXPECT_EQ(h.body.find("cluster"), std::string::npos) << h.body;
+        EXPECT_EQ(c.request("GET", "/metrics").body.find("respool_pg_cluster"), std::string::npos);
+    }
+    p.signal(SIGTERM);
+    EXPECT_EQ(p.wait_exit(), 0) << p.stderr_text();
+}
+
 // The zeros that mean "none" or "off" (--busy-timeout: no wait for a lock; --idle-ttl, --max-lifetime:
 // off; --breaker-failures: no circuit; --cool-down: probe at once; --healthcheck-interval: off;
 // --max-waiters: no bound; --statement-timeout: none; --shutdown-timeout: cut at once; --min-idle)
