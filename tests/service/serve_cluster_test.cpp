@@ -76,6 +76,19 @@ bool has(const std::string& text, const std::string& needle) {
     return text.find(needle) != std::string::npos;
 }
 
+int occurrences(const std::string& text, const std::string& needle) {
+    int n = 0;
+    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size()))
+        ++n;
+    return n;
+}
+
+// A per-loop metric summed over the two loops of --threads 2.
+double per_loop_sum(const std::string& exposition, const std::string& name) {
+    return sample(exposition, name + R"({thread="0"})").value_or(0) +
+           sample(exposition, name + R"({thread="1"})").value_or(0);
+}
+
 }  // namespace
 
 TEST_F(serve_cluster, health_lists_every_host_and_the_primary_and_metrics_pass_promtool) {
@@ -117,7 +130,7 @@ TEST_F(serve_cluster, get_with_read_from_standby_runs_on_a_standby_never_on_the_
 }
 
 TEST_F(serve_cluster, a_promotion_is_followed_without_a_restart_and_a_waiting_write_succeeds) {
-    const auto port = start("serve_cl_failover", {"--failover-wait", "30s"});
+    const auto port = start("serve_cl_failover", {"--failover-wait", "30s", "--threads", "2"});
     client c(port);
     health_until(
         c, [&](const response& r) { return r.status == 200 && has(r.body, R"("role":"standby")"); },
@@ -126,8 +139,15 @@ TEST_F(serve_cluster, a_promotion_is_followed_without_a_restart_and_a_waiting_wr
     rig->wait_replayed(1);
 
     rig->stop(0);
-    const auto down = health_until(
-        c, [](const response& r) { return r.status == 503; }, "/health to say down");
+    // Both loops know there is no primary (a loop that still took node0 for one would send the write
+    // there, and fail it, instead of waiting).
+    test::pg_replica_set::wait_until(
+        [&] {
+            return per_loop_sum(c.request("GET", "/metrics").body, "respool_pg_cluster_primary_known") == 0;
+        },
+        30s, "both loops to know there is no primary");
+    const auto down = c.request("GET", "/health");
+    EXPECT_EQ(down.status, 503u) << down.body;
     EXPECT_TRUE(has(down.body, R"("status":"down","reason":")")) << down.body;
     EXPECT_TRUE(has(down.body, R"("primary":null)")) << down.body;
 
@@ -136,8 +156,8 @@ TEST_F(serve_cluster, a_promotion_is_followed_without_a_restart_and_a_waiting_wr
     std::thread writer([&] { waited = client(port).request("PUT", "/kv/k", "after"); });
     test::pg_replica_set::wait_until(
         [&] {
-            return sample(c.request("GET", "/metrics").body,
-                          R"(respool_pg_cluster_writes_waiting_for_primary{thread="0"})") == 1;
+            return per_loop_sum(c.request("GET", "/metrics").body,
+                                "respool_pg_cluster_writes_waiting_for_primary") == 1;
         },
         20s, "the write to wait for a primary");
     rig->promote(1);
@@ -154,11 +174,14 @@ TEST_F(serve_cluster, a_promotion_is_followed_without_a_restart_and_a_waiting_wr
                   .value_or(""),
               "after");
     const auto m = c.request("GET", "/metrics");
-    EXPECT_GE(sample(m.body, R"(respool_pg_cluster_failover_waits_total{thread="0"})").value_or(0), 1);
+    EXPECT_GE(per_loop_sum(m.body, "respool_pg_cluster_failover_waits_total"), 1);
     EXPECT_EQ(promtool_problems(m.body), "");
 
     const std::string log = process->stderr_text();
+    // One line per event, whatever the number of loops (each loop's cluster sees the change).
+    EXPECT_EQ(occurrences(log, "respool serve: host " + host(1) + " standby -> primary: promoted"), 1) << log;
     EXPECT_TRUE(has(log, "info  respool serve: host " + host(1) + " standby -> primary")) << log;
+    EXPECT_EQ(occurrences(log, "respool serve: host " + host(0) + " primary -> down"), 1) << log;
     EXPECT_TRUE(has(log, "warn  respool serve: host " + host(0) + " primary -> down")) << log;
     EXPECT_FALSE(has(log + up.body + down.body + m.body, password)) << log;
 }
