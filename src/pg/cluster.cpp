@@ -44,8 +44,11 @@ using clock = std::chrono::steady_clock;
 using host_handler = asio::any_completion_handler<void(error_code, std::size_t)>;
 
 // An operation waiting for a host its route accepts (a write for a primary, a read for a standby).
+// (Handlers are moved in at construction: Boost 1.81's any_completion_handler move-assignment recurses.)
 struct waiting_op : respool::detail::request_node {
     using owner_type = cluster_state;
+    waiting_op(std::optional<read_options> r, host_handler h, respool::diagnostics* d)
+        : route(r), handler(std::move(h)), diag(d) {}
     std::optional<read_options> route;
     host_handler handler;
     respool::diagnostics* diag = nullptr;
@@ -137,11 +140,8 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
             count_route(r, *host);
             return complete(std::move(h), {}, *host);
         }
-        auto op = std::make_shared<waiting_op>();
-        op->route = r;
-        op->diag = diag;
         auto slot = h.get_cancellation_slot();
-        op->handler = std::move(h);
+        auto op = std::make_shared<waiting_op>(r, std::move(h), diag);
         if (!r || r->to == route::primary) ++failover_waits;
         if (auto ec = waiting.push(op, clock::now(), cfg.failover_wait)) {
             auto handler = std::move(op->handler);
@@ -431,6 +431,10 @@ void check(const cluster_config& c) {
 
 // A host operation's continuation: the statement on the chosen host's pool, its failure heard.
 struct routed_query : std::enable_shared_from_this<routed_query> {
+    routed_query(std::shared_ptr<cluster_state> st, std::optional<read_options> r, std::string q,
+                 std::optional<params> pr, respool::diagnostics* d,
+                 asio::any_completion_handler<void(error_code, result)> h)
+        : s(std::move(st)), route(r), sql(std::move(q)), p(std::move(pr)), diag(d), handler(std::move(h)) {}
     std::shared_ptr<cluster_state> s;
     std::optional<read_options> route;
     std::string sql;
@@ -590,25 +594,15 @@ cluster_stats cluster::stats() const {
 void cluster::start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
                           query_handler handler) {
     if (diag) diag->clear();
-    auto op = std::make_shared<routed_query>();
-    op->s = state_;
-    op->sql = std::move(sql);
-    op->p = std::move(p);
-    op->diag = diag;
-    op->handler = std::move(handler);
+    auto op = std::make_shared<routed_query>(state_, std::nullopt, std::move(sql), std::move(p), diag,
+                                             std::move(handler));
     asio::dispatch(state_->ex, [op] { op->start(); });
 }
 
 void cluster::start_routed_query(read_options r, std::string sql, std::optional<params> p,
                                  respool::diagnostics* diag, query_handler handler) {
     if (diag) diag->clear();
-    auto op = std::make_shared<routed_query>();
-    op->s = state_;
-    op->route = r;
-    op->sql = std::move(sql);
-    op->p = std::move(p);
-    op->diag = diag;
-    op->handler = std::move(handler);
+    auto op = std::make_shared<routed_query>(state_, r, std::move(sql), std::move(p), diag, std::move(handler));
     asio::dispatch(state_->ex, [op] { op->start(); });
 }
 
