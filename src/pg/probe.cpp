@@ -8,7 +8,7 @@ namespace respool::pg::detail {
 const char* const probe_sql =
     "SELECT pg_is_in_recovery(),"
     " current_setting('default_transaction_read_only') = 'on',"
-    " CASE WHEN pg_is_in_recovery() THEN 0"
+    " CASE WHEN pg_is_in_recovery() THEN coalesce((SELECT received_tli FROM pg_stat_wal_receiver), 0)"
     " ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint END,"
     " (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END)::text,"
     " CASE WHEN pg_is_in_recovery() THEN"
