@@ -40,8 +40,9 @@ struct topology::state {
         // Claimed primary below the highest timeline seen; only a reading in recovery (or a claim on
         // a timeline higher than any seen, a new promotion) ends it.
         bool fenced = false;
-        bool read_only = false;  // default_transaction_read_only from its last reading
-        std::uint32_t timeline = 0;
+        bool read_only = false;                // default_transaction_read_only from its last reading
+        std::uint32_t timeline = 0;            // of its last primary claim
+        std::uint32_t receiving_timeline = 0;  // a standby's, from its last reading (0: not known)
         std::uint64_t lsn = 0;
         std::optional<time_point> fresh_as_of;
         bool suspect = false;  // a report or an error took its write permission (and read eligibility)
@@ -248,7 +249,11 @@ struct topology::state {
     }
 
     [[nodiscard]] bool eligible_standby(const host& h, time_point now, std::uint64_t min_lsn) const {
-        return h.role == host_role::standby && !h.suspect && h.fresh_as_of &&
+        // A standby still on an older timeline than the primary's holds positions of a history the
+        // cluster left: neither its LSN nor its freshness compares with the primary's.
+        const bool current_history =
+            h.receiving_timeline == 0 || !top_timeline || h.receiving_timeline >= *top_timeline;
+        return h.role == host_role::standby && !h.suspect && current_history && h.fresh_as_of &&
                now - *h.fresh_as_of <= cfg.max_replica_lag && h.lsn >= min_lsn;
     }
 };
@@ -289,6 +294,7 @@ void topology::probe_succeeded(std::size_t host, const probe_reading& r) {
     if (r.in_recovery) {
         h.claim.reset();
         h.fenced = false;
+        h.receiving_timeline = r.timeline;
     } else {
         h.claim = r.timeline;
         h.timeline = r.timeline;

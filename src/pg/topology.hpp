@@ -9,20 +9,34 @@
 //  - A host whose reading says "not in recovery" claims primary. The claimant on the highest timeline
 //    ever seen on a primary claim is the primary; a claimant on a lower timeline is fenced (also when
 //    the higher one is not reachable now: its writes would be rewound). Two claimants on the same
-//    highest timeline: no primary at all (split brain), until one of them stops claiming.
+//    highest timeline: no primary at all (split brain), until one of them stops claiming. A claimant
+//    that goes down keeps its claim (it may come back claiming): it still splits the brain, and a
+//    fence on it holds while it is down. A claim on a timeline higher than any seen is a new
+//    promotion: that host is the primary, whatever it was before.
 //  - A fenced host stays fenced until a reading says it is in recovery (it rejoined as a standby).
 //  - A primary that is read-only (default_transaction_read_only on) takes no writes.
+//  - A probe result sent before the last one applied for its host is ignored (overtaken).
 //  - A session report or an error only ever takes write permission away at once (a primary reported
 //    read-only or in hot standby, a write refused with 25006, a lost connection: the host is suspect
 //    and due for a probe now); a promotion (a standby's session reporting in_hot_standby off) makes
-//    the host due for a probe now, and only the probe's timeline makes it primary.
+//    the host due for a probe now, and only the probe's timeline makes it primary. Only a probe sent
+//    at or after the report or error answers it (one in flight then may predate the change). A report
+//    that agrees with the last probe asks for nothing (a read-only primary's sessions say read-only at
+//    every lease end).
 //  - Freshness: a standby is known to hold every commit acknowledged before fresh_as_of(), the later
 //    of (a) the send time of the newest primary reading whose insert LSN the standby's replay LSN has
 //    reached and (b) the probe's send time minus the age of the last replayed transaction. A read
 //    within the lag bound goes only to a host with now - fresh_as_of <= max_replica_lag; the primary
-//    is always fresh.
-//  - Probe schedule: every host every min(interval, max_replica_lag / 2); every no_primary_interval
-//    while no primary is known; at once when a report or an error made it suspect.
+//    is always fresh. Only the current primary's readings count (the last 64; positions of another
+//    host or timeline describe another history). A standby that reports receiving a timeline below
+//    the highest claimed one follows a history the cluster left: it takes no reads.
+//  - Probe schedule: every host every min(interval, max_replica_lag / 2) (a zero lag: interval);
+//    every no_primary_interval (if shorter) while no primary is known; at once when a report or an
+//    error made it suspect, and before its first probe.
+//
+// Bad input: the constructor throws std::invalid_argument (no host, an interval that is not positive,
+// a negative lag); a host index out of range throws std::out_of_range, except in next_probe (noexcept:
+// time_point::max(), never due). A moved-from topology may only be destroyed or assigned to.
 #pragma once
 
 #include <respool/pg/roles.hpp>
@@ -46,7 +60,9 @@ struct probe_reading {
     topology_clock::time_point received;  // when its answer arrived
     bool in_recovery = false;             // pg_is_in_recovery()
     bool read_only = false;               // default_transaction_read_only
-    std::uint32_t timeline = 0;           // a primary's current timeline (0: not known)
+    // A primary's current timeline; a standby's, the timeline it receives (pg_stat_wal_receiver's
+    // received_tli). 0: not known (a claim without one counts as timeline 0).
+    std::uint32_t timeline = 0;
     // A primary: pg_current_wal_insert_lsn(); a standby: pg_last_wal_replay_lsn() (0: not known).
     std::uint64_t lsn = 0;
     // A standby: the server's now() - pg_last_xact_replay_timestamp() (nullopt: nothing replayed yet).
@@ -113,13 +129,14 @@ public:
     // Where a read with `r` goes now: among the hosts eligible for it (a standby within the lag bound
     // whose LSN reached `min_lsn`; for prefer_standby the primary when no standby is), the one with the
     // least `load` (the driver's measure: leases out and waiting, per host), ties broken by `tiebreak`
-    // (a random number from the driver, so that equal hosts share the reads). route::primary gives
-    // primary(). nullopt: none eligible now.
+    // (a random number from the driver, so that equal hosts share the reads: the tied host number
+    // tiebreak % ties, in host order). A host past the end of `load` counts as load 0. route::primary
+    // gives primary(). nullopt: none eligible now.
     [[nodiscard]] std::optional<std::size_t> pick(route r, topology_clock::time_point now, std::uint64_t min_lsn,
                                                   std::span<const std::size_t> load, std::uint32_t tiebreak) const;
 
     // ---- scheduling and changes ----
-    // When `host`'s next probe is due (a time in the past: now).
+    // When `host`'s next probe is due (a time in the past: now; the epoch before its first probe).
     [[nodiscard]] topology_clock::time_point next_probe(std::size_t host) const noexcept;
     // Role changes since the last call, oldest first. The driver logs each, counts it, and retires the
     // pooled connections of a host that stopped being primary (to fenced, standby or down).

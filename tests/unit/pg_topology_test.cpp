@@ -103,8 +103,8 @@ TEST(pg_roles, commit_tokens_read_and_print_as_postgresql_writes_an_lsn) {
     EXPECT_EQ(respool::pg::commit_token_from_string("16/b374d848"), commit_token{0x16B374D848});
     EXPECT_EQ(respool::pg::commit_token_from_string("FFFFFFFF/FFFFFFFF"), commit_token{0xFFFFFFFFFFFFFFFF});
     EXPECT_EQ(respool::pg::commit_token_from_string("0/0"), commit_token{0});
-    for (const char* bad : {"", "16", "16/", "/1", "G/1", "1/G", "123456789/0", "0/123456789", "1/2/3",
-                            "-1/2", "+1/2", " 1/2", "1/2 ", "0x1/2", "1//2"})
+    for (const char* bad : {"", "16", "16/", "/1", "G/1", "1/G", "123456789/0", "0/123456789", "000000001/0",
+                            "1/2/3", "-1/2", "+1/2", " 1/2", "1/2 ", "0x1/2", "1//2"})
         EXPECT_EQ(respool::pg::commit_token_from_string(bad), std::nullopt) << bad;
 }
 
@@ -506,6 +506,41 @@ TEST(pg_topology, a_standby_without_any_freshness_evidence_takes_no_reads) {
     EXPECT_EQ(t.pick(route::standby, t0, 0, no_load, 0), std::nullopt);
 }
 
+TEST(pg_topology, after_a_failover_only_the_new_primarys_positions_make_a_standby_fresh) {
+    topology t = three_hosts();
+    t.probe_succeeded(db1, primary_reading(t0, 1, 1000));
+    t.probe_failed(db1, t0 + 500ms, "connection refused");
+    t.probe_succeeded(db2, primary_reading(t0 + 600ms, 2, 6000));
+    // db3 replayed db1's position 1000, not yet any of db2's: no evidence against the new primary.
+    t.probe_succeeded(db3, standby_reading(t0 + 700ms, 1000));
+    EXPECT_EQ(t.view(db3).fresh_as_of, std::nullopt);
+    EXPECT_EQ(t.pick(route::standby, t0 + 710ms, 0, no_load, 0), std::nullopt);
+    t.probe_succeeded(db3, standby_reading(t0 + 800ms, 6000));
+    EXPECT_EQ(t.view(db3).fresh_as_of, t0 + 600ms);
+    EXPECT_EQ(t.pick(route::standby, t0 + 810ms, 0, no_load, 0), db3);
+}
+
+TEST(pg_topology, a_standby_still_on_the_old_timeline_takes_no_reads) {
+    topology t = three_hosts();
+    t.probe_succeeded(db1, primary_reading(t0, 1, 1000));
+    probe_reading on_1 = standby_reading(t0, 1000, 1ms);
+    on_1.timeline = 1;
+    t.probe_succeeded(db3, on_1);
+    EXPECT_EQ(t.pick(route::standby, t0 + 10ms, 0, no_load, 0), db3);
+    t.probe_succeeded(db2, primary_reading(t0 + 100ms, 2, 1000));  // promoted at db1's last position
+    // db3 replayed up to the same position, but of timeline 1: db1's tail, not db2's commits.
+    on_1.sent = t0 + 200ms;
+    on_1.received = t0 + 201ms;
+    on_1.lsn = 1200;
+    t.probe_succeeded(db3, on_1);
+    EXPECT_EQ(t.pick(route::standby, t0 + 210ms, 1100, no_load, 0), std::nullopt);
+    EXPECT_EQ(t.pick(route::prefer_standby, t0 + 210ms, 0, no_load, 0), db2);
+    probe_reading on_2 = standby_reading(t0 + 300ms, 1200, 1ms);
+    on_2.timeline = 2;
+    t.probe_succeeded(db3, on_2);
+    EXPECT_EQ(t.pick(route::standby, t0 + 310ms, 1100, no_load, 0), db3);
+}
+
 TEST(pg_topology, read_your_writes_a_standby_behind_the_commit_is_skipped_and_the_primary_always_qualifies) {
     topology t = three_hosts();
     t.probe_succeeded(db1, primary_reading(t0, 1, 2000));
@@ -549,6 +584,7 @@ TEST(pg_topology, the_tiebreak_spreads_reads_over_equally_loaded_standbys) {
 TEST(pg_topology, prefer_standby_falls_back_to_the_primary_and_standby_to_nothing) {
     topology t = healthy_cluster();
     t.probe_failed(db2, t0 + 1s, "timeout");
+    EXPECT_EQ(t.view(db2).fresh_as_of, std::nullopt);            // a host that is down holds nothing known
     t.probe_succeeded(db3, standby_reading(t0 + 1s, 900, 30s));  // lagging
     const time_point now = t0 + 1010ms;
     EXPECT_EQ(t.pick(route::standby, now, 0, no_load, 0), std::nullopt);
@@ -631,6 +667,8 @@ struct property_run {
                                  : static_cast<std::uint32_t>(below(highest_claimed + 1));
             lsn += below(100);
             r.lsn = below(4) == 0 ? lsn - below(300) : lsn;
+            if (r.in_recovery && below(2) == 0)
+                r.timeline = static_cast<std::uint32_t>(below(highest_claimed + 1));
             if (below(3) != 0) r.replay_age = std::chrono::milliseconds(below(2000));
             if (!r.in_recovery) highest_claimed = std::max(highest_claimed, r.timeline);
             t.probe_succeeded(h, r);
