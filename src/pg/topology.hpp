@@ -13,7 +13,8 @@
 //    that goes down keeps its claim (it may come back claiming): it still splits the brain, and a
 //    fence on it holds while it is down. A claim on a timeline higher than any seen is a new
 //    promotion: that host is the primary, whatever it was before.
-//  - A fenced host stays fenced until a reading says it is in recovery (it rejoined as a standby).
+//  - A fenced host stays fenced until a reading says it is in recovery (it rejoined as a standby) or
+//    it claims a timeline higher than any seen.
 //  - A primary that is read-only (default_transaction_read_only on) takes no writes.
 //  - A probe result sent before the last one applied for its host is ignored (overtaken).
 //  - A session report or an error only ever takes write permission away at once (a primary reported
@@ -73,14 +74,15 @@ struct probe_reading {
 // One host's state as the topology sees it (for stats, /health and metrics).
 struct host_view {
     host_role role = host_role::unknown;
-    bool writable = false;         // role primary, not read-only, not suspect: writes go here
-    bool suspect = false;          // a report or an error said it may have changed; a probe is due
-    std::uint32_t timeline = 0;    // from the last reading that said primary (0: none)
-    std::uint64_t lsn = 0;         // from the last reading
+    // Writes go here: role primary, the only claimant on the highest timeline, not read-only, not suspect.
+    bool writable = false;
+    bool suspect = false;        // a report or an error said it may have changed; a probe is due
+    std::uint32_t timeline = 0;  // from the last reading that said primary (0: none)
+    std::uint64_t lsn = 0;       // from the last reading
     std::optional<topology_clock::time_point> fresh_as_of;  // a standby's (see the rules); nullopt: unknown
     topology_clock::time_point role_since{};                // when the role last changed
     topology_clock::time_point last_probe{};                // when the last probe (either outcome) was sent
-    std::string last_failure;      // why the last probe failed (masked by the caller), empty after a success
+    std::string last_failure;  // why the last probe failed (masked by the caller), empty after a success
 };
 
 // A host's role changed (or its write permission: from == to == primary then, with `reason` saying).
@@ -113,7 +115,8 @@ public:
     void probe_failed(std::size_t host, topology_clock::time_point sent, std::string reason);
     // ParameterStatus of a session of `host` as its lease ended (PostgreSQL 14 and later report both
     // on every change): in_hot_standby and default_transaction_read_only.
-    void session_reported(std::size_t host, bool in_hot_standby, bool read_only, topology_clock::time_point now);
+    void session_reported(std::size_t host, bool in_hot_standby, bool read_only,
+                          topology_clock::time_point now);
     // A connection to `host` was lost (57P01-57P03, SQLSTATE class 08, EOF): suspect, probe now.
     void connection_lost(std::size_t host, topology_clock::time_point now);
     // A write on `host` failed with 25006 (read_only_sql_transaction): not writable, probe now.
@@ -132,8 +135,9 @@ public:
     // (a random number from the driver, so that equal hosts share the reads: the tied host number
     // tiebreak % ties, in host order). A host past the end of `load` counts as load 0. route::primary
     // gives primary(). nullopt: none eligible now.
-    [[nodiscard]] std::optional<std::size_t> pick(route r, topology_clock::time_point now, std::uint64_t min_lsn,
-                                                  std::span<const std::size_t> load, std::uint32_t tiebreak) const;
+    [[nodiscard]] std::optional<std::size_t> pick(route r, topology_clock::time_point now,
+                                                  std::uint64_t min_lsn, std::span<const std::size_t> load,
+                                                  std::uint32_t tiebreak) const;
 
     // ---- scheduling and changes ----
     // When `host`'s next probe is due (a time in the past: now; the epoch before its first probe).
