@@ -357,14 +357,18 @@ void topology::session_reported(std::size_t host, bool in_hot_standby, bool read
     s_->settle(now, host);
 }
 
+// An error on a host that is down or not probed yet says nothing new (the pool's reconnects to a
+// down host fail over and over): it must not hurry the probes of a host its schedule covers.
 void topology::connection_lost(std::size_t host, topology_clock::time_point now) {
     state::host& h = s_->at(host);
+    if (h.role == host_role::down || h.role == host_role::unknown) return;
     s_->make_suspect(h, "a connection to it was lost", now);
     s_->settle(now, host);
 }
 
 void topology::write_refused(std::size_t host, topology_clock::time_point now) {
     state::host& h = s_->at(host);
+    if (h.role == host_role::down || h.role == host_role::unknown) return;
     s_->make_suspect(h, "a write was refused (read-only transaction)", now);
     s_->settle(now, host);
 }

@@ -117,9 +117,10 @@ public:
     // on every change): in_hot_standby and default_transaction_read_only.
     void session_reported(std::size_t host, bool in_hot_standby, bool read_only,
                           topology_clock::time_point now);
-    // A connection to `host` was lost (57P01-57P03, SQLSTATE class 08, EOF): suspect, probe now.
+    // A connection to `host` was lost (57P01-57P03, SQLSTATE class 08, EOF): suspect, probe now
+    // (nothing for a host that is down or not probed yet: its schedule covers it).
     void connection_lost(std::size_t host, topology_clock::time_point now);
-    // A write on `host` failed with 25006 (read_only_sql_transaction): not writable, probe now.
+    // A write on `host` failed with 25006 (read_only_sql_transaction): not writable, probe now (as above).
     void write_refused(std::size_t host, topology_clock::time_point now);
 
     // ---- where to go ----

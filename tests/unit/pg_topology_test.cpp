@@ -419,6 +419,20 @@ TEST(pg_topology, a_refused_write_or_a_lost_connection_makes_the_primary_suspect
     EXPECT_EQ(reasons(t), std::vector<std::string>{"db1:5432 down: connection refused"});
 }
 
+TEST(pg_topology, connections_failing_on_a_host_known_down_do_not_hurry_its_probes) {
+    topology t = healthy_cluster();
+    t.probe_failed(db2, t0 + 1s, "connection refused");
+    t.take_changes();
+    // The pool's reconnects keep failing there: each says nothing the failed probe did not.
+    for (int i = 1; i <= 3; ++i) {
+        t.connection_lost(db2, t0 + 1s + i * 10ms);
+        t.write_refused(db2, t0 + 1s + i * 10ms);
+    }
+    EXPECT_FALSE(t.view(db2).suspect);
+    EXPECT_EQ(t.next_probe(db2), t0 + 1500ms);
+    EXPECT_TRUE(t.take_changes().empty());
+}
+
 TEST(pg_topology, a_standby_that_lost_a_connection_takes_no_reads_until_a_probe) {
     topology t = healthy_cluster();
     const std::array<std::size_t, 3> load{0, 0, 9};
