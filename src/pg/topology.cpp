@@ -243,7 +243,9 @@ struct topology::state {
 
     [[nodiscard]] topology_clock::duration period() const noexcept {
         topology_clock::duration p = cfg.interval;
-        if (cfg.max_replica_lag > topology_clock::duration::zero()) p = std::min(p, cfg.max_replica_lag / 2);
+        // A lag bound too small to halve (zero: no standby reads) must not make the probes continuous.
+        if (cfg.max_replica_lag / 2 > topology_clock::duration::zero())
+            p = std::min(p, cfg.max_replica_lag / 2);
         if (!primary()) p = std::min(p, cfg.no_primary_interval);
         return p;
     }

@@ -31,9 +31,9 @@
 //    is always fresh. Only the current primary's readings count (the last 64; positions of another
 //    host or timeline describe another history). A standby that reports receiving a timeline below
 //    the highest claimed one follows a history the cluster left: it takes no reads.
-//  - Probe schedule: every host every min(interval, max_replica_lag / 2) (a zero lag: interval);
-//    every no_primary_interval (if shorter) while no primary is known; at once when a report or an
-//    error made it suspect, and before its first probe.
+//  - Probe schedule: every host every min(interval, max_replica_lag / 2) (a lag too small to halve:
+//    the interval); every no_primary_interval (if shorter) while no primary is known; at once when a
+//    report or an error made it suspect, and before its first probe.
 //
 // Bad input: the constructor throws std::invalid_argument (no host, an interval that is not positive,
 // a negative lag); a host index out of range throws std::out_of_range, except in next_probe (noexcept:

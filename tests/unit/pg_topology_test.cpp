@@ -634,6 +634,9 @@ TEST(pg_topology, probes_are_due_at_once_first_then_every_period_of_the_mode) {
     no_lag.max_replica_lag = 0s;  // no standby reads within a zero lag: the interval alone
     topology z = healthy_cluster(no_lag);
     EXPECT_EQ(z.next_probe(db2), t0 + 1s);
+    topology::settings tiny_lag;
+    tiny_lag.max_replica_lag = topology_clock::duration(1);  // too small to halve: the interval as well
+    EXPECT_EQ(healthy_cluster(tiny_lag).next_probe(db2), t0 + 1s);
 }
 
 // ---------------------------------------------------------------- random events, invariants after each
