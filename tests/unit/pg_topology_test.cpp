@@ -651,6 +651,7 @@ struct property_run {
     std::uint64_t lsn = 1000;
     std::array<host_role, 4> roles{};
     std::array<bool, 4> writable{};
+    std::array<std::uint32_t, 4> receiving{};  // the timeline of each host's last reading in recovery
     const std::array<std::string, 4> names{"db1:5432", "db2:5433", "db3:5434", "db4:5435"};
 
     explicit property_run(std::uint64_t seed) : rng(seed) {}
@@ -688,6 +689,7 @@ struct property_run {
                 r.timeline = static_cast<std::uint32_t>(below(highest_claimed + 1));
             if (below(3) != 0) r.replay_age = std::chrono::milliseconds(below(2000));
             if (!r.in_recovery) highest_claimed = std::max(highest_claimed, r.timeline);
+            if (r.in_recovery) receiving[h] = r.timeline;
             t.probe_succeeded(h, r);
             break;
         }
@@ -716,16 +718,29 @@ struct property_run {
         }
         const std::array<std::size_t, 4> load{below(3), below(3), below(3), below(3)};
         for (const route r : {route::primary, route::standby, route::prefer_standby}) {
-            const auto picked =
-                t.pick(r, now, below(2) == 0 ? 0 : lsn - below(200), load, static_cast<std::uint32_t>(rng()));
+            const std::uint64_t min_lsn = below(2) == 0 ? 0 : lsn - below(200);
+            const auto picked = t.pick(r, now, min_lsn, load, static_cast<std::uint32_t>(rng()));
             if (!picked) continue;
-            const host_role role = t.view(*picked).role;
-            ASSERT_NE(role, host_role::fenced);
-            ASSERT_NE(role, host_role::down);
-            if (r == route::standby) {
-                ASSERT_EQ(role, host_role::standby);
-                ASSERT_NE(picked, t.primary());
-            } else if (role == host_role::primary) {
+            const host_view v = t.view(*picked);
+            ASSERT_NE(v.role, host_role::fenced);
+            ASSERT_NE(v.role, host_role::down);
+            ASSERT_FALSE(v.suspect);
+            if (v.role == host_role::standby) {
+                ASSERT_NE(r, route::primary);
+                ASSERT_TRUE(v.fresh_as_of.has_value());
+                ASSERT_LE(now - *v.fresh_as_of, 500ms);
+                ASSERT_GE(v.lsn, min_lsn);
+                // the least loaded of the standbys that qualify
+                for (std::size_t other = 0; other < 4; ++other) {
+                    const host_view o = t.view(other);
+                    const bool current_history = receiving[other] == 0 || receiving[other] >= highest_claimed;
+                    if (o.role == host_role::standby && !o.suspect && current_history && o.fresh_as_of &&
+                        now - *o.fresh_as_of <= 500ms && o.lsn >= min_lsn) {
+                        ASSERT_LE(load[*picked], load[other]) << "host " << other;
+                    }
+                }
+            } else {
+                ASSERT_NE(r, route::standby);
                 ASSERT_EQ(picked, t.primary());
             }
         }
