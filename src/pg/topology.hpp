@@ -90,7 +90,10 @@ struct role_change {
     std::size_t host = 0;
     host_role from = host_role::unknown;
     host_role to = host_role::unknown;
-    std::string reason;  // in words, for the log line: "promoted (timeline 2)", "fenced: timeline 1 < 2", ...
+    // In words, naming the host and the cause, for the log line: "db2:5433 promoted to primary (timeline
+    // 2)", "db1:5432 fenced: it claims primary on timeline 1, db2:5433 is on timeline 2", "db1:5432 down:
+    // connection refused", "db1:5432 not writable: a session reported read-only".
+    std::string reason;
     topology_clock::time_point at{};
 };
 
