@@ -40,8 +40,9 @@ struct topology::state {
         // Claimed primary below the highest timeline seen; only a reading in recovery (or a claim on
         // a timeline higher than any seen, a new promotion) ends it.
         bool fenced = false;
-        bool read_only = false;  // default_transaction_read_only from its last reading
-        std::uint32_t timeline = 0;
+        bool read_only = false;                // default_transaction_read_only from its last reading
+        std::uint32_t timeline = 0;            // of its last primary claim
+        std::uint32_t receiving_timeline = 0;  // a standby's, from its last reading (0: not known)
         std::uint64_t lsn = 0;
         std::optional<time_point> fresh_as_of;
         bool suspect = false;  // a report or an error took its write permission (and read eligibility)
@@ -242,13 +243,19 @@ struct topology::state {
 
     [[nodiscard]] topology_clock::duration period() const noexcept {
         topology_clock::duration p = cfg.interval;
-        if (cfg.max_replica_lag > topology_clock::duration::zero()) p = std::min(p, cfg.max_replica_lag / 2);
+        // A lag bound too small to halve (zero: no standby reads) must not make the probes continuous.
+        if (cfg.max_replica_lag / 2 > topology_clock::duration::zero())
+            p = std::min(p, cfg.max_replica_lag / 2);
         if (!primary()) p = std::min(p, cfg.no_primary_interval);
         return p;
     }
 
     [[nodiscard]] bool eligible_standby(const host& h, time_point now, std::uint64_t min_lsn) const {
-        return h.role == host_role::standby && !h.suspect && h.fresh_as_of &&
+        // A standby still on an older timeline than the primary's holds positions of a history the
+        // cluster left: neither its LSN nor its freshness compares with the primary's.
+        const bool current_history =
+            h.receiving_timeline == 0 || !top_timeline || h.receiving_timeline >= *top_timeline;
+        return h.role == host_role::standby && !h.suspect && current_history && h.fresh_as_of &&
                now - *h.fresh_as_of <= cfg.max_replica_lag && h.lsn >= min_lsn;
     }
 };
@@ -289,6 +296,7 @@ void topology::probe_succeeded(std::size_t host, const probe_reading& r) {
     if (r.in_recovery) {
         h.claim.reset();
         h.fenced = false;
+        h.receiving_timeline = r.timeline;
     } else {
         h.claim = r.timeline;
         h.timeline = r.timeline;
@@ -351,14 +359,18 @@ void topology::session_reported(std::size_t host, bool in_hot_standby, bool read
     s_->settle(now, host);
 }
 
+// An error on a host that is down or not probed yet says nothing new (the pool's reconnects to a
+// down host fail over and over): it must not hurry the probes of a host its schedule covers.
 void topology::connection_lost(std::size_t host, topology_clock::time_point now) {
     state::host& h = s_->at(host);
+    if (h.role == host_role::down || h.role == host_role::unknown) return;
     s_->make_suspect(h, "a connection to it was lost", now);
     s_->settle(now, host);
 }
 
 void topology::write_refused(std::size_t host, topology_clock::time_point now) {
     state::host& h = s_->at(host);
+    if (h.role == host_role::down || h.role == host_role::unknown) return;
     s_->make_suspect(h, "a write was refused (read-only transaction)", now);
     s_->settle(now, host);
 }
