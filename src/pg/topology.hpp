@@ -6,15 +6,18 @@
 // retirement of a demoted or fenced host's connections).
 //
 // Rules (docs/06-postgresql.md, "Clusters"):
-//  - A host whose reading says "not in recovery" claims primary. The claimant on the highest timeline
-//    ever seen on a primary claim is the primary; a claimant on a lower timeline is fenced (also when
-//    the higher one is not reachable now: its writes would be rewound). Two claimants on the same
-//    highest timeline: no primary at all (split brain), until one of them stops claiming. A claimant
-//    that goes down keeps its claim (it may come back claiming): it still splits the brain, and a
-//    fence on it holds while it is down. A claim on a timeline higher than any seen is a new
-//    promotion: that host is the primary, whatever it was before.
-//  - A fenced host stays fenced until a reading says it is in recovery (it rejoined as a standby) or
-//    it claims a timeline higher than any seen.
+//  - A host whose reading says "not in recovery" claims primary. Each host is known to be on a
+//    timeline: its claim's, or the one it receives as a standby; a host that is down, or a standby
+//    that receives nothing, keeps the last one known. The claimant on the highest of them is the
+//    primary; a claimant on a lower one is fenced (also when the host on the higher one is not
+//    reachable now: its writes would be rewound). Two claimants on the same highest timeline: no
+//    primary at all (split brain), until one of them stops claiming. A claimant that goes down keeps
+//    its claim (it may come back claiming): it still splits the brain, and a fence on it holds while
+//    it is down. A claim on a timeline higher than any known is a new promotion: that host is the
+//    primary, whatever it was before.
+//  - A fence ends when the host is seen in recovery (it rejoined as a standby), when it claims the
+//    highest timeline, or when the host on the higher timeline is seen on a lower one (its operator
+//    rewound it onto the fenced host's history): a fence never outlives the history it protects.
 //  - A primary that is read-only (default_transaction_read_only on) takes no writes.
 //  - A probe result sent before the last one applied for its host is ignored (overtaken).
 //  - A session report or an error only ever takes write permission away at once (a primary reported

@@ -289,6 +289,29 @@ TEST(pg_topology, a_fenced_host_rejoins_as_a_standby) {
     EXPECT_EQ(t.pick(route::standby, t0 + 2s, 0, std::array<std::size_t, 3>{0, 0, 5}, 0), db1);
 }
 
+TEST(pg_topology, a_fence_holds_while_the_newer_history_may_live_and_lifts_when_its_host_gave_it_up) {
+    topology t = healthy_cluster();
+    t.probe_succeeded(db2, primary_reading(t0 + 1s, 2, 1100));  // db1 fenced
+    t.take_changes();
+    // The newer primary unreachable (a partition): it may still be writing on timeline 2.
+    t.probe_failed(db2, t0 + 2s, "timeout");
+    t.probe_succeeded(db1, primary_reading(t0 + 2s, 1, 1200));
+    EXPECT_EQ(t.view(db1).role, host_role::fenced);
+    // Back in recovery but receiving nothing yet: which history it follows is not known.
+    t.probe_succeeded(db2, standby_reading(t0 + 3s, 1100));
+    EXPECT_EQ(t.view(db1).role, host_role::fenced);
+    EXPECT_EQ(t.primary(), std::nullopt);
+    t.take_changes();
+    // Rewound onto db1's timeline by its operator: nobody is on timeline 2 any more.
+    probe_reading follows_db1 = standby_reading(t0 + 4s, 1200, 1ms);
+    follows_db1.timeline = 1;
+    t.probe_succeeded(db2, follows_db1);
+    EXPECT_EQ(t.primary(), db1);
+    EXPECT_EQ(t.view(db2).role, host_role::standby);
+    EXPECT_EQ(reasons(t), std::vector<std::string>{
+                              "db1:5432 is primary again (timeline 1): no host is on a newer timeline any more"});
+}
+
 TEST(pg_topology, a_host_promoted_past_every_timeline_seen_is_primary_even_after_being_fenced) {
     topology t = healthy_cluster();
     t.probe_succeeded(db2, primary_reading(t0 + 1s, 2, 1100));  // db1 fenced
@@ -651,6 +674,9 @@ struct property_run {
     std::array<host_role, 4> roles{};
     std::array<bool, 4> writable{};
     std::array<std::uint32_t, 4> receiving{};  // the timeline of each host's last reading in recovery
+    // The newest timeline each host is known to be on: its claim, or a timeline it receives (kept
+    // while it is down or receives nothing). The primary is on the highest of them.
+    std::array<std::uint32_t, 4> known{};
     const std::array<std::string, 4> names{"db1:5432", "db2:5433", "db3:5434", "db4:5435"};
 
     explicit property_run(std::uint64_t seed) : rng(seed) {}
@@ -689,6 +715,7 @@ struct property_run {
             if (below(3) != 0) r.replay_age = std::chrono::milliseconds(below(2000));
             if (!r.in_recovery) highest_claimed = std::max(highest_claimed, r.timeline);
             if (r.in_recovery) receiving[h] = r.timeline;
+            if (!r.in_recovery || r.timeline > 0) known[h] = r.timeline;
             t.probe_succeeded(h, r);
             break;
         }
@@ -709,7 +736,7 @@ struct property_run {
             const host_view v = t.view(*p);
             ASSERT_TRUE(v.writable);
             ASSERT_EQ(v.role, host_role::primary);
-            ASSERT_EQ(v.timeline, highest_claimed);
+            ASSERT_EQ(v.timeline, *std::max_element(known.begin(), known.end()));
             ASSERT_TRUE(t.no_primary_reason().empty());
         } else {
             ASSERT_EQ(writable_hosts, 0u);
@@ -732,7 +759,8 @@ struct property_run {
                 // the least loaded of the standbys that qualify
                 for (std::size_t other = 0; other < 4; ++other) {
                     const host_view o = t.view(other);
-                    const bool current_history = receiving[other] == 0 || receiving[other] >= highest_claimed;
+                    const bool current_history =
+                        receiving[other] == 0 || receiving[other] >= *std::max_element(known.begin(), known.end());
                     if (o.role == host_role::standby && !o.suspect && current_history && o.fresh_as_of &&
                         now - *o.fresh_as_of <= 500ms && o.lsn >= min_lsn) {
                         ASSERT_LE(load[*picked], load[other]) << "host " << other;
