@@ -40,7 +40,7 @@ struct topology::state {
         // Claimed primary below the highest timeline seen; only a reading in recovery (or a claim on
         // a timeline higher than any seen, a new promotion) ends it.
         bool fenced = false;
-        std::uint32_t fenced_claim = 0;  // the claim it was fenced on (its messages)
+        std::uint32_t fenced_claim = 0;        // the claim it was fenced on (its messages)
         bool read_only = false;                // default_transaction_read_only from its last reading
         std::uint32_t timeline = 0;            // of its last primary claim
         std::uint32_t receiving_timeline = 0;  // a standby's, from its last reading (0: not known)
@@ -67,8 +67,8 @@ struct topology::state {
     // a host that is down keeps its last): a claim below it is fenced. It falls only when the host
     // that was on it is seen on a lower one (rewound onto the other history by its operator).
     std::optional<std::uint32_t> top_timeline;
-    std::size_t top_host = 0;  // a host on it (for messages)
-    std::deque<primary_sample> history;         // newest last, all from one primary on one timeline
+    std::size_t top_host = 0;            // a host on it (for messages)
+    std::deque<primary_sample> history;  // newest last, all from one primary on one timeline
     std::size_t history_host = 0;
     std::uint32_t history_timeline = 0;
     std::vector<role_change> changes;

@@ -74,8 +74,9 @@ public:
         stop_writers();
         if (::testing::Test::HasFailure())  // the role changes it saw, for the failure's story
             for (const auto& c : changes())
-                std::printf("role change: %s %s -> %s: %s\n", c.host.c_str(), std::string(to_string(c.from)).c_str(),
-                            std::string(to_string(c.to)).c_str(), c.reason.c_str());
+                std::printf("role change: %s %s -> %s: %s\n", c.host.c_str(),
+                            std::string(to_string(c.from)).c_str(), std::string(to_string(c.to)).c_str(),
+                            c.reason.c_str());
         asio::post(io_, [this] { db_.reset(); });
         work_.reset();
         thread_.join();
@@ -131,7 +132,8 @@ public:
         return std::nullopt;
     }
 
-    static void pg_test_wait(const std::function<bool()>& done, std::chrono::milliseconds limit, std::string_view what) {
+    static void pg_test_wait(const std::function<bool()>& done, std::chrono::milliseconds limit,
+                             std::string_view what) {
         test::pg_replica_set::wait_until(done, limit, what);
     }
 
@@ -153,14 +155,15 @@ private:
             respool::diagnostics diag;
             const auto sent = clock_type::now();
             auto [ec, r] = co_await db_->async_query(
-                "INSERT INTO ledger (at) VALUES (clock_timestamp()) RETURNING id, inet_server_port()", pg::params(),
-                &diag, asio::as_tuple(asio::use_awaitable));
+                "INSERT INTO ledger (at) VALUES (clock_timestamp()) RETURNING id, inet_server_port()",
+                pg::params(), &diag, asio::as_tuple(asio::use_awaitable));
             std::lock_guard lock(mutex_);
             if (ec) {
                 ++failures_;
                 failure_messages_.push_back(ec.message() + ": " + diag.message);
             } else {
-                acks_.push_back({r.get<std::int64_t>(0, 0), r.get<std::int32_t>(0, 1), sent, clock_type::now()});
+                acks_.push_back(
+                    {r.get<std::int64_t>(0, 0), r.get<std::int32_t>(0, 1), sent, clock_type::now()});
             }
         }
         --writers_;
@@ -186,9 +189,11 @@ std::string name_of(const test::pg_replica_set& rs, int i) {
 class pg_cluster_replicas : public ::testing::Test {
 protected:
     void SetUp() override {
-        if (!test::pg_replica_set::available()) GTEST_SKIP() << "no replicated cluster (RESPOOL_PG_REPLICAS_FILE)";
+        if (!test::pg_replica_set::available())
+            GTEST_SKIP() << "no replicated cluster (RESPOOL_PG_REPLICAS_FILE)";
         rs_.emplace();
-        rs_->query(0, "CREATE TABLE IF NOT EXISTS ledger (id bigserial PRIMARY KEY, at timestamptz NOT NULL)");
+        rs_->query(0,
+                   "CREATE TABLE IF NOT EXISTS ledger (id bigserial PRIMARY KEY, at timestamptz NOT NULL)");
         rs_->query(0, "TRUNCATE ledger");
         for (int i = 1; i < rs_->nodes(); ++i) rs_->wait_replayed(i);
     }
@@ -227,8 +232,9 @@ TEST_F(pg_cluster_replicas, learns_the_roles_and_balances_reads_over_the_standby
         pg::result w = co_await c.db().async_query("SELECT inet_server_port()", asio::use_awaitable);
         EXPECT_EQ(w.get<std::int32_t>(0, 0), rs_->port(0));
         for (int i = 0; i < 200; ++i) {
-            pg::result r = co_await c.db().async_query(pg::read_options{.to = pg::route::standby},
-                                                       "SELECT inet_server_port()", pg::params(), asio::use_awaitable);
+            pg::result r =
+                co_await c.db().async_query(pg::read_options{.to = pg::route::standby},
+                                            "SELECT inet_server_port()", pg::params(), asio::use_awaitable);
             ++by_port[r.get<std::int32_t>(0, 0)];
         }
     });
@@ -245,7 +251,8 @@ TEST_F(pg_cluster_replicas, a_crash_then_a_promotion_fails_no_write_that_arrived
     cluster_rig::pg_test_wait([&] { return c.acks().size() >= 50; }, 10s, "writes on node0");
     rs_->crash(0);
     const auto crashed = clock_type::now();
-    cluster_rig::pg_test_wait([&] { return !c.stats().primary.has_value(); }, 5s, "the cluster to see no primary");
+    cluster_rig::pg_test_wait([&] { return !c.stats().primary.has_value(); }, 5s,
+                              "the cluster to see no primary");
     rs_->promote(1);
     const auto promoted = clock_type::now();
     cluster_rig::pg_test_wait(
@@ -258,13 +265,15 @@ TEST_F(pg_cluster_replicas, a_crash_then_a_promotion_fails_no_write_that_arrived
     c.stop_writers();
     std::optional<clock_type::time_point> first_on_new;
     for (const auto& a : c.acks()) {
-        EXPECT_FALSE(a.port == rs_->port(0) && a.sent > crashed) << "node0 acknowledged a write sent after its crash";
+        EXPECT_FALSE(a.port == rs_->port(0) && a.sent > crashed)
+            << "node0 acknowledged a write sent after its crash";
         if (a.port == rs_->port(1) && !first_on_new) first_on_new = a.at;
     }
     ASSERT_TRUE(first_on_new);
     // Only the statements in flight at the crash may fail (one per writer at most).
     EXPECT_LE(c.failures(), 4u);
-    for (const auto& m : c.failure_messages()) EXPECT_EQ(m.find("respool-test-secret"), std::string::npos) << m;
+    for (const auto& m : c.failure_messages())
+        EXPECT_EQ(m.find("respool-test-secret"), std::string::npos) << m;
     const auto gap = std::chrono::duration_cast<std::chrono::milliseconds>(*first_on_new - promoted);
     std::printf("first write on the new primary %lld ms after pg_ctl promote returned\n",
                 static_cast<long long>(gap.count()));
@@ -277,11 +286,12 @@ TEST_F(pg_cluster_replicas, a_crash_then_a_promotion_fails_no_write_that_arrived
         cluster_rig::pg_test_wait([&] { return c.stats().primary == 0u; }, 10s, "node0 primary again");
     } catch (...) {
         for (const auto& ch : c.changes())
-            std::printf("role change: %s %s -> %s: %s\n", ch.host.c_str(), std::string(to_string(ch.from)).c_str(),
-                        std::string(to_string(ch.to)).c_str(), ch.reason.c_str());
+            std::printf("role change: %s %s -> %s: %s\n", ch.host.c_str(),
+                        std::string(to_string(ch.from)).c_str(), std::string(to_string(ch.to)).c_str(),
+                        ch.reason.c_str());
         for (const auto& h : c.stats().hosts)
-            std::printf("host %s %s tl %u: %s\n", h.name.c_str(), std::string(to_string(h.role)).c_str(), h.timeline,
-                        h.last_failure.c_str());
+            std::printf("host %s %s tl %u: %s\n", h.name.c_str(), std::string(to_string(h.role)).c_str(),
+                        h.timeline, h.last_failure.c_str());
         throw;
     }
     c.call([&]() -> asio::awaitable<void> {
@@ -298,8 +308,8 @@ TEST_F(pg_cluster_replicas, split_brain_the_old_primary_is_fenced_and_takes_no_w
     cluster_rig::pg_test_wait([&] { return c.acks().size() >= 50; }, 10s, "writes on node0");
     rs_->promote(1);  // node0 runs on: two primaries
     const auto promoted = clock_type::now();
-    cluster_rig::pg_test_wait([&] { return c.became(name_of(*rs_, 0), pg::host_role::fenced).has_value(); }, 5s,
-                              "node0 fenced");
+    cluster_rig::pg_test_wait([&] { return c.became(name_of(*rs_, 0), pg::host_role::fenced).has_value(); },
+                              5s, "node0 fenced");
     const auto fenced = *c.became(name_of(*rs_, 0), pg::host_role::fenced);
     cluster_rig::pg_test_wait(
         [&] {
@@ -314,7 +324,8 @@ TEST_F(pg_cluster_replicas, split_brain_the_old_primary_is_fenced_and_takes_no_w
     EXPECT_EQ(after_fence_on_old, 0u);
     EXPECT_EQ(c.failures(), 0u);  // a split brain costs no request
     const auto detect = std::chrono::duration_cast<std::chrono::milliseconds>(fenced - promoted);
-    std::printf("node0 fenced %lld ms after pg_ctl promote returned\n", static_cast<long long>(detect.count()));
+    std::printf("node0 fenced %lld ms after pg_ctl promote returned\n",
+                static_cast<long long>(detect.count()));
     EXPECT_LT(detect, 2 * cfg.topology_interval + 500ms);
     const auto st = c.stats();
     EXPECT_EQ(st.hosts[0].role, pg::host_role::fenced);
@@ -373,9 +384,10 @@ TEST_F(pg_cluster_replicas, reads_respect_the_lag_bound) {
         const auto issued = clock_type::now();
         const auto before = c.acks();
         auto [max_id, port] = c.call([&]() -> asio::awaitable<std::pair<std::int64_t, int>> {
-            pg::result r = co_await c.db().async_query(pg::read_options{.to = pg::route::standby},
-                                                       "SELECT coalesce(max(id), 0), inet_server_port() FROM ledger",
-                                                       pg::params(), asio::use_awaitable);
+            pg::result r =
+                co_await c.db().async_query(pg::read_options{.to = pg::route::standby},
+                                            "SELECT coalesce(max(id), 0), inet_server_port() FROM ledger",
+                                            pg::params(), asio::use_awaitable);
             co_return std::pair{r.get<std::int64_t>(0, 0), static_cast<int>(r.get<std::int32_t>(0, 1))};
         });
         ++reads;
@@ -387,7 +399,8 @@ TEST_F(pg_cluster_replicas, reads_respect_the_lag_bound) {
             }
     }
     c.stop_writers();
-    std::printf("%zu reads, %zu on the delayed standby, %zu staler than the bound\n", reads, on_delayed, stale);
+    std::printf("%zu reads, %zu on the delayed standby, %zu staler than the bound\n", reads, on_delayed,
+                stale);
     EXPECT_EQ(stale, 0u);
     EXPECT_GT(reads, 50u);
     c.expect_nothing_held();
@@ -404,19 +417,22 @@ TEST_F(pg_cluster_replicas, a_read_with_the_commit_token_sees_the_write_and_one_
         c.call([&]() -> asio::awaitable<void> {
             pg::commit_token t;
             std::int64_t id = 0;
-            co_await c.db().transaction([&](pg::connection& conn) -> asio::awaitable<void> {
-                pg::result r = co_await conn.async_query("INSERT INTO ledger (at) VALUES (now()) RETURNING id",
-                                                         pg::params(), asio::use_awaitable);
-                id = r.get<std::int64_t>(0, 0);
-            }, {.commit_lsn = &t}, asio::use_awaitable);
+            co_await c.db().transaction(
+                [&](pg::connection& conn) -> asio::awaitable<void> {
+                    pg::result r =
+                        co_await conn.async_query("INSERT INTO ledger (at) VALUES (now()) RETURNING id",
+                                                  pg::params(), asio::use_awaitable);
+                    id = r.get<std::int64_t>(0, 0);
+                },
+                {.commit_lsn = &t}, asio::use_awaitable);
             EXPECT_TRUE(t);
-            pg::result without = co_await c.db().async_query(pg::read_options{.to = pg::route::prefer_standby},
-                                                             "SELECT count(*) FROM ledger WHERE id = $1",
-                                                             pg::params(id), asio::use_awaitable);
+            pg::result without = co_await c.db().async_query(
+                pg::read_options{.to = pg::route::prefer_standby},
+                "SELECT count(*) FROM ledger WHERE id = $1", pg::params(id), asio::use_awaitable);
             stale_without += without.get<std::int64_t>(0, 0) == 0;
-            pg::result with = co_await c.db().async_query(pg::read_options{.to = pg::route::prefer_standby, .after = t},
-                                                          "SELECT count(*) FROM ledger WHERE id = $1",
-                                                          pg::params(id), asio::use_awaitable);
+            pg::result with = co_await c.db().async_query(
+                pg::read_options{.to = pg::route::prefer_standby, .after = t},
+                "SELECT count(*) FROM ledger WHERE id = $1", pg::params(id), asio::use_awaitable);
             stale_with += with.get<std::int64_t>(0, 0) == 0;
         });
     }
@@ -434,7 +450,8 @@ TEST_F(pg_cluster_replicas, a_write_gives_up_after_failover_wait_when_no_primary
     const auto t0 = clock_type::now();
     respool::diagnostics diag;
     auto ec = c.call([&]() -> asio::awaitable<respool::error_code> {
-        auto [e, r] = co_await c.db().async_query("SELECT 1", pg::params(), &diag, asio::as_tuple(asio::use_awaitable));
+        auto [e, r] =
+            co_await c.db().async_query("SELECT 1", pg::params(), &diag, asio::as_tuple(asio::use_awaitable));
         co_return e;
     });
     const auto waited = clock_type::now() - t0;
@@ -478,8 +495,8 @@ TEST_F(pg_cluster_sync, no_acknowledged_write_is_lost_across_a_crash_failover) {
         const auto rows = rs_->query(1, "SELECT count(*) FROM ledger WHERE id = $1", {std::to_string(a.id)});
         missing += rows.at(0).at(0) != std::optional<std::string>("1");
     }
-    std::printf("%zu acknowledged writes, %zu failed, %zu missing on the new primary\n", acks.size(), c.failures(),
-                missing);
+    std::printf("%zu acknowledged writes, %zu failed, %zu missing on the new primary\n", acks.size(),
+                c.failures(), missing);
     EXPECT_EQ(missing, 0u);
     EXPECT_LE(c.failures(), 4u);
     c.expect_nothing_held();

@@ -308,8 +308,9 @@ TEST(pg_topology, a_fence_holds_while_the_newer_history_may_live_and_lifts_when_
     t.probe_succeeded(db2, follows_db1);
     EXPECT_EQ(t.primary(), db1);
     EXPECT_EQ(t.view(db2).role, host_role::standby);
-    EXPECT_EQ(reasons(t), std::vector<std::string>{
-                              "db1:5432 is primary again (timeline 1): no host is on a newer timeline any more"});
+    EXPECT_EQ(reasons(t),
+              std::vector<std::string>{
+                  "db1:5432 is primary again (timeline 1): no host is on a newer timeline any more"});
 }
 
 TEST(pg_topology, a_host_promoted_past_every_timeline_seen_is_primary_even_after_being_fenced) {
@@ -760,7 +761,8 @@ struct property_run {
                 for (std::size_t other = 0; other < 4; ++other) {
                     const host_view o = t.view(other);
                     const bool current_history =
-                        receiving[other] == 0 || receiving[other] >= *std::max_element(known.begin(), known.end());
+                        receiving[other] == 0 ||
+                        receiving[other] >= *std::max_element(known.begin(), known.end());
                     if (o.role == host_role::standby && !o.suspect && current_history && o.fresh_as_of &&
                         now - *o.fresh_as_of <= 500ms && o.lsn >= min_lsn) {
                         ASSERT_LE(load[*picked], load[other]) << "host " << other;
