@@ -3,7 +3,8 @@
 // --read-from standby runs on a standby and never on the primary; a promotion after the primary
 // stopped is followed without a restart (/health names the new primary, a write that waited for it
 // succeeds, the role change is one log line); a write that finds no primary for --failover-wait is a
-// 503 with Retry-After: 1; /metrics passes promtool; no output carries the password.
+// 503 with Retry-After: 1; --read-from prefer-standby reads a standby, and the primary once no standby
+// answers; /metrics passes promtool; no output carries the password.
 //
 // Every test that changes roles puts the fixture's layout back in TearDown (restore_layout), so that
 // a failed test does not break the next one.
@@ -209,4 +210,35 @@ TEST_F(serve_cluster, a_write_that_finds_no_primary_for_failover_wait_is_503_wit
     health_until(
         c, [](const response& h) { return h.status == 200; }, "/health to say up again");
     EXPECT_EQ(c.request("PUT", "/kv/k", "again").status, 204u);
+}
+
+TEST_F(serve_cluster, get_with_prefer_standby_reads_a_standby_and_the_primary_once_no_standby_answers) {
+    const std::string app = "serve_cl_prefer";
+    client c(start(app, {"--read-from", "prefer-standby", "--max-replica-lag", "10s"}));
+    ASSERT_EQ(c.request("PUT", "/kv/k", "v").status, 204u);
+    rig->wait_replayed(1);
+    rig->wait_replayed(2);
+    EXPECT_EQ(c.request("GET", "/kv/k").body, "v");
+    auto m = c.request("GET", "/metrics");
+    EXPECT_EQ(sample(m.body, R"(respool_pg_cluster_reads_total{thread="0",to="standby"})"), 1);
+
+    rig->stop(1);
+    rig->stop(2);
+    test::pg_replica_set::wait_until(
+        [&] {
+            const std::string body = c.request("GET", "/metrics").body;
+            return sample(body,
+                          R"(respool_pg_host_role{thread="0",host=")" + host(1) + R"(",role="down"})") == 1 &&
+                   sample(body,
+                          R"(respool_pg_host_role{thread="0",host=")" + host(2) + R"(",role="down"})") == 1;
+        },
+        30s, "both standbys to be seen down");
+    const auto r = c.request("GET", "/kv/k");
+    EXPECT_EQ(r.status, 200u) << r.body;
+    EXPECT_EQ(r.body, "v");
+    EXPECT_EQ(c.request("GET", "/health").status, 200u);  // the primary serves: up
+    m = c.request("GET", "/metrics");
+    // (Counted, not looked for in node0's pg_stat_activity: the service's probe may have run on that
+    // connection since, and only the last statement shows.)
+    EXPECT_EQ(sample(m.body, R"(respool_pg_cluster_reads_total{thread="0",to="primary"})"), 1);
 }
