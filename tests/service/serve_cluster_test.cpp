@@ -242,3 +242,15 @@ TEST_F(serve_cluster, get_with_prefer_standby_reads_a_standby_and_the_primary_on
     // connection since, and only the last statement shows.)
     EXPECT_EQ(sample(m.body, R"(respool_pg_cluster_reads_total{thread="0",to="primary"})"), 1);
 }
+
+// The service says it is ready once its clusters know the hosts' roles: the first request after the
+// ready line finds the primary, even with --failover-wait 0 (no wait for one).
+TEST_F(serve_cluster, the_first_request_after_the_ready_line_finds_the_primary) {
+    const auto port = start("serve_cl_ready", {"--failover-wait", "0", "--threads", "2"});
+    client c(port), other(port);  // one connection per loop (the acceptor hands them out in turn)
+    const auto h = c.request("GET", "/health");
+    EXPECT_EQ(h.status, 200u) << h.body;
+    EXPECT_TRUE(has(h.body, R"("primary":")" + host(0) + "\"")) << h.body;
+    EXPECT_EQ(c.request("PUT", "/kv/first", "v").status, 204u);
+    EXPECT_EQ(other.request("PUT", "/kv/second", "v").status, 204u);
+}

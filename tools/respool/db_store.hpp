@@ -21,6 +21,7 @@
 //   read_route                         a type: GET runs pool.async_query(read_route, sql, params, ...)
 //                                      with the store's value of it (where reads go), not where writes go
 //   cluster_of(pool)                   the hosts and their roles, for /health and /metrics
+//   learns_roles_first = true          the first probe waits for pool.async_wait_ready (roles known)
 //
 // incr rolls its transaction back for a 409 (a stored non-integer, an overflow): the function ends
 // with refused, which the pool's transaction treats as any exception (ROLLBACK, the lease back).
@@ -53,6 +54,7 @@ struct dialect_types {
     using params = Params;
     using result = Result;
     using error = Error;
+    static constexpr bool learns_roles_first = false;
 };
 
 // Where a dialect's reads go: its read_route type, or nowhere in particular (reads go where writes go).
@@ -133,6 +135,15 @@ public:
     // On the pool, with the failure in words (the server's, the driver's for a connect or an open that
     // failed).
     boost::asio::awaitable<respool::error_code> probe() override {
+        // A cluster learns its hosts' roles first (each host probed once, either outcome: about a
+        // second at most), so that the first statement finds the primary instead of waiting for one,
+        // or failing at once with --failover-wait 0.
+        if constexpr (Dialect::learns_roles_first) {
+            if (!roles_learned_) {
+                co_await db_.async_wait_ready(tuple_awaitable);
+                roles_learned_ = true;
+            }
+        }
         auto [ec, words] = co_await ensure_schema();
         if (!ec) {
             respool::diagnostics diag;
@@ -232,6 +243,7 @@ private:
     pool_type db_;
     [[no_unique_address]] read_route reads_;
     bool schema_ready_ = false;
+    bool roles_learned_ = false;
 };
 
 }  // namespace respool_cli

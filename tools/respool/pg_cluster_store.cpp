@@ -20,6 +20,7 @@ namespace respool_cli {
 struct pg_cluster_dialect : pg_dialect {
     using pool = pg::cluster;
     using read_route = pg::read_options;
+    static constexpr bool learns_roles_first = true;
 
     static std::vector<std::pair<std::string, respool::pool<connection>*>> pools_of(pool& db) {
         const pg::cluster_stats s = db.stats();
