@@ -1,6 +1,6 @@
 // The database adapter of `respool serve`: the four key-value operations of SPEC.md §6 over
-// respool::sqlite::pool or respool::pg::pool, one store per event loop (its pool lives on that loop:
-// every member is called on the loop's thread only).
+// respool::sqlite::pool, respool::pg::pool or (a multi-host URL) respool::pg::cluster, one store per
+// event loop (its pool lives on that loop: every member is called on the loop's thread only).
 //
 // Each operation is the pool's own async_query or transaction (db_store.hpp), which borrows within
 // the pool's borrow timeout, so that a full pool is a 503 at that deadline. A failure comes back as
