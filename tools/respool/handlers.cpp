@@ -1,5 +1,6 @@
 #include "handlers.hpp"
 
+#include "cluster_health.hpp"
 #include "cluster_metrics.hpp"
 #include "health_json.hpp"
 #include "log.hpp"
@@ -114,20 +115,12 @@ health_pool health_row(std::size_t thread, std::string_view name, const respool:
             .circuit = respool::to_string(s.circuit)};
 }
 
-// A cluster client is up while every loop's cluster knows a primary (writes can be served): a
-// standby that is down, or a host's pool whose circuit is open, does not make it down. Down, the reason
-// is the cluster's own (why it has no primary), and the hosts are listed either way.
+// A cluster client's /health: up or down as judge_cluster says (writes can be served or not), the
+// hosts listed either way.
 asio::awaitable<response> cluster_health(service& svc, worker& self, const request& req) {
     const auto clusters = co_await all_clusters(svc, self);
     const auto pools = co_await all_pools(svc, self);
-    bool up = true;
-    std::string reason;
-    for (const auto& c : clusters) {
-        if (c && c->primary) continue;
-        up = false;
-        if (reason.empty() && c) reason = c->no_primary_reason;
-    }
-    if (reason.empty()) reason = "no primary known";
+    const cluster_verdict verdict = judge_cluster(clusters);
     health_cluster hc;
     for (std::size_t t = 0; t < clusters.size(); ++t) {
         if (!clusters[t]) continue;
@@ -145,11 +138,11 @@ asio::awaitable<response> cluster_health(service& svc, worker& self, const reque
                                 .pool = health_row(t, h.name, h.pool)});
         }
     }
-    if (!up) {
+    if (!verdict.up) {
         const db_health::view v = svc.health->snapshot();
         const auto since = v.down ? v.since : std::chrono::system_clock::now();
         co_return make_response(bh::status::service_unavailable, req,
-                                health_down_body(log::one_line(reason), log::rfc3339(since), &hc),
+                                health_down_body(log::one_line(verdict.reason), log::rfc3339(since), &hc),
                                 "application/json");
     }
     std::vector<health_pool> rows;
