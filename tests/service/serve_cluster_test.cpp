@@ -33,9 +33,9 @@ protected:
         rig->query(0, "DROP TABLE IF EXISTS respool_kv");
     }
     void TearDown() override {
-        if (process) {
+        if (process) {  // a graceful stop: exit 0 (a sanitizer's report at exit would change it)
             process->signal(SIGTERM);
-            process->wait_exit();
+            EXPECT_EQ(process->wait_exit(), 0) << process->stderr_text();
         }
         if (rig) rig->restore_layout();
     }
