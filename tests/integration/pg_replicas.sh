@@ -25,7 +25,8 @@
 # node, on the command line so that pg_rewind, which copies the configuration files of its source,
 # cannot change them): fsync=off, max_connections=100, log_connections=on, shared_buffers=32MB,
 # wal_level=replica, max_wal_senders=10, wal_keep_size=256MB, hot_standby=on, wal_log_hints=on (for
-# pg_rewind). With --sync, synchronous_commit=on and synchronous_standby_names naming the other nodes:
+# pg_rewind), wal_retrieve_retry_interval=1s (a standby whose primary went away tries again after 1 s,
+# not 5: tests of failover wait less). With --sync, synchronous_commit=on and synchronous_standby_names naming the other nodes:
 # 'ANY 1 (node1,node2)' on node0 ('node1' with one standby), and on a standby the others (so that after
 # a failover the new primary still waits for one standby); being on the command line, ALTER SYSTEM
 # cannot change them. Without --sync replication is asynchronous (synchronous_commit stays on: a commit
@@ -144,6 +145,7 @@ node_options() {
   local opts="-p $port -k $socket -c listen_addresses=127.0.0.1 -c max_connections=100 -c fsync=off"
   opts+=" -c log_connections=on -c shared_buffers=32MB -c wal_level=replica -c max_wal_senders=10"
   opts+=" -c max_replication_slots=10 -c wal_keep_size=256MB -c hot_standby=on -c wal_log_hints=on"
+  opts+=" -c wal_retrieve_retry_interval=1s"
   if [ "$sync" -eq 1 ]; then
     local others=() j
     for ((j = 0; j < n; j++)); do [ "$j" -eq "$i" ] || others+=("node$j"); done
@@ -243,7 +245,7 @@ start)
   mkdir "$root/node0/data"
   [ "$(id -u)" -ne 0 ] || chown postgres:postgres "$root/node0/data"
   as_postgres "$bindir/initdb" -D "$root/node0/data" -U respool --pwfile="$root/password" --auth-local=trust \
-    --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$root/initdb.log" 2>&1 ||
+    --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 --no-sync >"$root/initdb.log" 2>&1 ||
     { cat "$root/initdb.log" >&2; exit 1; }
   printf '%s\n' "local all all trust" "local replication all trust" \
     "host all all 127.0.0.1/32 scram-sha-256" "host replication all 127.0.0.1/32 scram-sha-256" \
@@ -252,7 +254,7 @@ start)
   for ((i = 1; i < n; i++)); do
     create_slot 0 "$i"
     as_postgres "$bindir/pg_basebackup" -d "host=127.0.0.1 port=$(node_value 0 port) user=respool password=$secret" \
-      -D "$root/node$i/data" -X stream -R -S "slot_node$i" --checkpoint=fast >"$root/node$i/basebackup.log" 2>&1 ||
+      -D "$root/node$i/data" -X stream -R -S "slot_node$i" --checkpoint=fast --no-sync >"$root/node$i/basebackup.log" 2>&1 ||
       { cat "$root/node$i/basebackup.log" >&2; fail "pg_basebackup of node$i failed"; }
     configure_standby "$i" 0
     start_new_node "$i" "$sync" "$n"
