@@ -96,6 +96,9 @@ std::string pg_replica_set::conninfo(int i) const {
 std::filesystem::path pg_replica_set::log_path(int i) const {
     return node(i).log_path();
 }
+std::size_t pg_replica_set::count_log_lines(int i, std::string_view needle) const {
+    return node(i).count_log_lines(needle);
+}
 
 // Runs tests/integration/pg_replicas.sh and waits for it (every wait in it is bounded). Not through
 // popen: the shell, and the servers it starts, would inherit every descriptor of this process (a chaos

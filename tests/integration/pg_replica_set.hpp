@@ -45,6 +45,9 @@ public:
     const std::string& conninfo() const { return conninfo_; }  // every node: host=a,b port=p,q ...
     const std::string& url() const { return url_; }            // the same as postgresql://...
     std::filesystem::path log_path(int i) const;               // node i's server log
+    // Lines of node i's log containing `needle` (log_connections=on: "connection received: " counts
+    // connection attempts, this class's admin connections included).
+    std::size_t count_log_lines(int i, std::string_view needle) const;
     const std::filesystem::path& state_dir() const { return state_; }
 
     // The script's faults, synchronously; each throws std::runtime_error with the script's output

@@ -160,10 +160,10 @@ node_options() {
 # (bash's /dev/tcp probe); should another process take it first, the start fails and the next
 # candidate is tried. Writes nodeI/{port,options,conninfo}.
 start_new_node() {
-  local i=$1 sync=$2 n=$3 attempt port
+  local i=$1 sync=$2 n=$3 port
   local dir
   dir=$(dirname "$(datadir "$i")")
-  for attempt in 1 2 3 4 5; do
+  for _ in 1 2 3 4 5; do
     port=$((20000 + RANDOM % 40000))
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue  # in use
     node_options "$i" "$port" "$dir/socket" "$sync" "$n" >"$state/node$i/options"
@@ -281,6 +281,7 @@ stop)
     [ -d "$data" ] || continue
     pm=$(head -n 1 "$data/postmaster.pid" 2>/dev/null || true)
     [ -z "$pm" ] || ! gone "$pm" || rm -f "$data/postmaster.pid"  # crashed: nothing to stop
+    [ -z "$pm" ] || kill -CONT "$pm" 2>/dev/null || true  # a crash interrupted after its SIGSTOP
     as_postgres "$bindir/pg_ctl" -D "$data" -m immediate -w -t 60 stop >/dev/null 2>&1 || true
     # A postmaster pg_ctl could not stop (e.g. one left stopped by SIGSTOP): killed with its children.
     if [ -f "$data/postmaster.pid" ]; then
@@ -307,11 +308,14 @@ crash)
   pidfile="$(datadir "$1")/postmaster.pid"
   pm=$(head -n 1 "$pidfile" 2>/dev/null || true)
   [ -n "$pm" ] && [ -d "/proc/$pm" ] || { echo "pg_replicas: node$1 is not running" >&2; exit 1; }
-  # Stopped first, the postmaster cannot start a child between the listing and the kill.
+  # Stopped first, the postmaster cannot start a child between the listing and the kill. The children
+  # die before it: none may outlive it for a moment, see it gone and have a last word ("terminating
+  # connection due to unexpected postmaster exit" to its client) as after a postmaster-only kill.
   kill -STOP "$pm"
   children=$(pgrep -P "$pm" || true)
   # shellcheck disable=SC2086
-  kill -KILL "$pm" $children
+  [ -z "$children" ] || kill -KILL $children 2>/dev/null || true  # one may have ended since the listing
+  kill -KILL "$pm"
   wait_for 10 "node$1's processes to end after SIGKILL" gone "$pm" $children
   ;;
 stop-node)

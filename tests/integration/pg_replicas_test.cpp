@@ -185,14 +185,23 @@ TEST_F(pg_replicas_async,
 
 TEST_F(pg_replicas_async, a_crash_leaves_no_process_and_start_brings_the_node_back) {
     const auto table = fresh_table("rig_crash");
+    const auto client = connect(rs->conninfo(0) + " application_name=rig_crash_client connect_timeout=10");
     const auto before = rs->processes(0);
-    // The postmaster, its auxiliary processes and the two walsenders at least.
-    ASSERT_GE(before.size(), 6u);
+    // The postmaster, its auxiliary processes, the two walsenders and the client's backend at least.
+    ASSERT_GE(before.size(), 7u);
+    const auto exits_before = rs->count_log_lines(0, "unexpected postmaster exit");
     rs->crash(0);
     for (int pid : before)
         EXPECT_FALSE(process_alive(pid)) << "process " << pid << " of node0 survived the crash";
     EXPECT_TRUE(rs->processes(0).empty());
     EXPECT_FALSE(rs->answers(0));
+    // A power loss: no process had a last word. A backend that outlived its postmaster would have told
+    // its client (and the log) "terminating connection due to unexpected postmaster exit".
+    std::unique_ptr<PGresult, decltype(&PQclear)> r(PQexec(client.get(), "SELECT 1"), &PQclear);
+    EXPECT_NE(PQresultStatus(r.get()), PGRES_TUPLES_OK);
+    EXPECT_EQ(std::string(PQerrorMessage(client.get())).find("postmaster exit"), std::string::npos)
+        << PQerrorMessage(client.get());
+    EXPECT_EQ(rs->count_log_lines(0, "unexpected postmaster exit"), exits_before);
 
     const auto start = clock_type::now();
     rs->start(0);
@@ -235,6 +244,66 @@ TEST_F(pg_replicas_async, an_apply_delay_holds_a_write_back_on_the_standby_until
     pg_replica_set::wait_until([&] { return value_on(*rs, 1, table) == "not delayed"; }, 10s,
                                "the write to show on node1 without delay");
     EXPECT_LT(since(again), 1500ms);  // well under the former delay
+}
+
+// restore_layout() from what tests of failover leave behind: every node ends up running, node0 the
+// primary, node1 and node2 its streaming standbys without delay, and a write reaches both.
+TEST_F(pg_replicas_async, restore_layout_puts_back_the_layout_from_any_failover) {
+    const auto table = fresh_table("rig_restore");
+    const auto check_layout = [&](const std::string& after, const std::string& value) {
+        SCOPED_TRACE(after);
+        const auto start = clock_type::now();
+        rs->restore_layout();
+        std::cout << "restore_layout after " << after << ": " << since(start).count() << " ms\n";
+        EXPECT_FALSE(rs->in_recovery(0));
+        EXPECT_TRUE(rs->in_recovery(1));
+        EXPECT_TRUE(rs->in_recovery(2));
+        EXPECT_EQ(streaming_standbys(*rs, 0), 2);
+        for (int i = 1; i < 3; ++i) EXPECT_EQ(rs->query(i, "SHOW recovery_min_apply_delay").at(0).at(0), "0");
+        rs->query(0, "UPDATE " + table + " SET v = $1 WHERE id = 1", {value});
+        rs->wait_replayed(1, 0, 5s);
+        rs->wait_replayed(2, 0, 5s);
+        EXPECT_EQ(value_on(*rs, 1, table), value);
+        EXPECT_EQ(value_on(*rs, 2, table), value);
+    };
+
+    // A failover: the primary crashed, node1 promoted, node2 following it, node0 left down.
+    rs->crash(0);
+    rs->promote(1);
+    rs->rejoin(2, 1);
+    rs->query(1, "UPDATE " + table + " SET v = 'written on node1' WHERE id = 1");
+    check_layout("a failover to node1", "one");
+
+    // Split brain on node2, node1 delayed and then stopped immediately.
+    rs->set_delay(1, 5000ms);
+    rs->promote(2);
+    rs->stop(1, pg_replica_set::stop_mode::immediate);
+    check_layout("a split brain on node2 with node1 delayed and stopped", "two");
+
+    // The primary stopped cleanly, nothing promoted.
+    rs->stop(0);
+    check_layout("a stop of the primary", "three");
+
+    // node0 a standby of node1 (the state after a failover and the old primary's rejoin), crashed.
+    rs->promote(1);
+    rs->rejoin(0, 1);
+    rs->crash(0);
+    check_layout("node0 rejoined to node1 and crashed", "four");
+}
+
+// After a failover, the new primary waits for the old one as its synchronous standby once it has
+// rejoined (each node names the others in synchronous_standby_names).
+TEST_F(pg_replicas_sync, after_a_failover_the_rejoined_old_primary_is_the_synchronous_standby) {
+    const auto table = fresh_table("rig_sync_failover");
+    rs->crash(0);
+    rs->promote(1);
+    EXPECT_EQ(rs->query(1, "SHOW synchronous_standby_names").at(0).at(0), "node0");
+    rs->rejoin(0, 1);
+    EXPECT_EQ(rs->query(1, "SELECT application_name, state, sync_state FROM pg_stat_replication"),
+              (std::vector<pg_replica_set::row>{{"node0", "streaming", "sync"}}));
+    rs->query(1, "UPDATE " + table + " SET v = 'on node1' WHERE id = 1");  // returns: node0 acknowledged
+    rs->wait_replayed(0, 1);
+    EXPECT_EQ(value_on(*rs, 0, table), "on node1");
 }
 
 TEST_F(pg_replicas_sync, a_commit_returns_only_once_the_synchronous_standby_has_it) {
