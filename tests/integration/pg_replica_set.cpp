@@ -93,6 +93,21 @@ int pg_replica_set::port(int i) const {
 std::string pg_replica_set::conninfo(int i) const {
     return node(i).conninfo();
 }
+std::string pg_replica_set::conninfo_with_ports(const std::vector<int>& ports) const {
+    if (ports.empty()) throw std::invalid_argument("pg_replica_set: conninfo_with_ports needs a port");
+    std::string hosts, port_list;
+    for (int p : ports) {
+        hosts += (hosts.empty() ? "" : ",") + std::string("127.0.0.1");
+        port_list += (port_list.empty() ? "" : ",") + std::to_string(p);
+    }
+    // The node's own conninfo without its host and port: dbname, user, password.
+    std::string rest;
+    std::istringstream words(conninfo(0));
+    for (std::string word; words >> word;)
+        if (word.rfind("host=", 0) != 0 && word.rfind("port=", 0) != 0) rest += " " + word;
+    return "host=" + hosts + " port=" + port_list + rest;
+}
+
 std::filesystem::path pg_replica_set::log_path(int i) const {
     return node(i).log_path();
 }
@@ -209,6 +224,12 @@ std::vector<int> pg_replica_set::processes(int i) const {
     std::ifstream pidfile(std::filesystem::path(dir) / "postmaster.pid");
     int postmaster = 0;
     if (!(pidfile >> postmaster) || postmaster <= 0 || !alive(postmaster)) return pids;
+    // After a crash the file stays and its pid may be another program's: the postmaster was started
+    // with -D <its data folder>.
+    std::ifstream cmdline("/proc/" + std::to_string(postmaster) + "/cmdline");
+    bool ours = false;
+    for (std::string arg; std::getline(cmdline, arg, '\0');) ours = ours || arg == dir;
+    if (!ours) return pids;
     pids.push_back(postmaster);
     for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
         const auto name = entry.path().filename().string();

@@ -44,7 +44,10 @@ public:
     std::string conninfo(int i) const;                         // node i alone
     const std::string& conninfo() const { return conninfo_; }  // every node: host=a,b port=p,q ...
     const std::string& url() const { return url_; }            // the same as postgresql://...
-    std::filesystem::path log_path(int i) const;               // node i's server log
+    // The multi-host form with these ports in place of the nodes' (e.g. chaos proxies in front of
+    // them, in node order): host=127.0.0.1,... port=p0,... and the nodes' dbname, user and password.
+    std::string conninfo_with_ports(const std::vector<int>& ports) const;
+    std::filesystem::path log_path(int i) const;  // node i's server log
     // Lines of node i's log containing `needle` (log_connections=on: "connection received: " counts
     // connection attempts, this class's admin connections included).
     std::size_t count_log_lines(int i, std::string_view needle) const;

@@ -13,7 +13,8 @@
 #   start-node STATE I                    pg_ctl start with the options of `start`
 #   rejoin STATE I J                      node I (running or stopped, e.g. an old primary) becomes a
 #                                         standby of node J: stopped, pg_rewind from J, standby.signal,
-#                                         primary_conninfo and a slot on J; returns once it streams from J
+#                                         primary_conninfo and a slot on J (its own slots dropped);
+#                                         returns once it streams from J
 #   delay STATE I DURATION                recovery_min_apply_delay of standby I (ALTER SYSTEM + reload),
 #                                         e.g. 2s or 500ms, 0 turns it off; returns once it is in effect
 # Promoting a standby while the old primary runs gives two primaries at once: the split-brain fault.
@@ -116,17 +117,24 @@ wait_for() {
   done
 }
 
-# Removes node $1's lock files (postmaster.pid, the socket's .s.PGSQL.PORT.lock) when the postmaster
-# they name has ended: after a crash its process may stay a zombie for a while (PID 1 of a container
-# may reap late), and the server and pg_ctl take a zombie for a running postmaster ("lock file already
-# exists").
+# The pid of the postmaster running on data folder $1 (none: fails). The pid postmaster.pid names
+# must be a live process (not a zombie) started with that folder: after a crash the file stays, and
+# its pid may since belong to another program, which must never be signalled.
+postmaster_of() {
+  local pm
+  pm=$(head -n 1 "$1/postmaster.pid" 2>/dev/null) || return 1
+  [[ "$pm" =~ ^[0-9]+$ ]] && ! gone "$pm" || return 1
+  tr '\0' '\n' <"/proc/$pm/cmdline" 2>/dev/null | grep -Fx -- "$1" >/dev/null || return 1
+  echo "$pm"
+}
+
+# Removes node $1's lock files (postmaster.pid, the socket's .s.PGSQL.PORT.lock) when no postmaster
+# runs on it: after a crash its process may stay a zombie for a while (PID 1 of a container may reap
+# late), or its pid be taken by another program, and the server and pg_ctl take either for a running
+# postmaster ("lock file already exists").
 clear_stale_pidfile() {
-  local lock pm
-  for lock in "$(datadir "$1")/postmaster.pid" "$(dirname "$(datadir "$1")")"/socket/.s.PGSQL.*.lock; do
-    [ -f "$lock" ] || continue
-    pm=$(head -n 1 "$lock")
-    [ -n "$pm" ] && ! gone "$pm" || rm -f "$lock"
-  done
+  postmaster_of "$(datadir "$1")" >/dev/null && return 0
+  rm -f "$(datadir "$1")/postmaster.pid" "$(dirname "$(datadir "$1")")"/socket/.s.PGSQL.*.lock
 }
 pg_ctl_start() {
   clear_stale_pidfile "$1"
@@ -157,21 +165,24 @@ node_options() {
 }
 
 # Starts the new node $1 (data folder made) on a free random loopback port: one nothing answers on
-# (bash's /dev/tcp probe); should another process take it first, the start fails and the next
-# candidate is tried. Writes nodeI/{port,options,conninfo}.
+# (bash's /dev/tcp probe), below the kernel's range of ephemeral ports when there is room (a port some
+# client connection uses locally cannot be listened on either); should another process take it
+# first, the start fails and the next candidate is tried. Writes nodeI/{port,options,conninfo}.
 start_new_node() {
-  local i=$1 sync=$2 n=$3 port
-  local dir
+  local i=$1 sync=$2 n=$3 port dir low=60000
   dir=$(dirname "$(datadir "$i")")
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+  [ "$low" -gt 22000 ] && [ "$low" -le 60000 ] || low=60000
   for _ in 1 2 3 4 5; do
-    port=$((20000 + RANDOM % 40000))
+    port=$((20000 + RANDOM % (low - 20000)))
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue  # in use
     node_options "$i" "$port" "$dir/socket" "$sync" "$n" >"$state/node$i/options"
-    if pg_ctl_start "$i"; then
+    if pg_ctl_start "$i" 2>/dev/null; then
       echo "$port" >"$state/node$i/port"
       echo "host=127.0.0.1 port=$port dbname=postgres user=respool password=$secret" >"$state/node$i/conninfo"
       return 0
     fi
+    echo "pg_replicas: node$i did not start on port $port (taken?), trying another" >&2
   done
   fail "node$i did not start (5 ports tried)"
 }
@@ -279,17 +290,13 @@ stop)
   root=$(cat "$state/root")
   for data in "$root"/node*/data; do
     [ -d "$data" ] || continue
-    pm=$(head -n 1 "$data/postmaster.pid" 2>/dev/null || true)
-    [ -z "$pm" ] || ! gone "$pm" || rm -f "$data/postmaster.pid"  # crashed: nothing to stop
-    [ -z "$pm" ] || kill -CONT "$pm" 2>/dev/null || true  # a crash interrupted after its SIGSTOP
-    as_postgres "$bindir/pg_ctl" -D "$data" -m immediate -w -t 60 stop >/dev/null 2>&1 || true
-    # A postmaster pg_ctl could not stop (e.g. one left stopped by SIGSTOP): killed with its children.
-    if [ -f "$data/postmaster.pid" ]; then
-      pm=$(head -n 1 "$data/postmaster.pid")
-      if [ -n "$pm" ] && [ -d "/proc/$pm" ] && grep -q postgres "/proc/$pm/comm" 2>/dev/null; then
-        kill -KILL "$pm" $(pgrep -P "$pm") 2>/dev/null || true
-      fi
+    if ! pm=$(postmaster_of "$data"); then
+      rm -f "$data/postmaster.pid"  # crashed or stopped: nothing to stop
+      continue
     fi
+    kill -CONT "$pm" 2>/dev/null || true  # a crash interrupted after its SIGSTOP
+    as_postgres "$bindir/pg_ctl" -D "$data" -m immediate -w -t 60 stop >/dev/null 2>&1 ||
+      kill -KILL $(pgrep -P "$pm") "$pm" 2>/dev/null || true  # pg_ctl could not: killed, children first
   done
   rm -rf "$root"
   rm -rf "$state"/node* "$state/root" "$state/nodes" "$state/conninfo" "$state/url" "$state/bindir"
@@ -305,9 +312,7 @@ promote)
 crash)
   [ $# -eq 1 ] || usage
   check_node "$1"
-  pidfile="$(datadir "$1")/postmaster.pid"
-  pm=$(head -n 1 "$pidfile" 2>/dev/null || true)
-  [ -n "$pm" ] && [ -d "/proc/$pm" ] || { echo "pg_replicas: node$1 is not running" >&2; exit 1; }
+  pm=$(postmaster_of "$(datadir "$1")") || { echo "pg_replicas: node$1 is not running" >&2; exit 1; }
   # Stopped first, the postmaster cannot start a child between the listing and the kill. The children
   # die before it: none may outlive it for a moment, see it gone and have a last word ("terminating
   # connection due to unexpected postmaster exit" to its client) as after a postmaster-only kill.
@@ -354,6 +359,9 @@ rejoin)
   as_postgres "$bindir/pg_rewind" --target-pgdata="$(datadir "$i")" \
     --source-server="$(node_value "$j" conninfo) connect_timeout=10" >"$rewind_log" 2>&1 ||
     { cat "$rewind_log" >&2; fail "pg_rewind of node$i from node$j failed"; }
+  # A standby keeps no replication slot of its time as a primary: an unused slot would hold back the
+  # removal of its WAL for ever. Should it be promoted again, rejoin creates the slots it serves.
+  find "$(datadir "$i")/pg_replslot" -mindepth 1 -delete
   create_slot "$j" "$i"
   configure_standby "$i" "$j"
   pg_ctl_start "$i" || fail "node$i did not start as a standby of node$j"

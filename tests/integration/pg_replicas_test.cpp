@@ -113,6 +113,7 @@ TEST_F(pg_replicas_async, the_state_files_name_every_node) {
         EXPECT_TRUE(std::ifstream(rs->log_path(i)).good()) << rs->log_path(i);
     }
     EXPECT_NE(rs->conninfo().find("port=" + ports), std::string::npos) << rs->conninfo();
+    EXPECT_EQ(rs->conninfo_with_ports({rs->port(0), rs->port(1), rs->port(2)}), rs->conninfo());
     EXPECT_NE(rs->url().find("@127.0.0.1:" + std::to_string(rs->port(0)) + ",127.0.0.1:"), std::string::npos);
     // libpq's multi-host forms reach the primary, or a standby, as asked.
     const auto primary = connect(rs->conninfo() + " target_session_attrs=read-write connect_timeout=10");
