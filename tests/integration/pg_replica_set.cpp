@@ -168,31 +168,31 @@ void pg_replica_set::run_script(const std::vector<std::string>& args) const {
                                  "):\n" + output);
 }
 
+std::string pg_replica_set::index(int i) const {
+    node(i);  // throws when i names no node
+    return std::to_string(i);
+}
+
 void pg_replica_set::promote(int i) {
-    node(i);
-    run_script({"promote", std::to_string(i)});
+    run_script({"promote", index(i)});
 }
 void pg_replica_set::crash(int i) {
-    node(i);
-    run_script({"crash", std::to_string(i)});
+    run_script({"crash", index(i)});
 }
 void pg_replica_set::stop(int i, stop_mode mode) {
-    node(i);
-    run_script({"stop-node", std::to_string(i), mode == stop_mode::immediate ? "immediate" : "fast"});
+    run_script({"stop-node", index(i), mode == stop_mode::immediate ? "immediate" : "fast"});
 }
 void pg_replica_set::start(int i) {
-    node(i);
-    run_script({"start-node", std::to_string(i)});
+    run_script({"start-node", index(i)});
 }
 void pg_replica_set::rejoin(int i, int j) {
-    node(i);
-    node(j);
-    run_script({"rejoin", std::to_string(i), std::to_string(j)});
+    run_script({"rejoin", index(i), index(j)});
 }
 void pg_replica_set::set_delay(int i, std::chrono::milliseconds delay) {
-    node(i);
-    if (delay.count() < 0) throw std::invalid_argument("pg_replica_set: a negative apply delay");
-    run_script({"delay", std::to_string(i), std::to_string(delay.count()) + "ms"});
+    if (delay.count() < 0)
+        throw std::invalid_argument("pg_replica_set: a negative apply delay (" +
+                                    std::to_string(delay.count()) + " ms) for node " + std::to_string(i));
+    run_script({"delay", index(i), std::to_string(delay.count()) + "ms"});
 }
 
 std::vector<pg_replica_set::row> pg_replica_set::query(int i, const std::string& sql,
@@ -218,9 +218,8 @@ int pg_replica_set::count_backends(int i, const std::string& application_name) c
 }
 
 std::vector<int> pg_replica_set::processes(int i) const {
-    node(i);
     std::vector<int> pids;
-    const auto dir = read_first_line(state_ / ("node" + std::to_string(i)) / "dir");
+    const auto dir = read_first_line(state_ / ("node" + index(i)) / "dir");
     std::ifstream pidfile(std::filesystem::path(dir) / "postmaster.pid");
     int postmaster = 0;
     if (!(pidfile >> postmaster) || postmaster <= 0 || !alive(postmaster)) return pids;
@@ -264,8 +263,14 @@ bool pg_replica_set::streams_to(int primary, int standby) const {
 }
 
 void pg_replica_set::restore_layout() {
-    for (int i = 0; i < nodes(); ++i)
-        if (!answers(i)) start(i);
+    for (int i = 0; i < nodes(); ++i) {
+        if (answers(i)) continue;
+        if (processes(i).empty())
+            start(i);
+        else  // running but not answering yet (still starting up)
+            wait_until([&] { return answers(i); }, std::chrono::seconds(60),
+                       "node" + std::to_string(i) + " to take connections");
+    }
     if (in_recovery(0)) promote(0);
     for (int i = 1; i < nodes(); ++i) {
         if (!in_recovery(i) || !streams_to(0, i)) rejoin(i, 0);

@@ -55,11 +55,15 @@ public:
 
     // The script's faults, synchronously; each throws std::runtime_error with the script's output
     // (which ends with the tail of every node's log) when it fails.
-    void promote(int i);  // returns once node i accepts writes
-    void crash(int i);    // SIGKILL to the postmaster and all its children
+    void promote(int i);  // returns once node i accepts writes (its new timeline checkpointed)
+    // A power loss: SIGKILL to node i's postmaster and all its children at once (no process has a last
+    // word: its clients see their connections end without a message); returns once all have ended.
+    void crash(int i);
     void stop(int i, stop_mode mode = stop_mode::fast);
-    void start(int i);                                       // with the options of the fixture's start
-    void rejoin(int i, int j);                               // node i becomes a streaming standby of node j
+    void start(int i);  // with the options of the fixture's start
+    // Node i (running, stopped or crashed) becomes a standby of node j: pg_rewind drops what node i
+    // wrote since their histories forked. Returns once node i streams from node j.
+    void rejoin(int i, int j);
     void set_delay(int i, std::chrono::milliseconds delay);  // recovery_min_apply_delay; 0: none
 
     // Runs `sql` on node i (text parameters $1, $2... when `params` is not empty) on a fresh connection
@@ -73,10 +77,11 @@ public:
     // postmaster.pid and /proc; empty when the node does not run.
     std::vector<int> processes(int i) const;
 
-    // Waits until standby `standby` has replayed the WAL of `primary` up to its insert position at the
-    // call: every transaction committed there before the call is visible on the standby afterwards. A
-    // CHECKPOINT on the primary makes sure that position is on disk, since only flushed WAL streams.
-    // Throws when `limit` passes first (an apply delay holds replay back: it counts against `limit`).
+    // Waits until standby `standby` has replayed the WAL of `primary` (a primary: not in recovery) up to
+    // its insert position at the call: every transaction committed there before the call is visible on the
+    // standby afterwards. A CHECKPOINT on the primary makes sure that position is on disk, since only flushed
+    // WAL streams. Throws when `limit` passes first (an apply delay holds replay back: it counts against
+    // `limit`).
     void wait_replayed(int standby, int primary = 0,
                        std::chrono::milliseconds limit = std::chrono::seconds(30)) const;
 
@@ -88,11 +93,13 @@ public:
 
     // Puts back the fixture's layout: every node running, node0 the primary (promoted if it is a
     // standby), every other node a standby streaming from node0 (rejoined when it is a primary or
-    // follows another node), no apply delay anywhere. Returns once node0 streams to all of them.
+    // follows another node), no apply delay anywhere. Returns once node0 streams to all of them. What
+    // another node wrote as a primary meanwhile is gone (rewound); a test creates its data after.
     void restore_layout();
 
 private:
     void run_script(const std::vector<std::string>& args) const;
+    std::string index(int i) const;  // i as the script's argument; throws unless it names a node
     const pg_server& node(int i) const;
     bool streams_to(int primary, int standby) const;
 

@@ -1,39 +1,48 @@
 #!/usr/bin/env bash
-# A throwaway replicated PostgreSQL cluster for the tests of pg::cluster (ctest fixtures pg_replicas:
-# asynchronous, a primary and two standbys; pg_replicas_sync: synchronous, a primary and one standby),
-# started on loopback by the tests themselves, never mocked. test::pg_replica_set
-# (tests/integration/pg_replica_set.hpp) drives it from C++.
+# A throwaway replicated PostgreSQL cluster on loopback for the tests of pg::cluster and the failover
+# benchmark: real servers the tests start themselves, never mocked. ctest fixtures (tests/CMakeLists.txt):
+# pg_replicas (asynchronous: node0 the primary, node1 and node2 its standbys) and pg_replicas_sync
+# (synchronous: node0 and node1); test::pg_replica_set (tests/integration/pg_replica_set.hpp) drives
+# them from C++, and its restore_layout() puts back "node0 primary, the others its standbys".
 #
-#   start STATE [--standbys N] [--sync]   node0 the primary, node1..N (N = 1 or 2) its streaming standbys
+#   start STATE [--standbys N] [--sync]   node0 the primary, node1..N (N = 1 or 2) its streaming
+#                                         standbys; returns once node0 streams to all of them
 #   stop STATE                            every node stopped (immediate) and removed; idempotent, works
 #                                         after any fault
-#   promote STATE I                       pg_ctl promote of node I; returns once it accepts writes
-#   crash STATE I                         SIGKILL to node I's postmaster and all its children at once
+#   promote STATE I                       pg_ctl promote of node I, then a CHECKPOINT (pg_rewind reads
+#                                         the new timeline from pg_control); returns once it takes writes
+#   crash STATE I                         a power loss: SIGKILL to node I's postmaster and all its
+#                                         children (stopped first, so that none starts meanwhile; the
+#                                         children die first, so that none has a last word)
 #   stop-node STATE I [fast|immediate]    pg_ctl stop -m MODE (fast by default)
-#   start-node STATE I                    pg_ctl start with the options of `start`
-#   rejoin STATE I J                      node I (running or stopped, e.g. an old primary) becomes a
-#                                         standby of node J: stopped, pg_rewind from J, standby.signal,
-#                                         primary_conninfo and a slot on J (its own slots dropped);
-#                                         returns once it streams from J
+#   start-node STATE I                    pg_ctl start with the options of `start` (after a crash too)
+#   rejoin STATE I J                      node I (running, stopped or crashed, e.g. an old primary)
+#                                         becomes a standby of node J: stopped, pg_rewind from J,
+#                                         standby.signal, primary_conninfo, a slot on J (its own slots
+#                                         dropped); returns once it streams from J
 #   delay STATE I DURATION                recovery_min_apply_delay of standby I (ALTER SYSTEM + reload),
 #                                         e.g. 2s or 500ms, 0 turns it off; returns once it is in effect
 # Promoting a standby while the old primary runs gives two primaries at once: the split-brain fault.
 #
-# Every node is a cluster of its own in a temporary folder: initdb (node0, as the postgres user: user
-# respool, password respool-test-secret, scram-sha-256 over TCP, replication allowed from 127.0.0.1)
-# or pg_basebackup -X stream -R from node0 through the physical slot slot_nodeI; a free random
-# loopback port each, a socket folder each, listen on 127.0.0.1 only. Server options (the same on every
-# node, on the command line so that pg_rewind, which copies the configuration files of its source,
-# cannot change them): fsync=off, max_connections=100, log_connections=on, shared_buffers=32MB,
-# wal_level=replica, max_wal_senders=10, wal_keep_size=256MB, hot_standby=on, wal_log_hints=on (for
-# pg_rewind), wal_retrieve_retry_interval=1s (a standby whose primary went away tries again after 1 s,
-# not 5: tests of failover wait less). With --sync, synchronous_commit=on and synchronous_standby_names naming the other nodes:
-# 'ANY 1 (node1,node2)' on node0 ('node1' with one standby), and on a standby the others (so that after
-# a failover the new primary still waits for one standby); being on the command line, ALTER SYSTEM
-# cannot change them. Without --sync replication is asynchronous (synchronous_commit stays on: a commit
-# is on the primary's disk, then streamed). Each standby's primary_conninfo carries
-# application_name=nodeI, the name pg_stat_replication shows; the recovery settings (primary_conninfo,
-# primary_slot_name, recovery_min_apply_delay) live in its postgresql.auto.conf.
+# Every node is a cluster of its own in a temporary folder: node0 by initdb as the postgres user (user
+# respool, password respool-test-secret, scram-sha-256 over TCP, replication allowed from 127.0.0.1),
+# the others by pg_basebackup -X stream -R from node0 through the physical slot slot_nodeI (both
+# without fsync: the cluster is thrown away). Each has a free random loopback port (one nothing
+# answers on, below the kernel's ephemeral ports, as pg_cluster.sh picks them) and a socket folder of
+# its own, and listens on 127.0.0.1 only. Server options, the same on every node and on the command
+# line, so that pg_rewind (which copies its source's configuration files) cannot change them:
+# fsync=off, max_connections=100, log_connections=on, shared_buffers=32MB, wal_level=replica,
+# max_wal_senders=10, max_replication_slots=10, wal_keep_size=256MB, hot_standby=on, wal_log_hints=on
+# (pg_rewind needs it), wal_retrieve_retry_interval=1s (a standby whose primary went away tries again
+# after 1 s, not 5: failover tests wait less).
+# With --sync: synchronous_commit=on and synchronous_standby_names naming the other nodes, 'ANY 1
+# (node1,node2)' on node0 ('node1' with one standby) and likewise on each standby, so that after a
+# failover the new primary waits for one of the others (its commits hang until one streams from it);
+# being on the command line, ALTER SYSTEM cannot change them. Without --sync, replication is
+# asynchronous (synchronous_commit stays on: a commit is on the primary's disk before it returns,
+# then streams). A standby's primary_conninfo carries application_name=nodeI, its name in
+# pg_stat_replication; its recovery settings (primary_conninfo, primary_slot_name,
+# recovery_min_apply_delay) live in its postgresql.auto.conf.
 #
 # Files `start` writes into STATE (the C++ side and the benchmarks read them):
 #   nodes                 the number of nodes (standbys + 1)
@@ -41,7 +50,7 @@
 #   root                  the temporary folder holding every node
 #   conninfo              libpq keywords over every node: host=127.0.0.1,127.0.0.1 port=P0,P1 dbname=...
 #   url                   the same as a URL: postgresql://respool:...@127.0.0.1:P0,127.0.0.1:P1/postgres
-#   nodeI/port            node I's port
+#   nodeI/port            node I's port (the same for the cluster's lifetime, whatever its role)
 #   nodeI/dir             node I's data folder (PGDATA; its socket folder is ../socket)
 #   nodeI/conninfo        libpq keywords for node I alone
 #   nodeI/log             the path of node I's server log (kept across restarts and rejoins)
@@ -67,7 +76,7 @@ as_postgres() {  # initdb, pg_basebackup, pg_rewind and the server refuse to run
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
-# --- what `start` wrote ------------------------------------------------------------------------------
+# What `start` wrote.
 nodes() {
   [ -f "$state/nodes" ] || { echo "pg_replicas: no cluster in $state (run start first)" >&2; exit 1; }
   cat "$state/nodes"
@@ -81,8 +90,9 @@ check_node() {  # $1 is the index of a node of the cluster
 node_value() { cat "$state/node$1/$2"; }
 datadir() { node_value "$1" dir; }
 
-# Connection string of node $1 (extra keywords appended).
-node_conninfo() { echo "$(node_value "$1" conninfo) connect_timeout=10 application_name=respool_replicas_rig"; }
+# Connection string of node $1 for the script's own statements, named like test::pg_server's admin
+# connections, which the tests' backend counts leave out.
+node_conninfo() { echo "$(node_value "$1" conninfo) connect_timeout=10 application_name=respool_test_admin"; }
 # Runs SQL on node $1 and prints the rows (unaligned, tuples only); fails when the node does not answer.
 sql() {
   local i=$1
@@ -216,8 +226,8 @@ streams_to() {
   [ "$(sql "$1" "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'$filter")" -ge "$2" ]
 }
 
-# The postmaster of node $1 and every process it started, all gone (a zombie no init reaps counts as
-# gone: PID 1 in a container may not reap).
+# True when none of the processes $@ runs any more (a zombie, ended but not yet reaped, counts as gone:
+# PID 1 of a container may reap late).
 gone() {
   local pid
   for pid in "$@"; do
