@@ -55,7 +55,7 @@ public:
 
     // The script's faults, synchronously; each throws std::runtime_error with the script's output
     // (which ends with the tail of every node's log) when it fails.
-    void promote(int i);  // returns once node i accepts writes (its new timeline checkpointed)
+    void promote(int i);  // pg_ctl promote: returns once node i accepts writes, no later
     // A power loss: SIGKILL to node i's postmaster and all its children at once (no process has a last
     // word: its clients see their connections end without a message); returns once all have ended.
     void crash(int i);

@@ -9,8 +9,8 @@
 #                                         standbys; returns once node0 streams to all of them
 #   stop STATE                            every node stopped (immediate) and removed; idempotent, works
 #                                         after any fault
-#   promote STATE I                       pg_ctl promote of node I, then a CHECKPOINT (pg_rewind reads
-#                                         the new timeline from pg_control); returns once it takes writes
+#   promote STATE I                       pg_ctl promote of node I; returns once it takes writes (and
+#                                         no later: failover timings measure from there)
 #   crash STATE I                         a power loss: SIGKILL to node I's postmaster and all its
 #                                         children (stopped first, so that none starts meanwhile; the
 #                                         children die first, so that none has a last word)
@@ -315,9 +315,6 @@ promote)
   [ $# -eq 1 ] || usage
   check_node "$1"
   as_postgres "$bindir/pg_ctl" -D "$(datadir "$1")" -w -t 60 promote >/dev/null || fail "promote of node$1 failed"
-  # The new timeline reaches pg_control only with a checkpoint, which promotion merely requests; until
-  # then pg_rewind from this node sees the old timeline and says "no rewind required".
-  sql "$1" "CHECKPOINT" >/dev/null
   ;;
 crash)
   [ $# -eq 1 ] || usage
@@ -365,7 +362,9 @@ rejoin)
   fi
   # pg_rewind says "no rewind required" when the target has not diverged from the source.
   rewind_log="$(dirname "$(datadir "$i")")/rewind.log"
-  sql "$j" "CHECKPOINT" >/dev/null  # pg_rewind reads the source's timeline from its pg_control
+  # pg_rewind reads the source's timeline from its pg_control, where a promotion's new timeline lands
+  # only with the checkpoint the promotion requested: until then it would say "no rewind required".
+  sql "$j" "CHECKPOINT" >/dev/null
   as_postgres "$bindir/pg_rewind" --target-pgdata="$(datadir "$i")" \
     --source-server="$(node_value "$j" conninfo) connect_timeout=10" >"$rewind_log" 2>&1 ||
     { cat "$rewind_log" >&2; fail "pg_rewind of node$i from node$j failed"; }
