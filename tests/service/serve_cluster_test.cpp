@@ -4,7 +4,8 @@
 // stopped is followed without a restart (/health names the new primary, a write that waited for it
 // succeeds, the role change is one log line); a write that finds no primary for --failover-wait is a
 // 503 with Retry-After: 1; --read-from prefer-standby reads a standby, and the primary once no standby
-// answers; /metrics passes promtool; no output carries the password.
+// answers; a split brain fences the old primary; /metrics passes promtool; no output carries the
+// password.
 //
 // Every test that changes roles puts the fixture's layout back in TearDown (restore_layout), so that
 // a failed test does not break the next one.
@@ -253,4 +254,33 @@ TEST_F(serve_cluster, the_first_request_after_the_ready_line_finds_the_primary) 
     EXPECT_TRUE(has(h.body, R"("primary":")" + host(0) + "\"")) << h.body;
     EXPECT_EQ(c.request("PUT", "/kv/first", "v").status, 204u);
     EXPECT_EQ(other.request("PUT", "/kv/second", "v").status, 204u);
+}
+
+// Split brain: a standby promoted while the old primary still runs. The cluster follows the higher
+// timeline (node1); node0, still claiming the role, is fenced (a warn line) and gets no write.
+TEST_F(serve_cluster, a_split_brain_fences_the_old_primary_and_writes_go_to_the_new_one) {
+    const std::string app = "serve_cl_split";
+    client c(start(app));
+    ASSERT_EQ(c.request("PUT", "/kv/k", "before").status, 204u);
+    rig->promote(1);  // node0 keeps running: two primaries
+    const auto up = health_until(
+        c,
+        [&](const response& r) { return r.status == 200 && has(r.body, R"("primary":")" + host(1) + "\""); },
+        "/health to name node1 the primary");
+    EXPECT_TRUE(has(up.body, R"("name":")" + host(0) + R"(","role":"fenced")")) << up.body;
+    EXPECT_EQ(c.request("PUT", "/kv/k", "after").status, 204u);
+    EXPECT_EQ(rig->query(1, "SELECT convert_from(v, 'UTF8') FROM respool_kv WHERE k = 'k'")
+                  .at(0)
+                  .at(0)
+                  .value_or(""),
+              "after");
+    EXPECT_EQ(rig->query(0, "SELECT convert_from(v, 'UTF8') FROM respool_kv WHERE k = 'k'")
+                  .at(0)
+                  .at(0)
+                  .value_or(""),
+              "before");  // the fenced host got no write
+    const std::string log = process->stderr_text();
+    EXPECT_TRUE(has(log, "warn  respool serve: host " + host(0) + " primary -> fenced")) << log;
+    EXPECT_TRUE(has(log, "info  respool serve: host " + host(1) + " standby -> primary")) << log;
+    EXPECT_EQ(promtool_problems(c.request("GET", "/metrics").body), "");
 }
