@@ -70,12 +70,14 @@ pg::route route_of(read_from r) {
 
 // "host 127.0.0.1:5433 standby -> primary: promoted to primary (timeline 2)": the cluster's names and
 // reason carry no credential (host:port, masked failures); masked once more and kept on one line
-// anyway. The reason's own leading host name, when it has one, is not repeated.
+// anyway.
 std::string role_change_line(std::string_view host, std::string_view from, std::string_view to,
                              std::string_view reason) {
     std::string line = "host " + std::string(host) + " " + std::string(from) + " -> " + std::string(to);
-    const std::string prefix = std::string(host) + " ";
-    if (reason.substr(0, prefix.size()) == prefix) reason.remove_prefix(prefix.size());
+    // The reason's own leading host name and new role ("db2:5432 down: FATAL ..."), when it starts
+    // with them, are not repeated.
+    for (const std::string& prefix : {std::string(host) + " ", std::string(to) + ": "})
+        if (reason.substr(0, prefix.size()) == prefix) reason.remove_prefix(prefix.size());
     if (!reason.empty()) line += ": " + log::one_line(pg::masked(reason));
     return line;
 }
