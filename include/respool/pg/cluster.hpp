@@ -20,6 +20,10 @@
 // ParameterStatus (in_hot_standby, default_transaction_read_only) and errors (25006, 57P01-57P03, a lost
 // connection) make a host suspect at once. Only the monitors connect to a host that is down: user
 // requests never wait on a dead host's connect timeout.
+//
+// Threads: the cluster lives on its executor (the host pools too). Operations may be started from any
+// thread when that executor is a strand and pool.thread_safe is set (they are dispatched there);
+// stats(), hosts() and host_pool() are for code running on the executor.
 #pragma once
 
 #include <respool/pg/pool.hpp>
