@@ -87,7 +87,8 @@ std::string one_line(const respool::error_code& ec, const respool::diagnostics& 
     return m;
 }
 
-// Every worker and log of the client; touched only on the event loop's thread.
+// Every worker and log of the client; touched only on the event loop's thread. Log lines are flushed
+// one by one: the harness reads the logs while they grow.
 class client {
 public:
     client(asio::io_context& io, std::string name, const std::string& hosts, std::size_t pool_max)
@@ -149,11 +150,11 @@ private:
             const std::int64_t end = unix_ns();
             if (ec) {
                 *log << "err " << start << ' ' << end << ' ' << (writes ? std::to_string(value) : "-") << ' '
-                     << one_line(ec, diag) << '\n';
+                     << one_line(ec, diag) << std::endl;
             } else {
                 const std::int64_t shown = writes ? value : r.get<std::int64_t>(0, 0);
                 *log << "ok " << start << ' ' << end << ' ' << shown << ' '
-                     << r.get<std::int32_t>(0, writes ? 0 : 1) << '\n';
+                     << r.get<std::int32_t>(0, writes ? 0 : 1) << std::endl;
             }
             const auto rest = interval - (std::chrono::steady_clock::now() - t0);
             if (rest > 0s) {

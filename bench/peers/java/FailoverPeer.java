@@ -38,7 +38,8 @@ public final class FailoverPeer {
         Outcome run(long seq) throws SQLException;
     }
 
-    // One command's log: lines from every worker, each written whole.
+    // One command's log: lines from every worker, each written whole and flushed at once (the harness
+    // reads the log while it grows, to see when the client has written on the new primary).
     static final class Log {
         final BufferedWriter out;
         Log(String path) throws IOException {
@@ -48,6 +49,7 @@ public final class FailoverPeer {
             try {
                 out.write(s);
                 out.write('\n');
+                out.flush();
             } catch (IOException e) {
                 System.err.println("FailoverPeer: log: " + e);
             }

@@ -30,26 +30,27 @@ const (
 	newestSQL = "SELECT coalesce(max(seq), 0), inet_server_port() FROM ledger WHERE client = $1"
 )
 
-// logFile is one command's log: lines from every worker, each written whole.
+// logFile is one command's log: lines from every worker, each written whole and at once (the
+// harness reads the log while it grows, to see when the client has written on the new primary).
 type logFile struct {
 	mu  sync.Mutex
-	out *bufio.Writer
 	f   *os.File
+	err error // the first failed write
 }
 
 func (l *logFile) line(s string) {
 	l.mu.Lock()
-	l.out.WriteString(s)
-	l.out.WriteByte('\n')
+	if _, err := l.f.WriteString(s + "\n"); err != nil && l.err == nil {
+		l.err = err
+	}
 	l.mu.Unlock()
 }
 
 func (l *logFile) close() error {
-	if err := l.out.Flush(); err != nil {
-		l.f.Close()
-		return err
+	if err := l.f.Close(); err != nil && l.err == nil {
+		l.err = err
 	}
-	return l.f.Close()
+	return l.err
 }
 
 // oneLine keeps an error message on its log line.
@@ -125,7 +126,7 @@ func (p *peer) answer(fields []string) (reply string, quit bool) {
 		if err != nil {
 			return "error " + oneLine(err), false
 		}
-		log := &logFile{out: bufio.NewWriterSize(f, 1<<16), f: f}
+		log := &logFile{f: f}
 		p.logs = append(p.logs, log)
 		request := p.write
 		if fields[0] == "read" {
