@@ -12,6 +12,7 @@
 
 #include "connection_impl.hpp"
 #include "pipeline_dispatch.hpp"
+#include "pool_access.hpp"
 
 #include <respool/detail/db_acquire.hpp>
 #include <respool/detail/db_failure.hpp>
@@ -258,6 +259,24 @@ struct pool_query {
     }
 };
 
+// The statement on op->l, then the lease back (poisoned after a connection-level failure), then the
+// handler.
+void run_on_lease(const std::shared_ptr<pool_query>& op) {
+    auto done = [op](error_code qec, result r) {
+        if (qec && op->diag) report(*op->diag, *op->l, qec);
+        if (qec == condition::connection_broken)
+            op->l.poison();
+        else
+            op->l.release();  // reset on the way back when the statement changed the session
+        pool_query::deliver(op, qec, std::move(r));
+    };
+    auto qslot = op->handler.get_cancellation_slot();
+    if (op->p)
+        op->l->async_query(std::move(op->sql), std::move(*op->p), asio::bind_cancellation_slot(qslot, std::move(done)));
+    else
+        op->l->async_query(std::move(op->sql), asio::bind_cancellation_slot(qslot, std::move(done)));
+}
+
 }  // namespace
 
 namespace detail {
@@ -346,6 +365,18 @@ pool::~pool() = default;  // closes (state_handle)
 pool::pool(pool&&) noexcept = default;
 pool& pool::operator=(pool&&) noexcept = default;  // closes what it held first
 
+void detail::pool_access::run_query(pool& p, lease<connection> l, std::string sql, std::optional<params> q,
+                                    respool::diagnostics* diag, query_handler handler) {
+    if (diag) diag->clear();
+    auto op = std::make_shared<pool_query>(p.state_.shared(), std::move(handler), std::move(sql), std::move(q), diag);
+    op->l = std::move(l);
+    run_on_lease(op);
+}
+
+bool detail::pool_access::pipelined(const pool& p, const std::string& sql, const std::optional<params>& q) {
+    return p.state_->pipelined && q && detail::pipelinable(sql);
+}
+
 pool::executor_type pool::get_executor() const noexcept {
     return state_->p->get_executor();
 }
@@ -398,20 +429,7 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
     auto acquired = [op](error_code ec, lease<connection> l) {
         if (ec) return pool_query::deliver(op, ec, {});  // its words: the shared borrow's
         op->l = std::move(l);
-        auto done = [op](error_code qec, result r) {
-            if (qec && op->diag) report(*op->diag, *op->l, qec);
-            if (qec == condition::connection_broken)
-                op->l.poison();
-            else
-                op->l.release();  // reset on the way back when the statement changed the session
-            pool_query::deliver(op, qec, std::move(r));
-        };
-        auto qslot = op->handler.get_cancellation_slot();
-        if (op->p)
-            op->l->async_query(std::move(op->sql), std::move(*op->p),
-                               asio::bind_cancellation_slot(qslot, std::move(done)));
-        else
-            op->l->async_query(std::move(op->sql), asio::bind_cancellation_slot(qslot, std::move(done)));
+        run_on_lease(op);
     };
     respool::detail::db::acquire(*state_->p, state_->cfg.borrow_timeout, diag,
                                  op->handler.get_cancellation_slot(), explainer(state_.shared()),
