@@ -85,10 +85,12 @@ struct cluster_host_slot {
 
 struct cluster_state : std::enable_shared_from_this<cluster_state> {
     cluster_state(asio::any_io_executor e, cluster_config c, std::vector<std::string> names)
-        : ex(std::move(e)), cfg(std::move(c)),
-          topo(std::move(names), topology::settings{cfg.topology_interval, cfg.no_primary_interval,
-                                                    cfg.max_replica_lag}),
-          wait_timer(ex), rng(std::random_device{}()) {}
+        : ex(std::move(e)),
+          cfg(std::move(c)),
+          topo(std::move(names),
+               topology::settings{cfg.topology_interval, cfg.no_primary_interval, cfg.max_replica_lag}),
+          wait_timer(ex),
+          rng(std::random_device{}()) {}
 
     asio::any_io_executor ex;
     cluster_config cfg;
@@ -126,11 +128,13 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
     std::string why_none(const std::optional<read_options>& r) const {
         const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(cfg.failover_wait).count();
         if (!r || r->to == route::primary)
-            return "no primary within failover_wait (" + std::to_string(wait) + " ms): " + topo.no_primary_reason();
+            return "no primary within failover_wait (" + std::to_string(wait) +
+                   " ms): " + topo.no_primary_reason();
         return "no standby within max_replica_lag (" +
-               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(cfg.max_replica_lag).count()) +
-               " ms)" + (r->after ? " that has replayed " + to_string(r->after) : std::string()) + " within " +
-               std::to_string(wait) + " ms";
+               std::to_string(
+                   std::chrono::duration_cast<std::chrono::milliseconds>(cfg.max_replica_lag).count()) +
+               " ms)" + (r->after ? " that has replayed " + to_string(r->after) : std::string()) +
+               " within " + std::to_string(wait) + " ms";
     }
 
     // Finds a host for `r` now, or queues the operation until one fits or failover_wait has passed.
@@ -239,9 +243,10 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
         const bool hot_standby = c.parameter_status("in_hot_standby") == "on";
         const bool read_only = c.parameter_status("default_transaction_read_only") == "on";
         // Only what differs from what the topology believes is news (two lookups per lease, no more).
-        const bool news = (v.role == host_role::primary && (hot_standby || read_only) && v.writable) ||
-                          (v.role == host_role::standby && !hot_standby && !c.parameter_status("in_hot_standby").empty()) ||
-                          (c.failover_detected() && v.writable);
+        const bool news =
+            (v.role == host_role::primary && (hot_standby || read_only) && v.writable) ||
+            (v.role == host_role::standby && !hot_standby && !c.parameter_status("in_hot_standby").empty()) ||
+            (c.failover_detected() && v.writable);
         if (!news) return;
         if (c.failover_detected())
             topo.write_refused(host, clock::now());
@@ -301,7 +306,8 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
             if (!h.monitor || !h.monitor->is_open()) {
                 h.monitor.emplace(s->ex);
                 auto [ec] = co_await h.monitor->async_connect(
-                    conninfo, s->cfg.probe_timeout, asio::bind_cancellation_slot(stop_slot, asio::as_tuple(asio::use_awaitable)));
+                    conninfo, s->cfg.probe_timeout,
+                    asio::bind_cancellation_slot(stop_slot, asio::as_tuple(asio::use_awaitable)));
                 if (s->closed) break;
                 if (ec) {
                     s->probe_failed(i, sent, describe(ec, h.monitor->last_error()));
@@ -320,8 +326,9 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
                     s->probe_failed(i, sent, describe(ec, h.monitor->last_error()));
                     h.monitor.reset();
                 } else if (h.monitor->parameter_status("in_hot_standby") == "off") {
-                    s->topo.session_reported(i, false, h.monitor->parameter_status("default_transaction_read_only") == "on",
-                                             clock::now());
+                    s->topo.session_reported(
+                        i, false, h.monitor->parameter_status("default_transaction_read_only") == "on",
+                        clock::now());
                     s->update();
                 }
                 continue;
@@ -355,7 +362,8 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
         if (!hosts[i]->probed) {
             hosts[i]->probed = true;
             if (std::all_of(hosts.begin(), hosts.end(), [](const auto& h) { return h->probed; }))
-                for (auto& w : std::exchange(ready_waiters, {})) asio::post(ex, asio::append(std::move(w), error_code{}));
+                for (auto& w : std::exchange(ready_waiters, {}))
+                    asio::post(ex, asio::append(std::move(w), error_code{}));
         }
         update();
     }
@@ -386,7 +394,8 @@ void waiting_op::on_cancel(cluster_state& s, const std::shared_ptr<waiting_op>& 
 }
 
 template <class Token>
-auto async_with_host(cluster_state& s, std::optional<read_options> r, respool::diagnostics* d, Token&& token) {
+auto async_with_host(cluster_state& s, std::optional<read_options> r, respool::diagnostics* d,
+                     Token&& token) {
     return asio::async_initiate<Token, void(error_code, std::size_t)>(
         [&s](auto handler, std::optional<read_options> ro, respool::diagnostics* dg) {
             s.with_host(ro, dg, std::move(handler));
@@ -396,14 +405,16 @@ auto async_with_host(cluster_state& s, std::optional<read_options> r, respool::d
 
 // A lease on the host the route picks; a host that fails the acquire is reported and another looked for,
 // within the operation's wait for a host.
-asio::awaitable<lease<connection>> acquire_routed(std::shared_ptr<cluster_state> s, std::optional<read_options> r) {
+asio::awaitable<lease<connection>> acquire_routed(std::shared_ptr<cluster_state> s,
+                                                  std::optional<read_options> r) {
     co_await asio::dispatch(s->ex, asio::use_awaitable);
     for (;;) {
         respool::diagnostics diag;
         auto [hec, host] = co_await async_with_host(*s, r, &diag, asio::as_tuple(asio::use_awaitable));
         if (hec) throw boost::system::system_error(hec, diag.message.empty() ? hec.message() : diag.message);
         pool& p = *s->hosts[host]->db;
-        auto [ec, l] = co_await p.async_acquire(p.config().borrow_timeout, &diag, asio::as_tuple(asio::use_awaitable));
+        auto [ec, l] =
+            co_await p.async_acquire(p.config().borrow_timeout, &diag, asio::as_tuple(asio::use_awaitable));
         if (!ec && s->fits(r, host)) co_return std::move(l);
         if (!ec) continue;  // the host changed role while we waited for its connection: the lease goes back
         if (!host_failure(ec) || s->closed) throw boost::system::system_error(ec, diag.message);
@@ -415,8 +426,8 @@ asio::awaitable<lease<connection>> acquire_routed(std::shared_ptr<cluster_state>
 
 namespace {
 
-using detail::cluster_state;
 using detail::clock;
+using detail::cluster_state;
 
 void check(const cluster_config& c) {
     auto positive = [](duration d, const char* name) {
@@ -574,7 +585,8 @@ cluster_stats cluster::stats() const {
         if (v.role == host_role::primary)
             h.lag = duration::zero();
         else if (v.fresh_as_of)
-            h.lag = std::chrono::duration_cast<duration>(std::max(clock::duration::zero(), now - *v.fresh_as_of));
+            h.lag =
+                std::chrono::duration_cast<duration>(std::max(clock::duration::zero(), now - *v.fresh_as_of));
         h.role_changes = s.hosts[i]->role_changes;
         h.statements = s.hosts[i]->statements;
         h.last_failure = v.last_failure;
@@ -602,7 +614,8 @@ void cluster::start_query(std::string sql, std::optional<params> p, respool::dia
 void cluster::start_routed_query(read_options r, std::string sql, std::optional<params> p,
                                  respool::diagnostics* diag, query_handler handler) {
     if (diag) diag->clear();
-    auto op = std::make_shared<routed_query>(state_, r, std::move(sql), std::move(p), diag, std::move(handler));
+    auto op =
+        std::make_shared<routed_query>(state_, r, std::move(sql), std::move(p), diag, std::move(handler));
     asio::dispatch(state_->ex, [op] { op->start(); });
 }
 
@@ -626,7 +639,8 @@ void cluster::start_acquire(std::optional<read_options> r, acquire_handler handl
 
 void cluster::start_wait_ready(asio::any_completion_handler<void(error_code)> handler) {
     asio::dispatch(state_->ex, [s = state_, h = std::move(handler)]() mutable {
-        if (s->closed) return asio::post(s->ex, asio::append(std::move(h), error_code(respool::errc::closed)));
+        if (s->closed)
+            return asio::post(s->ex, asio::append(std::move(h), error_code(respool::errc::closed)));
         if (std::all_of(s->hosts.begin(), s->hosts.end(), [](const auto& x) { return x->probed; }))
             return asio::post(s->ex, asio::append(std::move(h), error_code{}));
         s->ready_waiters.push_back(std::move(h));

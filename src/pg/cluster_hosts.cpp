@@ -43,7 +43,7 @@ std::vector<cluster_host> split_hosts(std::string_view conninfo) {
     char* err = nullptr;
     const std::string text(conninfo);
     std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> opts(PQconninfoParse(text.c_str(), &err),
-                                                                       &PQconninfoFree);
+                                                                      &PQconninfoFree);
     if (!opts) {
         std::string why = err ? err : "out of memory";
         if (err) PQfreemem(err);
@@ -70,7 +70,8 @@ std::vector<cluster_host> split_hosts(std::string_view conninfo) {
         throw std::invalid_argument("conninfo \"" + masked(conninfo) + "\": " + why);
     };
     if (!hosts.empty() && !addrs.empty() && hosts.size() != addrs.size())
-        bad("host lists " + std::to_string(hosts.size()) + " entries, hostaddr " + std::to_string(addrs.size()));
+        bad("host lists " + std::to_string(hosts.size()) + " entries, hostaddr " +
+            std::to_string(addrs.size()));
     if (ports.size() > 1 && ports.size() != n)
         bad(std::to_string(ports.size()) + " ports for " + std::to_string(n) + " hosts");
     std::vector<cluster_host> out;

@@ -272,7 +272,8 @@ void run_on_lease(const std::shared_ptr<pool_query>& op) {
     };
     auto qslot = op->handler.get_cancellation_slot();
     if (op->p)
-        op->l->async_query(std::move(op->sql), std::move(*op->p), asio::bind_cancellation_slot(qslot, std::move(done)));
+        op->l->async_query(std::move(op->sql), std::move(*op->p),
+                           asio::bind_cancellation_slot(qslot, std::move(done)));
     else
         op->l->async_query(std::move(op->sql), asio::bind_cancellation_slot(qslot, std::move(done)));
 }
@@ -312,8 +313,9 @@ asio::awaitable<void> commit(connection& c, commit_token* lsn) {
     const bool with_lsn = lsn && !failed;
     // With a token: the position read after the COMMIT, in the same round trip (a script: COMMIT ends
     // the transaction, the SELECT runs on its own; a failed COMMIT stops the script).
-    auto [ec, r] = co_await c.async_query(with_lsn ? "COMMIT; SELECT pg_current_wal_insert_lsn()::text" : "COMMIT",
-                                          asio::as_tuple(asio::use_awaitable));
+    auto [ec, r] =
+        co_await c.async_query(with_lsn ? "COMMIT; SELECT pg_current_wal_insert_lsn()::text" : "COMMIT",
+                               asio::as_tuple(asio::use_awaitable));
     if (ec) throw error_with_diagnostics(ec, c.last_error());
     if (failed || (!with_lsn && r.command_tag() == "ROLLBACK"))
         throw boost::system::system_error(sqlstate_error("25P02"),
@@ -351,7 +353,8 @@ pool::pool(executor_type ex, pool_config cfg, std::function<void(connection&)> o
     : state_(std::make_shared<pool_state>()) {
     check(cfg);
     state_->cfg = std::move(cfg);
-    state_->p.emplace(ex, options_of(state_->cfg), hooks_of(state_->cfg, state_.shared(), ex, std::move(on_return)));
+    state_->p.emplace(ex, options_of(state_->cfg),
+                      hooks_of(state_->cfg, state_.shared(), ex, std::move(on_return)));
     if (state_->cfg.circuit)
         state_->p->set_circuit_strategy(std::make_shared<connect_failure_strategy>(*state_->cfg.circuit));
     const pool_config& c = state_->cfg;
@@ -368,7 +371,8 @@ pool& pool::operator=(pool&&) noexcept = default;  // closes what it held first
 void detail::pool_access::run_query(pool& p, lease<connection> l, std::string sql, std::optional<params> q,
                                     respool::diagnostics* diag, query_handler handler) {
     if (diag) diag->clear();
-    auto op = std::make_shared<pool_query>(p.state_.shared(), std::move(handler), std::move(sql), std::move(q), diag);
+    auto op = std::make_shared<pool_query>(p.state_.shared(), std::move(handler), std::move(sql),
+                                           std::move(q), diag);
     op->l = std::move(l);
     run_on_lease(op);
 }

@@ -14,7 +14,8 @@
 namespace respool::pg::detail {
 
 struct pool_access {
-    static pool make(boost::asio::any_io_executor ex, pool_config cfg, std::function<void(connection&)> on_return) {
+    static pool make(boost::asio::any_io_executor ex, pool_config cfg,
+                     std::function<void(connection&)> on_return) {
         return pool(std::move(ex), std::move(cfg), std::move(on_return));
     }
     // Runs `sql` on the lease's connection; a connection-level failure poisons it, anything else

@@ -8,9 +8,10 @@ namespace respool::pg::detail {
 const char* const probe_sql =
     "SELECT pg_is_in_recovery(),"
     " current_setting('default_transaction_read_only') = 'on',"
-    " CASE WHEN pg_is_in_recovery() THEN 0"
+    " CASE WHEN pg_is_in_recovery() THEN coalesce((SELECT received_tli FROM pg_stat_wal_receiver), 0)"
     " ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint END,"
-    " (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END)::text,"
+    " (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() "
+    "END)::text,"
     " CASE WHEN pg_is_in_recovery() THEN"
     " (extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000000)::bigint END,"
     " (SELECT system_identifier FROM pg_control_system())::text";
@@ -30,8 +31,8 @@ std::optional<std::uint64_t> parse_lsn(std::string_view text) noexcept {
 
 bool read_probe(const result& row, probe_reading& r, std::string& why) {
     if (row.rows() != 1 || row.columns() != 6) {
-        why = "the probe returned " + std::to_string(row.rows()) + " rows of " + std::to_string(row.columns()) +
-              " columns";
+        why = "the probe returned " + std::to_string(row.rows()) + " rows of " +
+              std::to_string(row.columns()) + " columns";
         return false;
     }
     try {

@@ -40,8 +40,13 @@ struct topology::state {
         // Claimed primary below the highest timeline seen; only a reading in recovery (or a claim on
         // a timeline higher than any seen, a new promotion) ends it.
         bool fenced = false;
-        bool read_only = false;  // default_transaction_read_only from its last reading
-        std::uint32_t timeline = 0;
+        std::uint32_t fenced_claim = 0;        // the claim it was fenced on (its messages)
+        bool read_only = false;                // default_transaction_read_only from its last reading
+        std::uint32_t timeline = 0;            // of its last primary claim
+        std::uint32_t receiving_timeline = 0;  // a standby's, from its last reading (0: not known)
+        // The newest timeline it is known to be on: its claim, or the timeline it receives as a
+        // standby; kept while it is down or receives nothing (0: none known yet).
+        std::uint32_t known_timeline = 0;
         std::uint64_t lsn = 0;
         std::optional<time_point> fresh_as_of;
         bool suspect = false;  // a report or an error took its write permission (and read eligibility)
@@ -58,9 +63,12 @@ struct topology::state {
 
     settings cfg;
     std::vector<host> hosts;
-    std::optional<std::uint32_t> top_timeline;  // the highest timeline ever seen on a primary claim
-    std::size_t top_host = 0;                   // where it was first seen (for messages)
-    std::deque<primary_sample> history;         // newest last, all from one primary on one timeline
+    // The highest timeline any host is known to be on (its claim, or what it receives as a standby;
+    // a host that is down keeps its last): a claim below it is fenced. It falls only when the host
+    // that was on it is seen on a lower one (rewound onto the other history by its operator).
+    std::optional<std::uint32_t> top_timeline;
+    std::size_t top_host = 0;            // a host on it (for messages)
+    std::deque<primary_sample> history;  // newest last, all from one primary on one timeline
     std::size_t history_host = 0;
     std::uint32_t history_timeline = 0;
     std::vector<role_change> changes;
@@ -125,8 +133,16 @@ struct topology::state {
         case host_role::primary: {
             std::string text = h.name;
             switch (from) {
-            case host_role::standby:
-            case host_role::fenced: text += " promoted to primary"; break;
+            case host_role::fenced:
+                if (h.claim == h.fenced_claim) {  // the newer history was given up, not this host promoted
+                    text += " is primary again (timeline " + std::to_string(*h.claim) +
+                            "): no host is on a newer timeline any more";
+                    if (!writable) text += ", not writable: " + not_writable_cause(h, top);
+                    return text;
+                }
+                text += " promoted to primary";
+                break;
+            case host_role::standby: text += " promoted to primary"; break;
             case host_role::down: text += " is back as primary"; break;
             default: text += " is primary"; break;
             }
@@ -151,9 +167,16 @@ struct topology::state {
     // Derives every host's role and write permission from the facts and records what changed, the
     // host the event was about first (the cause before its consequences).
     void settle(time_point when, std::size_t event_host) {
-        if (top_timeline)
-            for (host& h : hosts)
-                if (h.claim && *h.claim < *top_timeline) h.fenced = true;
+        top_timeline.reset();
+        for (std::size_t i = 0; i < hosts.size(); ++i)
+            if (hosts[i].known_timeline > 0 && (!top_timeline || hosts[i].known_timeline > *top_timeline)) {
+                top_timeline = hosts[i].known_timeline;
+                top_host = i;
+            }
+        for (host& h : hosts) {
+            h.fenced = h.claim && top_timeline && *h.claim < *top_timeline;
+            if (h.fenced) h.fenced_claim = *h.claim;
+        }
         const std::vector<std::size_t> top = top_claimants();
         const auto settle_one = [&](std::size_t i) {
             host& h = hosts[i];
@@ -242,13 +265,19 @@ struct topology::state {
 
     [[nodiscard]] topology_clock::duration period() const noexcept {
         topology_clock::duration p = cfg.interval;
-        if (cfg.max_replica_lag > topology_clock::duration::zero()) p = std::min(p, cfg.max_replica_lag / 2);
+        // A lag bound too small to halve (zero: no standby reads) must not make the probes continuous.
+        if (cfg.max_replica_lag / 2 > topology_clock::duration::zero())
+            p = std::min(p, cfg.max_replica_lag / 2);
         if (!primary()) p = std::min(p, cfg.no_primary_interval);
         return p;
     }
 
     [[nodiscard]] bool eligible_standby(const host& h, time_point now, std::uint64_t min_lsn) const {
-        return h.role == host_role::standby && !h.suspect && h.fresh_as_of &&
+        // A standby still on an older timeline than the primary's holds positions of a history the
+        // cluster left: neither its LSN nor its freshness compares with the primary's.
+        const bool current_history =
+            h.receiving_timeline == 0 || !top_timeline || h.receiving_timeline >= *top_timeline;
+        return h.role == host_role::standby && !h.suspect && current_history && h.fresh_as_of &&
                now - *h.fresh_as_of <= cfg.max_replica_lag && h.lsn >= min_lsn;
     }
 };
@@ -288,15 +317,12 @@ void topology::probe_succeeded(std::size_t host, const probe_reading& r) {
     h.read_only = r.read_only;
     if (r.in_recovery) {
         h.claim.reset();
-        h.fenced = false;
+        h.receiving_timeline = r.timeline;
+        if (r.timeline > 0) h.known_timeline = r.timeline;
     } else {
         h.claim = r.timeline;
         h.timeline = r.timeline;
-        if (!s_->top_timeline || r.timeline > *s_->top_timeline) {
-            s_->top_timeline = r.timeline;
-            s_->top_host = host;
-            h.fenced = false;  // promoted anew, past every timeline seen
-        }
+        h.known_timeline = r.timeline;
     }
     s_->settle(r.received, host);
     if (h.role == host_role::primary && s_->top_claimants().size() == 1) {
@@ -351,14 +377,18 @@ void topology::session_reported(std::size_t host, bool in_hot_standby, bool read
     s_->settle(now, host);
 }
 
+// An error on a host that is down or not probed yet says nothing new (the pool's reconnects to a
+// down host fail over and over): it must not hurry the probes of a host its schedule covers.
 void topology::connection_lost(std::size_t host, topology_clock::time_point now) {
     state::host& h = s_->at(host);
+    if (h.role == host_role::down || h.role == host_role::unknown) return;
     s_->make_suspect(h, "a connection to it was lost", now);
     s_->settle(now, host);
 }
 
 void topology::write_refused(std::size_t host, topology_clock::time_point now) {
     state::host& h = s_->at(host);
+    if (h.role == host_role::down || h.role == host_role::unknown) return;
     s_->make_suspect(h, "a write was refused (read-only transaction)", now);
     s_->settle(now, host);
 }

@@ -70,9 +70,11 @@ TEST(pg_cluster_one_server, learns_the_primary_and_sends_writes_and_reads_there)
         const int port = co_await server_port(db);
         EXPECT_EQ(port, co_await server_port(db, pg::read_options{.to = pg::route::prefer_standby}));
         EXPECT_EQ(db.stats().reads_to_primary, 1u);
-        co_await db.with_connection([](pg::connection& c) -> asio::awaitable<void> {
-            co_await c.async_query("SELECT 1", asio::use_awaitable);
-        }, asio::use_awaitable);
+        co_await db.with_connection(
+            [](pg::connection& c) -> asio::awaitable<void> {
+                co_await c.async_query("SELECT 1", asio::use_awaitable);
+            },
+            asio::use_awaitable);
         EXPECT_EQ(db.stats().hosts[0].pool.active, 0u);
     });
 }
@@ -99,8 +101,8 @@ TEST(pg_cluster_one_server, a_read_that_wants_a_standby_gives_up_after_failover_
         co_await db.async_wait_ready(asio::use_awaitable);
         respool::diagnostics diag;
         const auto t0 = std::chrono::steady_clock::now();
-        auto [ec, r] = co_await db.async_query(pg::read_options{.to = pg::route::standby}, "SELECT 1", pg::params(),
-                                               &diag, asio::as_tuple(asio::use_awaitable));
+        auto [ec, r] = co_await db.async_query(pg::read_options{.to = pg::route::standby}, "SELECT 1",
+                                               pg::params(), &diag, asio::as_tuple(asio::use_awaitable));
         const auto waited = std::chrono::steady_clock::now() - t0;
         EXPECT_EQ(ec, respool::errc::unavailable);
         EXPECT_NE(diag.message.find("no standby"), std::string::npos) << diag.message;
@@ -118,22 +120,28 @@ TEST(pg_cluster_one_server, a_commit_token_is_the_position_after_the_commit) {
                                 {.commit_lsn = &before}, asio::use_awaitable);
         EXPECT_FALSE(before);  // nothing ran: nothing committed, no token
         pg::commit_token t{};
-        co_await db.transaction([](pg::connection& c) -> asio::awaitable<void> {
-            co_await c.async_query("INSERT INTO cluster_token_t VALUES (1)", asio::use_awaitable);
-        }, {.commit_lsn = &t}, asio::use_awaitable);
+        co_await db.transaction(
+            [](pg::connection& c) -> asio::awaitable<void> {
+                co_await c.async_query("INSERT INTO cluster_token_t VALUES (1)", asio::use_awaitable);
+            },
+            {.commit_lsn = &t}, asio::use_awaitable);
         if (!t) co_return ADD_FAILURE() << "no commit token";
-        pg::result now = co_await db.async_query("SELECT pg_current_wal_insert_lsn()::text", asio::use_awaitable);
+        pg::result now =
+            co_await db.async_query("SELECT pg_current_wal_insert_lsn()::text", asio::use_awaitable);
         EXPECT_GE(pg::commit_token_from_string(now.text(0, 0))->lsn, t.lsn);
         // A read with the token: the primary holds it.
         pg::result r = co_await db.async_query(pg::read_options{.to = pg::route::prefer_standby, .after = t},
-                                               "SELECT count(*) FROM cluster_token_t", pg::params(), asio::use_awaitable);
+                                               "SELECT count(*) FROM cluster_token_t", pg::params(),
+                                               asio::use_awaitable);
         EXPECT_GE(r.get<std::int64_t>(0, 0), 1);
         // A failed transaction's COMMIT is still the rollback it always was.
         pg::commit_token failed{};
-        auto [e] = co_await db.transaction([](pg::connection& c) -> asio::awaitable<void> {
-            auto [ec, r2] = co_await c.async_query("SELECT 1/0", asio::as_tuple(asio::use_awaitable));
-            EXPECT_TRUE(ec);
-        }, {.commit_lsn = &failed}, asio::as_tuple(asio::use_awaitable));
+        auto [e] = co_await db.transaction(
+            [](pg::connection& c) -> asio::awaitable<void> {
+                auto [ec, r2] = co_await c.async_query("SELECT 1/0", asio::as_tuple(asio::use_awaitable));
+                EXPECT_TRUE(ec);
+            },
+            {.commit_lsn = &failed}, asio::as_tuple(asio::use_awaitable));
         if (!e) co_return ADD_FAILURE() << "the failed transaction committed";
         EXPECT_FALSE(failed);
         co_await db.async_query("DROP TABLE cluster_token_t", asio::use_awaitable);
@@ -148,7 +156,8 @@ TEST(pg_cluster_one_server, close_ends_the_writes_waiting_for_a_primary) {
         auto db = std::make_shared<pg::cluster>(co_await asio::this_coro::executor, cfg);
         co_await db->async_wait_ready(asio::use_awaitable);
         EXPECT_FALSE(db->stats().primary);
-        EXPECT_NE(db->stats().no_primary_reason.find("down"), std::string::npos) << db->stats().no_primary_reason;
+        EXPECT_NE(db->stats().no_primary_reason.find("down"), std::string::npos)
+            << db->stats().no_primary_reason;
         asio::steady_timer t(co_await asio::this_coro::executor, 50ms);
         t.async_wait([db](auto) { db->close(); });
         auto [ec, r] = co_await db->async_query("SELECT 1", asio::as_tuple(asio::use_awaitable));

@@ -39,7 +39,8 @@ TEST(pg_cluster_hosts, a_uri_with_several_hosts_and_one_port_for_all) {
 TEST(pg_cluster_hosts, quotes_and_backslashes_in_values_survive_the_split) {
     const auto hosts = split_hosts("host=a,b password='it\\'s a \\\\ secret' application_name='x y'");
     ASSERT_EQ(hosts.size(), 2u);
-    EXPECT_NE(hosts[0].conninfo.find("password='it\\'s a \\\\ secret'"), std::string::npos) << hosts[0].conninfo;
+    EXPECT_NE(hosts[0].conninfo.find("password='it\\'s a \\\\ secret'"), std::string::npos)
+        << hosts[0].conninfo;
     EXPECT_NE(hosts[0].conninfo.find("application_name='x y'"), std::string::npos);
 }
 

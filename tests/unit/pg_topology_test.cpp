@@ -103,8 +103,8 @@ TEST(pg_roles, commit_tokens_read_and_print_as_postgresql_writes_an_lsn) {
     EXPECT_EQ(respool::pg::commit_token_from_string("16/b374d848"), commit_token{0x16B374D848});
     EXPECT_EQ(respool::pg::commit_token_from_string("FFFFFFFF/FFFFFFFF"), commit_token{0xFFFFFFFFFFFFFFFF});
     EXPECT_EQ(respool::pg::commit_token_from_string("0/0"), commit_token{0});
-    for (const char* bad : {"", "16", "16/", "/1", "G/1", "1/G", "123456789/0", "0/123456789", "1/2/3",
-                            "-1/2", "+1/2", " 1/2", "1/2 ", "0x1/2", "1//2"})
+    for (const char* bad : {"", "16", "16/", "/1", "G/1", "1/G", "123456789/0", "0/123456789", "000000001/0",
+                            "1/2/3", "-1/2", "+1/2", " 1/2", "1/2 ", "0x1/2", "1//2"})
         EXPECT_EQ(respool::pg::commit_token_from_string(bad), std::nullopt) << bad;
 }
 
@@ -289,6 +289,30 @@ TEST(pg_topology, a_fenced_host_rejoins_as_a_standby) {
     EXPECT_EQ(t.pick(route::standby, t0 + 2s, 0, std::array<std::size_t, 3>{0, 0, 5}, 0), db1);
 }
 
+TEST(pg_topology, a_fence_holds_while_the_newer_history_may_live_and_lifts_when_its_host_gave_it_up) {
+    topology t = healthy_cluster();
+    t.probe_succeeded(db2, primary_reading(t0 + 1s, 2, 1100));  // db1 fenced
+    t.take_changes();
+    // The newer primary unreachable (a partition): it may still be writing on timeline 2.
+    t.probe_failed(db2, t0 + 2s, "timeout");
+    t.probe_succeeded(db1, primary_reading(t0 + 2s, 1, 1200));
+    EXPECT_EQ(t.view(db1).role, host_role::fenced);
+    // Back in recovery but receiving nothing yet: which history it follows is not known.
+    t.probe_succeeded(db2, standby_reading(t0 + 3s, 1100));
+    EXPECT_EQ(t.view(db1).role, host_role::fenced);
+    EXPECT_EQ(t.primary(), std::nullopt);
+    t.take_changes();
+    // Rewound onto db1's timeline by its operator: nobody is on timeline 2 any more.
+    probe_reading follows_db1 = standby_reading(t0 + 4s, 1200, 1ms);
+    follows_db1.timeline = 1;
+    t.probe_succeeded(db2, follows_db1);
+    EXPECT_EQ(t.primary(), db1);
+    EXPECT_EQ(t.view(db2).role, host_role::standby);
+    EXPECT_EQ(reasons(t),
+              std::vector<std::string>{
+                  "db1:5432 is primary again (timeline 1): no host is on a newer timeline any more"});
+}
+
 TEST(pg_topology, a_host_promoted_past_every_timeline_seen_is_primary_even_after_being_fenced) {
     topology t = healthy_cluster();
     t.probe_succeeded(db2, primary_reading(t0 + 1s, 2, 1100));  // db1 fenced
@@ -419,6 +443,20 @@ TEST(pg_topology, a_refused_write_or_a_lost_connection_makes_the_primary_suspect
     EXPECT_EQ(reasons(t), std::vector<std::string>{"db1:5432 down: connection refused"});
 }
 
+TEST(pg_topology, connections_failing_on_a_host_known_down_do_not_hurry_its_probes) {
+    topology t = healthy_cluster();
+    t.probe_failed(db2, t0 + 1s, "connection refused");
+    t.take_changes();
+    // The pool's reconnects keep failing there: each says nothing the failed probe did not.
+    for (int i = 1; i <= 3; ++i) {
+        t.connection_lost(db2, t0 + 1s + i * 10ms);
+        t.write_refused(db2, t0 + 1s + i * 10ms);
+    }
+    EXPECT_FALSE(t.view(db2).suspect);
+    EXPECT_EQ(t.next_probe(db2), t0 + 1500ms);
+    EXPECT_TRUE(t.take_changes().empty());
+}
+
 TEST(pg_topology, a_standby_that_lost_a_connection_takes_no_reads_until_a_probe) {
     topology t = healthy_cluster();
     const std::array<std::size_t, 3> load{0, 0, 9};
@@ -506,6 +544,41 @@ TEST(pg_topology, a_standby_without_any_freshness_evidence_takes_no_reads) {
     EXPECT_EQ(t.pick(route::standby, t0, 0, no_load, 0), std::nullopt);
 }
 
+TEST(pg_topology, after_a_failover_only_the_new_primarys_positions_make_a_standby_fresh) {
+    topology t = three_hosts();
+    t.probe_succeeded(db1, primary_reading(t0, 1, 1000));
+    t.probe_failed(db1, t0 + 500ms, "connection refused");
+    t.probe_succeeded(db2, primary_reading(t0 + 600ms, 2, 6000));
+    // db3 replayed db1's position 1000, not yet any of db2's: no evidence against the new primary.
+    t.probe_succeeded(db3, standby_reading(t0 + 700ms, 1000));
+    EXPECT_EQ(t.view(db3).fresh_as_of, std::nullopt);
+    EXPECT_EQ(t.pick(route::standby, t0 + 710ms, 0, no_load, 0), std::nullopt);
+    t.probe_succeeded(db3, standby_reading(t0 + 800ms, 6000));
+    EXPECT_EQ(t.view(db3).fresh_as_of, t0 + 600ms);
+    EXPECT_EQ(t.pick(route::standby, t0 + 810ms, 0, no_load, 0), db3);
+}
+
+TEST(pg_topology, a_standby_still_on_the_old_timeline_takes_no_reads) {
+    topology t = three_hosts();
+    t.probe_succeeded(db1, primary_reading(t0, 1, 1000));
+    probe_reading on_1 = standby_reading(t0, 1000, 1ms);
+    on_1.timeline = 1;
+    t.probe_succeeded(db3, on_1);
+    EXPECT_EQ(t.pick(route::standby, t0 + 10ms, 0, no_load, 0), db3);
+    t.probe_succeeded(db2, primary_reading(t0 + 100ms, 2, 1000));  // promoted at db1's last position
+    // db3 replayed up to the same position, but of timeline 1: db1's tail, not db2's commits.
+    on_1.sent = t0 + 200ms;
+    on_1.received = t0 + 201ms;
+    on_1.lsn = 1200;
+    t.probe_succeeded(db3, on_1);
+    EXPECT_EQ(t.pick(route::standby, t0 + 210ms, 1100, no_load, 0), std::nullopt);
+    EXPECT_EQ(t.pick(route::prefer_standby, t0 + 210ms, 0, no_load, 0), db2);
+    probe_reading on_2 = standby_reading(t0 + 300ms, 1200, 1ms);
+    on_2.timeline = 2;
+    t.probe_succeeded(db3, on_2);
+    EXPECT_EQ(t.pick(route::standby, t0 + 310ms, 1100, no_load, 0), db3);
+}
+
 TEST(pg_topology, read_your_writes_a_standby_behind_the_commit_is_skipped_and_the_primary_always_qualifies) {
     topology t = three_hosts();
     t.probe_succeeded(db1, primary_reading(t0, 1, 2000));
@@ -529,8 +602,7 @@ TEST(pg_topology, reads_go_to_the_least_loaded_eligible_standby) {
     EXPECT_EQ(t.pick(route::standby, now, 0, std::array<std::size_t, 3>{0, 1, 2}, 7), db2);
     EXPECT_EQ(t.pick(route::prefer_standby, now, 0, std::array<std::size_t, 3>{0, 5, 2}, 0), db3);
     // The primary is never a standby read, however idle.
-    EXPECT_EQ(t.pick(route::standby, now, 0, std::array<std::size_t, 3>{0, 50, 50}, 0).value_or(db1) == db1,
-              false);
+    EXPECT_EQ(t.pick(route::standby, now, 0, std::array<std::size_t, 3>{0, 50, 50}, 0), db2);
     EXPECT_EQ(t.pick(route::primary, now, 0, std::array<std::size_t, 3>{50, 0, 0}, 0), db1);
     // A short load span: the missing hosts count as idle.
     EXPECT_EQ(t.pick(route::standby, now, 0, std::array<std::size_t, 2>{0, 3}, 0), db3);
@@ -549,6 +621,7 @@ TEST(pg_topology, the_tiebreak_spreads_reads_over_equally_loaded_standbys) {
 TEST(pg_topology, prefer_standby_falls_back_to_the_primary_and_standby_to_nothing) {
     topology t = healthy_cluster();
     t.probe_failed(db2, t0 + 1s, "timeout");
+    EXPECT_EQ(t.view(db2).fresh_as_of, std::nullopt);            // a host that is down holds nothing known
     t.probe_succeeded(db3, standby_reading(t0 + 1s, 900, 30s));  // lagging
     const time_point now = t0 + 1010ms;
     EXPECT_EQ(t.pick(route::standby, now, 0, no_load, 0), std::nullopt);
@@ -584,6 +657,9 @@ TEST(pg_topology, probes_are_due_at_once_first_then_every_period_of_the_mode) {
     no_lag.max_replica_lag = 0s;  // no standby reads within a zero lag: the interval alone
     topology z = healthy_cluster(no_lag);
     EXPECT_EQ(z.next_probe(db2), t0 + 1s);
+    topology::settings tiny_lag;
+    tiny_lag.max_replica_lag = topology_clock::duration(1);  // too small to halve: the interval as well
+    EXPECT_EQ(healthy_cluster(tiny_lag).next_probe(db2), t0 + 1s);
 }
 
 // ---------------------------------------------------------------- random events, invariants after each
@@ -598,6 +674,10 @@ struct property_run {
     std::uint64_t lsn = 1000;
     std::array<host_role, 4> roles{};
     std::array<bool, 4> writable{};
+    std::array<std::uint32_t, 4> receiving{};  // the timeline of each host's last reading in recovery
+    // The newest timeline each host is known to be on: its claim, or a timeline it receives (kept
+    // while it is down or receives nothing). The primary is on the highest of them.
+    std::array<std::uint32_t, 4> known{};
     const std::array<std::string, 4> names{"db1:5432", "db2:5433", "db3:5434", "db4:5435"};
 
     explicit property_run(std::uint64_t seed) : rng(seed) {}
@@ -631,8 +711,12 @@ struct property_run {
                                  : static_cast<std::uint32_t>(below(highest_claimed + 1));
             lsn += below(100);
             r.lsn = below(4) == 0 ? lsn - below(300) : lsn;
+            if (r.in_recovery && below(2) == 0)
+                r.timeline = static_cast<std::uint32_t>(below(highest_claimed + 1));
             if (below(3) != 0) r.replay_age = std::chrono::milliseconds(below(2000));
             if (!r.in_recovery) highest_claimed = std::max(highest_claimed, r.timeline);
+            if (r.in_recovery) receiving[h] = r.timeline;
+            if (!r.in_recovery || r.timeline > 0) known[h] = r.timeline;
             t.probe_succeeded(h, r);
             break;
         }
@@ -653,7 +737,7 @@ struct property_run {
             const host_view v = t.view(*p);
             ASSERT_TRUE(v.writable);
             ASSERT_EQ(v.role, host_role::primary);
-            ASSERT_EQ(v.timeline, highest_claimed);
+            ASSERT_EQ(v.timeline, *std::max_element(known.begin(), known.end()));
             ASSERT_TRUE(t.no_primary_reason().empty());
         } else {
             ASSERT_EQ(writable_hosts, 0u);
@@ -661,16 +745,31 @@ struct property_run {
         }
         const std::array<std::size_t, 4> load{below(3), below(3), below(3), below(3)};
         for (const route r : {route::primary, route::standby, route::prefer_standby}) {
-            const auto picked =
-                t.pick(r, now, below(2) == 0 ? 0 : lsn - below(200), load, static_cast<std::uint32_t>(rng()));
+            const std::uint64_t min_lsn = below(2) == 0 ? 0 : lsn - below(200);
+            const auto picked = t.pick(r, now, min_lsn, load, static_cast<std::uint32_t>(rng()));
             if (!picked) continue;
-            const host_role role = t.view(*picked).role;
-            ASSERT_NE(role, host_role::fenced);
-            ASSERT_NE(role, host_role::down);
-            if (r == route::standby) {
-                ASSERT_EQ(role, host_role::standby);
-                ASSERT_NE(picked, t.primary());
-            } else if (role == host_role::primary) {
+            const host_view v = t.view(*picked);
+            ASSERT_NE(v.role, host_role::fenced);
+            ASSERT_NE(v.role, host_role::down);
+            ASSERT_FALSE(v.suspect);
+            if (v.role == host_role::standby) {
+                ASSERT_NE(r, route::primary);
+                ASSERT_TRUE(v.fresh_as_of.has_value());
+                ASSERT_LE(now - *v.fresh_as_of, 500ms);
+                ASSERT_GE(v.lsn, min_lsn);
+                // the least loaded of the standbys that qualify
+                for (std::size_t other = 0; other < 4; ++other) {
+                    const host_view o = t.view(other);
+                    const bool current_history =
+                        receiving[other] == 0 ||
+                        receiving[other] >= *std::max_element(known.begin(), known.end());
+                    if (o.role == host_role::standby && !o.suspect && current_history && o.fresh_as_of &&
+                        now - *o.fresh_as_of <= 500ms && o.lsn >= min_lsn) {
+                        ASSERT_LE(load[*picked], load[other]) << "host " << other;
+                    }
+                }
+            } else {
+                ASSERT_NE(r, route::standby);
                 ASSERT_EQ(picked, t.primary());
             }
         }

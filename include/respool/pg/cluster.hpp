@@ -20,6 +20,10 @@
 // ParameterStatus (in_hot_standby, default_transaction_read_only) and errors (25006, 57P01-57P03, a lost
 // connection) make a host suspect at once. Only the monitors connect to a host that is down: user
 // requests never wait on a dead host's connect timeout.
+//
+// Threads: the cluster lives on its executor (the host pools too). Operations may be started from any
+// thread when that executor is a strand and pool.thread_safe is set (they are dispatched there);
+// stats(), hosts() and host_pool() are for code running on the executor.
 #pragma once
 
 #include <respool/pg/pool.hpp>
@@ -48,7 +52,7 @@ struct cluster_config {
     // cluster's business and ignored). Every other pool setting applies to each host's pool: max
     // connections per host.
     pool_config pool;
-    duration topology_interval = std::chrono::seconds(1);        // probe period per host
+    duration topology_interval = std::chrono::seconds(1);           // probe period per host
     duration no_primary_interval = std::chrono::milliseconds(100);  // while no primary is known
     duration probe_timeout = std::chrono::seconds(1);  // a probe (connect + statement) taking longer failed
     // A write (async_query without read_options, with_connection, transaction, async_acquire) that
@@ -73,13 +77,13 @@ struct read_options {
 struct cluster_host_stats {
     std::string name;  // host:port
     host_role role = host_role::unknown;
-    bool writable = false;          // writes go here now
-    std::uint32_t timeline = 0;     // its timeline, from its last primary claim (0: none seen)
-    std::uint64_t lsn = 0;          // last probed: a primary's insert LSN, a standby's replay LSN
-    std::optional<duration> lag;    // how stale it may be now (0 for the primary; nullopt: unknown)
+    bool writable = false;        // writes go here now
+    std::uint32_t timeline = 0;   // its timeline, from its last primary claim (0: none seen)
+    std::uint64_t lsn = 0;        // last probed: a primary's insert LSN, a standby's replay LSN
+    std::optional<duration> lag;  // how stale it may be now (0 for the primary; nullopt: unknown)
     std::uint64_t role_changes = 0;
-    std::uint64_t statements = 0;   // operations routed to it
-    std::string last_failure;       // why its last probe failed (masked); empty after a success
+    std::uint64_t statements = 0;  // operations routed to it
+    std::string last_failure;      // why its last probe failed (masked); empty after a success
     pool_stats pool;
 };
 
@@ -131,7 +135,8 @@ public:
         return initiate_read(r, std::move(sql), std::move(p), nullptr, std::forward<Token>(token));
     }
     template <class Token = boost::asio::deferred_t>
-    auto async_query(read_options r, std::string sql, params p, respool::diagnostics* diag, Token&& token = {}) {
+    auto async_query(read_options r, std::string sql, params p, respool::diagnostics* diag,
+                     Token&& token = {}) {
         return initiate_read(r, std::move(sql), std::move(p), diag, std::forward<Token>(token));
     }
 
@@ -186,14 +191,16 @@ private:
                        Token&& token) {
         return boost::asio::async_initiate<Token, void(error_code, result)>(
             [this](auto handler, read_options ro, std::string s, std::optional<params> q,
-                   respool::diagnostics* d) { start_routed_query(ro, std::move(s), std::move(q), d, std::move(handler)); },
+                   respool::diagnostics* d) {
+                start_routed_query(ro, std::move(s), std::move(q), d, std::move(handler));
+            },
             token, r, std::move(sql), std::move(p), diag);
     }
     template <class Token>
     auto initiate_acquire(std::optional<read_options> r, Token&& token) {
         return boost::asio::async_initiate<Token, void(error_code, lease<connection>)>(
-            [this](auto handler, std::optional<read_options> ro) { start_acquire(ro, std::move(handler)); }, token,
-            r);
+            [this](auto handler, std::optional<read_options> ro) { start_acquire(ro, std::move(handler)); },
+            token, r);
     }
     template <class F, class Token>
     auto with_connection_on(std::optional<read_options> r, F fn, Token&& token) {
@@ -215,9 +222,10 @@ private:
                                                                   detail::transaction_steps{o});
     }
 
-    void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag, query_handler handler);
-    void start_routed_query(read_options r, std::string sql, std::optional<params> p, respool::diagnostics* diag,
-                            query_handler handler);
+    void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
+                     query_handler handler);
+    void start_routed_query(read_options r, std::string sql, std::optional<params> p,
+                            respool::diagnostics* diag, query_handler handler);
     void start_acquire(std::optional<read_options> r, acquire_handler handler);
     void start_wait_ready(boost::asio::any_completion_handler<void(error_code)> handler);
 
