@@ -2,6 +2,7 @@
 # Builds the Go peers of bench/compare (bench/peers/PROTOCOL.md) into <out dir>:
 #   <out dir>/pgxbench   the pgxpool v4 database peer
 #   <out dir>/kvservice  the net/http + pgxpool v4 service
+#   <out dir>/failoverpeer  the pgxpool v4 client of bench/failover
 #
 #   bench/peers/go/build.sh <out dir>
 #
@@ -51,7 +52,7 @@ export GO111MODULE=off GOPATH="$tmp/gopath:$gocode" GOCACHE="$tmp/cache" GOPROXY
   GOTOOLCHAIN=local CGO_ENABLED=0
 mkdir -p "$tmp/gopath"
 cd "$src"
-for cmd in pgxbench kvservice; do
+for cmd in pgxbench kvservice failoverpeer; do
   go build -trimpath -o "$out/$cmd" "./$cmd" || die "building $cmd failed"
 done
-echo "built $out/pgxbench and $out/kvservice ($(go version))" >&2
+echo "built $out/pgxbench, $out/kvservice and $out/failoverpeer ($(go version))" >&2
