@@ -579,6 +579,12 @@ public:
     void retire_all() noexcept {
         if (impl_) detail::retire_all(*impl_);
     }
+    // The resources' source is known to be back (a monitor of the caller's reached the database): a
+    // creation back-off under way ends now, and the next failure starts from create_retry_initial
+    // again. The circuit is left as it is (breaker() controls it).
+    void retry_now() noexcept {
+        if (impl_) detail::retry_now(*impl_);
+    }
 
 private:
     static std::shared_ptr<detail::pool_impl> make(executor_type ex, const pool_options& opts, hooks<T> h) {

@@ -306,6 +306,17 @@ void pool_impl::set_max(std::size_t max) {
     release_self_if_drained();
 }
 
+void pool_impl::retry_now() noexcept {
+    core::effects fx;
+    {
+        guard g(*state_);
+        state_->retry_at.reset();  // its timer, if armed, finds nothing due
+        state_->core.retry_now(fx);
+        state_->rearm();
+    }
+    apply(fx);
+}
+
 void pool_impl::retire_all() noexcept {
     core::effects fx;
     {
@@ -379,6 +390,9 @@ void set_max(pool_impl& p, std::size_t max) {
 }
 void retire_all(pool_impl& p) noexcept {
     p.retire_all();
+}
+void retry_now(pool_impl& p) noexcept {
+    p.retry_now();
 }
 
 }  // namespace respool::detail

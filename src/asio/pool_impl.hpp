@@ -94,6 +94,7 @@ public:
     void set_observer(std::shared_ptr<observer> o);
     void set_max(std::size_t max);
     void retire_all() noexcept;
+    void retry_now() noexcept;
     void add_observer(std::shared_ptr<observer> o);
     void remove_observer(const std::shared_ptr<observer>& o);
     void set_log_sink(std::shared_ptr<log_sink> l);

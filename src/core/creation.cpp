@@ -81,6 +81,13 @@ void pool_core::backoff_elapsed(effects& fx) {
     maybe_create(fx);
 }
 
+void pool_core::retry_now(effects& fx) {
+    failures_in_row_ = 0;
+    floor_blocked_ = false;
+    backoff_active_ = false;
+    maybe_create(fx);
+}
+
 bool pool_core::begin_inline_creation() noexcept {
     if (closed_ || circuit_ == circuit::open || probes_exhausted() || backoff_active_ || parked_ != 0)
         return false;

@@ -206,6 +206,9 @@ public:
     void housekeep(time_point now, effects& fx);
     // The delay of a retry_after effect has passed: creations may start again.
     void backoff_elapsed(effects& fx);
+    // The source is known to be back: the failures in a row are forgotten (the next back-off starts
+    // from retry_initial), a back-off under way ends, and creations the queue or the floor want start.
+    void retry_now(effects& fx);
 
     [[nodiscard]] circuit circuit_state() const noexcept { return circuit_; }
     // half_open with probes > 0 admits at most that many acquires until the state changes again.

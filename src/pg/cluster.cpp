@@ -216,6 +216,13 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
             ++h.role_changes;
             if (c.from == host_role::primary && c.to != host_role::primary) h.db->retire_all();
             if (c.to == host_role::fenced) h.db->retire_all();
+            if (c.from == host_role::down && (c.to == host_role::primary || c.to == host_role::standby)) {
+                // The monitor reached it: its pool stops backing off its connects (and its circuit,
+                // opened while the host was down, closes), so a host promoted right after it came
+                // back serves at once rather than after the pool's next retry.
+                h.db->base().retry_now();
+                if (h.db->state() != circuit_state::closed) h.db->base().breaker().activate();
+            }
             if (cfg.on_role_change) cfg.on_role_change(h.name, c.from, c.to, c.reason);
         }
         for (std::size_t i = 0; i < hosts.size(); ++i) {

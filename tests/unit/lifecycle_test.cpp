@@ -343,6 +343,38 @@ TEST(lifecycle, backoff_without_waiters_does_not_retry_until_demand_or_floor) {
     EXPECT_EQ(h.creates, 1) << "the floor (min 1) is demand";
 }
 
+TEST(lifecycle, retry_now_ends_the_backoff_and_starts_the_next_one_from_the_beginning) {
+    config c = cfg(1, 2);
+    c.max_concurrent_creations = 1;
+    c.retry_initial = 10ms;
+    c.retry_max = 10s;
+    rig h(c);
+    effects fx;
+    h.core.replenish(fx);
+    h.apply(fx);
+    for (int i = 0; i < 5; ++i) {  // the source down: 10, 20, 40, 80, 160 ms
+        --h.creates;
+        h.core.creation_failed(fx);
+        h.apply(fx);
+        EXPECT_EQ(h.creates, 0);
+        if (i < 4) {
+            h.core.backoff_elapsed(fx);
+            h.apply(fx);
+        }
+    }
+    EXPECT_EQ(h.retries.back(), 160ms);
+    h.core.retry_now(fx);  // a monitor saw it back: no waiting out the 160 ms
+    h.apply(fx);
+    EXPECT_EQ(h.creates, 1) << "the floor is re-warmed at once";
+    --h.creates;
+    h.core.creation_failed(fx);
+    h.apply(fx);
+    EXPECT_EQ(h.retries.back(), 10ms) << "the next back-off starts from retry_initial";
+    h.core.backoff_elapsed(fx);  // the old timer, had it rung late, changes nothing more
+    h.apply(fx);
+    EXPECT_EQ(h.creates, 1);
+}
+
 TEST(lifecycle, half_open_admits_at_most_the_probe_budget) {
     config c = cfg(3, 3);
     rig h(c);

@@ -165,6 +165,7 @@ void remove_observer(pool_impl& p, const std::shared_ptr<observer>& o);
 void set_log_sink(pool_impl& p, std::shared_ptr<log_sink> s);
 void set_max(pool_impl& p, std::size_t max);
 void retire_all(pool_impl& p) noexcept;
+void retry_now(pool_impl& p) noexcept;
 
 // The text of what a hook threw, or the error code's message.
 std::string exception_message(const std::exception_ptr& e, const error_code& ec);
