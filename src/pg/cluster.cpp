@@ -81,6 +81,7 @@ struct cluster_host_slot {
     // The topology's view of the host as of the last update (cheap to read on every lease's return).
     host_role role = host_role::unknown;
     bool writable = false;
+    clock::time_point role_since{};
 };
 
 struct cluster_state : std::enable_shared_from_this<cluster_state> {
@@ -229,6 +230,7 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
             const host_view v = topo.view(i);
             hosts[i]->role = v.role;
             hosts[i]->writable = v.writable;
+            hosts[i]->role_since = v.role_since;
         }
         serve_waiting();
         wake_monitors();
@@ -247,6 +249,9 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
 
     void on_return(std::size_t host, connection& c) {
         const cluster_host_slot& v = *hosts[host];
+        // A session the server has not answered since the host took its role reports what it was
+        // before (an idle connection of a standby just promoted still says in_hot_standby=on): old news.
+        if (c.last_reply() < v.role_since) return;
         const bool hot_standby = c.parameter_status("in_hot_standby") == "on";
         const bool read_only = c.parameter_status("default_transaction_read_only") == "on";
         // Only what differs from what the topology believes is news (two lookups per lease, no more).

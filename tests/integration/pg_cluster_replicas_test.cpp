@@ -300,6 +300,31 @@ TEST_F(pg_cluster_replicas, a_crash_then_a_promotion_fails_no_write_that_arrived
     });
 }
 
+TEST_F(pg_cluster_replicas, idle_sessions_of_a_promoted_standby_do_not_make_it_suspect) {
+    auto cfg = config();
+    cfg.pool.min_idle = 4;  // node1's pool holds 4 sessions opened while it was a standby
+    cfg.pool.max = 4;
+    cluster_rig c(cfg);
+    cluster_rig::pg_test_wait([&] { return c.stats().hosts[1].pool.idle == 4; }, 10s, "node1's sessions");
+    rs_->crash(0);
+    rs_->promote(1);
+    cluster_rig::pg_test_wait([&] { return c.stats().primary == 1u; }, 10s, "node1 primary");
+    const auto promoted_at = *c.became(name_of(*rs_, 1), pg::host_role::primary);
+    // Every session lent and given back without a statement: each still says in_hot_standby=on, as
+    // the server told it before the promotion. That is old news, not a demotion.
+    c.call([&]() -> asio::awaitable<void> {
+        std::vector<respool::lease<pg::connection>> held;
+        for (int i = 0; i < 4; ++i) held.push_back(co_await c.db().async_acquire(asio::use_awaitable));
+        for (auto& l : held) EXPECT_EQ(l->parameter_status("in_hot_standby"), "on");
+    });
+    c.call([&]() -> asio::awaitable<void> {
+        co_await c.db().async_query("SELECT 1", asio::use_awaitable);  // a change is handled by now
+    });
+    for (const auto& ch : c.changes())
+        EXPECT_FALSE(ch.host == name_of(*rs_, 1) && ch.at > promoted_at) << ch.reason;
+    EXPECT_TRUE(c.stats().hosts[1].writable);
+}
+
 TEST_F(pg_cluster_replicas, split_brain_the_old_primary_is_fenced_and_takes_no_write_after) {
     auto cfg = config();
     cfg.topology_interval = 200ms;
