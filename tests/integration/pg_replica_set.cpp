@@ -1,9 +1,5 @@
 #include "pg_replica_set.hpp"
 
-#include "close_inherited.hpp"
-
-#include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,12 +22,6 @@ std::string read_first_line(const std::filesystem::path& file) {
         throw std::runtime_error("pg_replica_set: cannot read " + file.string() +
                                  " (is the cluster started?)");
     return line;
-}
-
-std::string shell_quote(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
 }
 
 // A process that exists and is not a zombie (an ended process its parent has not reaped yet).
@@ -115,57 +105,11 @@ std::size_t pg_replica_set::count_log_lines(int i, std::string_view needle) cons
     return node(i).count_log_lines(needle);
 }
 
-// Runs tests/integration/pg_replicas.sh and waits for it (every wait in it is bounded). Not through
-// popen: the shell, and the servers it starts, would inherit every descriptor of this process (a chaos
-// proxy's sockets among them) and keep connections up that the proxy closed; the child closes
-// everything but its output before it runs the script (close_inherited.hpp).
+// Runs tests/integration/pg_replicas.sh and waits for it (every wait in it is bounded).
 void pg_replica_set::run_script(const std::vector<std::string>& args) const {
-    std::vector<std::string> argv_text{RESPOOL_PG_REPLICAS_SCRIPT, args.at(0), state_.string()};
-    argv_text.insert(argv_text.end(), args.begin() + 1, args.end());
-    std::string cmd;
-    for (const auto& a : argv_text) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
-    std::vector<char*> argv;
-    for (auto& a : argv_text) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    static constexpr char exec_failed[] = "pg_replica_set: cannot execute the script\n";
-    const long open_max = ::sysconf(_SC_OPEN_MAX);
-    int out[2];
-    if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pg_replica_set: pipe2 failed for " + cmd);
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-        ::close(out[0]);
-        ::close(out[1]);
-        throw std::runtime_error("pg_replica_set: cannot fork for " + cmd);
-    }
-    if (pid == 0) {  // async-signal-safe calls only, up to exec
-        ::dup2(out[1], 1);
-        ::dup2(out[1], 2);
-        close_inherited_descriptors(open_max);
-        ::execv(argv[0], argv.data());
-        (void)!::write(2, exec_failed, sizeof exec_failed - 1);
-        ::_exit(127);
-    }
-    ::close(out[1]);
-    std::string output;
-    char buf[512];
-    for (;;) {
-        const ssize_t n = ::read(out[0], buf, sizeof buf);
-        if (n > 0)
-            output.append(buf, static_cast<std::size_t>(n));
-        else if (n == 0 || errno != EINTR)
-            break;
-    }
-    ::close(out[0]);
-    int status = 0;
-    pid_t waited;
-    while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
-    }
-    if (waited != pid)
-        throw std::runtime_error("pg_replica_set: cannot wait for `" + cmd + "` (errno " +
-                                 std::to_string(errno) + "):\n" + output);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        throw std::runtime_error("pg_replica_set: `" + cmd + "` failed (status " + std::to_string(status) +
-                                 "):\n" + output);
+    std::vector<std::string> argv{RESPOOL_PG_REPLICAS_SCRIPT, args.at(0), state_.string()};
+    argv.insert(argv.end(), args.begin() + 1, args.end());
+    run_fixture_script("pg_replica_set", std::move(argv));
 }
 
 std::string pg_replica_set::index(int i) const {

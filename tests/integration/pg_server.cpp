@@ -71,29 +71,28 @@ bool pg_server::available() {
     return file && *file && std::ifstream(file).good();
 }
 
-// Runs tests/integration/pg_cluster.sh and waits for it (it ends on its own: pg_ctl -w -t 60). Not
-// through popen: the shell would inherit every descriptor of this process (the chaos proxy's sockets
-// among them), and so would the server a restart starts, keeping them open for its lifetime. A proxy's
-// close of such a socket then never reaches its client (no FIN, no RST: the server's copy keeps the
-// connection up), and a statement sent on it waits for its deadline. The child closes everything but
-// its output before it runs the script (close_inherited.hpp).
-void pg_server::run_script(const std::string& action, std::optional<stop_mode> mode) const {
-    std::vector<std::string> args{RESPOOL_PG_CLUSTER_SCRIPT, action, state_.string()};
-    if (mode) args.emplace_back(*mode == stop_mode::immediate ? "immediate" : "fast");
+// Runs a fixture script (argv[0]) and waits for it (every wait in the scripts is bounded); throws
+// std::runtime_error naming `who` and carrying the script's output when it fails. Not through popen:
+// the shell would inherit every descriptor of this process (the chaos proxy's sockets among them), and
+// so would a server it starts, keeping them open for its lifetime. A proxy's close of such a socket then
+// never reaches its client (no FIN, no RST: the server's copy keeps the connection up), and a statement
+// sent on it waits for its deadline. The child closes everything but its output before it runs the
+// script (close_inherited.hpp).
+void run_fixture_script(const std::string& who, std::vector<std::string> args) {
     std::string cmd;
     for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    static constexpr char exec_failed[] = "pg_server: cannot execute the script\n";
+    static constexpr char exec_failed[] = "cannot execute the fixture script\n";
     const long open_max = ::sysconf(_SC_OPEN_MAX);
     int out[2];
-    if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pg_server: pipe2 failed for " + cmd);
+    if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error(who + ": pipe2 failed for " + cmd);
     const pid_t pid = ::fork();
     if (pid < 0) {
         ::close(out[0]);
         ::close(out[1]);
-        throw std::runtime_error("pg_server: cannot fork for " + cmd);
+        throw std::runtime_error(who + ": cannot fork for " + cmd);
     }
     if (pid == 0) {  // async-signal-safe calls only, up to exec
         ::dup2(out[1], 1);
@@ -119,11 +118,17 @@ void pg_server::run_script(const std::string& action, std::optional<stop_mode> m
     while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
     }
     if (waited != pid)
-        throw std::runtime_error("pg_server: cannot wait for `" + cmd + "` (errno " + std::to_string(errno) +
+        throw std::runtime_error(who + ": cannot wait for `" + cmd + "` (errno " + std::to_string(errno) +
                                  "):\n" + output);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        throw std::runtime_error("pg_server: `" + cmd + "` failed (status " + std::to_string(status) +
-                                 "):\n" + output);
+        throw std::runtime_error(who + ": `" + cmd + "` failed (status " + std::to_string(status) + "):\n" +
+                                 output);
+}
+
+void pg_server::run_script(const std::string& action, std::optional<stop_mode> mode) const {
+    std::vector<std::string> args{RESPOOL_PG_CLUSTER_SCRIPT, action, state_.string()};
+    if (mode) args.emplace_back(*mode == stop_mode::immediate ? "immediate" : "fast");
+    run_fixture_script("pg_server", std::move(args));
 }
 
 void pg_server::stop(stop_mode mode) {

@@ -21,6 +21,11 @@
 
 namespace test {
 
+// Runs a fixture script: args[0] is its path, the rest its arguments; waits for it and throws
+// std::runtime_error (naming `who`, with the script's output) when it fails. The child inherits no
+// descriptor of this process but its output.
+void run_fixture_script(const std::string& who, std::vector<std::string> args);
+
 class pg_server {
 public:
     // How pg_ctl stops the server. fast: every backend is told to end (its client gets a FATAL
