@@ -27,6 +27,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <list>
 #include <random>
 #include <stdexcept>
 
@@ -47,9 +48,10 @@ using host_handler = asio::any_completion_handler<void(error_code, std::size_t)>
 // (Handlers are moved in at construction: Boost 1.81's any_completion_handler move-assignment recurses.)
 struct waiting_op : respool::detail::request_node {
     using owner_type = cluster_state;
-    waiting_op(std::optional<read_options> r, host_handler h, respool::diagnostics* d)
-        : route(r), handler(std::move(h)), diag(d) {}
+    waiting_op(std::optional<read_options> r, std::vector<bool> x, host_handler h, respool::diagnostics* d)
+        : route(r), exclude(std::move(x)), handler(std::move(h)), diag(d) {}
     std::optional<read_options> route;
+    std::vector<bool> exclude;  // hosts this operation already failed to borrow from
     host_handler handler;
     respool::diagnostics* diag = nullptr;
     static void on_cancel(cluster_state& s, const std::shared_ptr<waiting_op>& op, bool withdrawn);
@@ -59,14 +61,20 @@ struct waiting_op : respool::detail::request_node {
     throw std::invalid_argument("respool::pg::cluster: " + what);
 }
 
-// A failure of an acquire that says the host itself is gone or refuses (nothing was sent): the
-// topology hears of it and the operation looks for a host again.
+// A failure of an acquire that says the host itself is gone or refuses new connections (nothing was
+// sent): the operation looks for another host, never this one again.
 bool host_failure(const error_code& ec) {
     return ec == condition::connection_broken || ec == respool::errc::unavailable ||
            ec == error::authentication_failed;
 }
 
 }  // namespace
+
+// An operation that waits for a connection of a host's pool and can be sent elsewhere.
+struct redirectable {
+    virtual ~redirectable() = default;
+    virtual void redirect_if_unfit() = 0;
+};
 
 struct cluster_host_slot {
     std::string name;
@@ -82,6 +90,9 @@ struct cluster_host_slot {
     host_role role = host_role::unknown;
     bool writable = false;
     clock::time_point role_since{};
+    // Operations waiting for a connection of this host's pool: redirected when the host stops fitting
+    // their route (a write on a primary that was demoted or fenced meanwhile).
+    std::list<std::weak_ptr<redirectable>> acquiring;
 };
 
 struct cluster_state : std::enable_shared_from_this<cluster_state> {
@@ -107,14 +118,21 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
     std::uint64_t failover_waits = 0, failover_timeouts = 0, reads_to_standby = 0, reads_to_primary = 0;
 
     // ---- routing ----
-    std::optional<std::size_t> pick(const std::optional<read_options>& r) {
-        if (!r || r->to == route::primary) return topo.primary();
-        std::vector<std::size_t> load(hosts.size());
-        for (std::size_t i = 0; i < hosts.size(); ++i) {
-            const pool_stats st = hosts[i]->db->stats();
-            load[i] = st.active + st.waiting;
+    std::optional<std::size_t> pick(const std::optional<read_options>& r, const std::vector<bool>& exclude) {
+        std::optional<std::size_t> host;
+        if (!r || r->to == route::primary) {
+            host = topo.primary();
+        } else {
+            std::vector<std::size_t> load(hosts.size());
+            for (std::size_t i = 0; i < hosts.size(); ++i) {
+                const pool_stats st = hosts[i]->db->stats();
+                // A host this operation failed on counts as the busiest: another qualifying one wins.
+                load[i] = i < exclude.size() && exclude[i] ? std::size_t(-1) : st.active + st.waiting;
+            }
+            host = topo.pick(r->to, clock::now(), r->after.lsn, load, static_cast<std::uint32_t>(rng()));
         }
-        return topo.pick(r->to, clock::now(), r->after.lsn, load, static_cast<std::uint32_t>(rng()));
+        if (host && *host < exclude.size() && exclude[*host]) return std::nullopt;
+        return host;
     }
 
     void count_route(const std::optional<read_options>& r, std::size_t host) {
@@ -138,17 +156,20 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
                " within " + std::to_string(wait) + " ms";
     }
 
-    // Finds a host for `r` now, or queues the operation until one fits or failover_wait has passed.
-    void with_host(std::optional<read_options> r, respool::diagnostics* diag, host_handler h) {
+    // Finds a host for `r` now (none in `exclude`), or queues the operation until one fits or
+    // `deadline` (the operation's arrival + failover_wait) has passed: then errc::unavailable.
+    void with_host(std::optional<read_options> r, clock::time_point deadline, std::vector<bool> exclude,
+                   respool::diagnostics* diag, host_handler h) {
         if (closed) return complete(std::move(h), respool::errc::closed, 0);
-        if (auto host = pick(r)) {
+        if (auto host = pick(r, exclude)) {
             count_route(r, *host);
             return complete(std::move(h), {}, *host);
         }
+        const clock::time_point now = clock::now();
         auto slot = h.get_cancellation_slot();
-        auto op = std::make_shared<waiting_op>(r, std::move(h), diag);
+        auto op = std::make_shared<waiting_op>(r, std::move(exclude), std::move(h), diag);
         if (!r || r->to == route::primary) ++failover_waits;
-        if (auto ec = waiting.push(op, clock::now(), cfg.failover_wait)) {
+        if (auto ec = waiting.push(op, now, deadline > now ? deadline - now : clock::duration::zero())) {
             auto handler = std::move(op->handler);
             return complete(std::move(handler), ec, 0);
         }
@@ -187,7 +208,12 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
     void expire_waiting() {
         waiting.expire(clock::now(), [this](std::shared_ptr<waiting_op> op, error_code) {
             if (!op->route || op->route->to == route::primary) ++failover_timeouts;
-            if (op->diag) op->diag->message = why_none(op->route);
+            if (op->diag) {
+                std::string why = why_none(op->route);
+                if (!op->diag->message.empty())  // what the last attempt on a host said
+                    why += "; the last attempt: " + op->diag->message;
+                op->diag->message = std::move(why);
+            }
             op->handler.get_cancellation_slot().clear();
             complete(std::move(op->handler), respool::errc::unavailable, 0);
         });
@@ -199,7 +225,7 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
         std::vector<std::shared_ptr<waiting_op>> all;
         waiting.take(waiting.size(), all);
         for (auto& op : all) {
-            if (auto host = pick(op->route)) {
+            if (auto host = pick(op->route, op->exclude)) {
                 count_route(op->route, *host);
                 op->handler.get_cancellation_slot().clear();
                 complete(std::move(op->handler), {}, *host);
@@ -232,6 +258,17 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
             hosts[i]->writable = v.writable;
             hosts[i]->role_since = v.role_since;
         }
+        // Operations waiting for a connection of a host that no longer fits them go elsewhere.
+        for (auto& h : hosts) {
+            for (auto it = h->acquiring.begin(); it != h->acquiring.end();) {
+                if (auto op = it->lock()) {
+                    op->redirect_if_unfit();
+                    ++it;
+                } else {
+                    it = h->acquiring.erase(it);
+                }
+            }
+        }
         serve_waiting();
         wake_monitors();
     }
@@ -252,18 +289,20 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
         // A session the server has not answered since the host took its role reports what it was
         // before (an idle connection of a standby just promoted still says in_hot_standby=on): old news.
         if (c.last_reply() < v.role_since) return;
-        const bool hot_standby = c.parameter_status("in_hot_standby") == "on";
-        const bool read_only = c.parameter_status("default_transaction_read_only") == "on";
-        // Only what differs from what the topology believes is news (two lookups per lease, no more).
-        const bool news =
-            (v.role == host_role::primary && (hot_standby || read_only) && v.writable) ||
-            (v.role == host_role::standby && !hot_standby && !c.parameter_status("in_hot_standby").empty()) ||
-            (c.failover_detected() && v.writable);
+        // Only in_hot_standby is believed here: default_transaction_read_only also changes with a
+        // session's own SET (the probe reads the server's setting), and a write refused with 25006 on
+        // a server that says it is read-only is failover_detected().
+        const std::string_view hs = c.parameter_status("in_hot_standby");
+        const bool hot_standby = hs == "on";
+        // Only what differs from what the topology believes is news (one lookup per lease, no more).
+        const bool news = (v.role == host_role::primary && hot_standby && v.writable) ||
+                          (v.role == host_role::standby && !hot_standby && !hs.empty()) ||
+                          (c.failover_detected() && v.writable);
         if (!news) return;
         if (c.failover_detected())
             topo.write_refused(host, clock::now());
         else
-            topo.session_reported(host, hot_standby, read_only, clock::now());
+            topo.session_reported(host, hot_standby, false, clock::now());
         post_update();
     }
 
@@ -271,8 +310,8 @@ struct cluster_state : std::enable_shared_from_this<cluster_state> {
         if (closed) return;
         if (ec == condition::read_only)
             topo.write_refused(host, clock::now());
-        else if (host_failure(ec))
-            topo.connection_lost(host, clock::now());
+        else if (ec == condition::connection_broken)   // not an open circuit or a refused login: the
+            topo.connection_lost(host, clock::now());  // monitor's own session tells those apart
         else
             return;
         update();
@@ -405,33 +444,121 @@ void waiting_op::on_cancel(cluster_state& s, const std::shared_ptr<waiting_op>& 
     s.arm_wait_timer();
 }
 
+// A lease on the host a route picks: the first half of every cluster operation (pipelined statements
+// aside). The search for a host is bounded by one deadline, the operation's arrival + failover_wait. A
+// host whose acquire fails at host level (it cannot be connected to, its circuit is open, it refuses
+// the login) is not picked again by this operation; a lease that arrives after its host stopped fitting
+// the route goes back; an acquire still waiting when its host stops fitting is cancelled and the
+// operation goes elsewhere. Completes once: void(error_code, lease<connection>, host).
+struct routed_acquire final : redirectable, std::enable_shared_from_this<routed_acquire> {
+    using handler_type = asio::any_completion_handler<void(error_code, lease<connection>, std::size_t)>;
+    routed_acquire(std::shared_ptr<cluster_state> st, std::optional<read_options> r, respool::diagnostics* d,
+                   handler_type h)
+        : s(std::move(st)),
+          route(r),
+          diag(d),
+          handler(std::move(h)),
+          deadline(clock::now() + s->cfg.failover_wait),
+          exclude(s->hosts.size(), false) {}
+
+    std::shared_ptr<cluster_state> s;
+    std::optional<read_options> route;
+    respool::diagnostics* diag;
+    handler_type handler;
+    clock::time_point deadline;
+    std::vector<bool> exclude;
+    std::size_t host = 0;
+    asio::cancellation_signal acquire_cancel;  // the pool acquire under way (redirect or caller)
+    bool acquiring = false;
+    bool redirected = false;
+
+    void start() {
+        auto self = shared_from_this();
+        auto slot = handler.get_cancellation_slot();
+        s->with_host(route, deadline, exclude, diag,
+                     asio::bind_cancellation_slot(
+                         slot, [self](error_code ec, std::size_t h) { self->on_host(ec, h); }));
+    }
+    void on_host(error_code ec, std::size_t h) {
+        if (ec) return finish(ec, {});
+        host = h;
+        pool& db = *s->hosts[h]->db;
+        acquiring = true;
+        redirected = false;
+        s->hosts[h]->acquiring.push_back(weak_from_this());
+        // The caller's cancellation reaches the acquire through acquire_cancel, which a redirect uses too.
+        auto caller = handler.get_cancellation_slot();
+        if (caller.is_connected())
+            caller.assign([self = weak_from_this()](asio::cancellation_type t) {
+                if (auto op = self.lock(); op && op->acquiring) op->acquire_cancel.emit(t);
+            });
+        auto self = shared_from_this();
+        db.async_acquire(
+            db.config().borrow_timeout, diag,
+            asio::bind_cancellation_slot(acquire_cancel.slot(), [self](error_code aec, lease<connection> l) {
+                self->on_lease(aec, std::move(l));
+            }));
+    }
+    void redirect_if_unfit() override {
+        if (!acquiring || redirected || s->fits(route, host)) return;
+        redirected = true;
+        acquire_cancel.emit(asio::cancellation_type::terminal);
+    }
+    void on_lease(error_code ec, lease<connection> l) {
+        acquiring = false;
+        handler.get_cancellation_slot().clear();
+        auto& list = s->hosts[host]->acquiring;
+        list.remove_if([this](const std::weak_ptr<redirectable>& w) { return w.lock().get() == this; });
+        if (s->closed) return finish(ec ? ec : error_code(respool::errc::closed), {});
+        if (redirected) {  // its host stopped fitting while it waited: elsewhere (a lease goes back)
+            if (diag) diag->clear();
+            return start();
+        }
+        if (ec) {
+            if (!host_failure(ec)) return finish(ec, {});
+            exclude[host] = true;  // nothing was sent: another host, never this one again
+            s->statement_failed(host, ec);
+            return start();
+        }
+        if (!s->fits(route, host)) {  // the host changed role while it waited: the lease goes back
+            l.release();
+            if (diag) diag->clear();
+            return start();
+        }
+        finish({}, std::move(l));
+    }
+    void finish(error_code ec, lease<connection> l) {
+        if (ec && diag && diag->message.empty()) diag->message = ec.message();
+        auto h = std::move(handler);
+        asio::dispatch(asio::append(std::move(h), ec, std::move(l), host));
+    }
+};
+
 template <class Token>
-auto async_with_host(cluster_state& s, std::optional<read_options> r, respool::diagnostics* d,
-                     Token&& token) {
-    return asio::async_initiate<Token, void(error_code, std::size_t)>(
-        [&s](auto handler, std::optional<read_options> ro, respool::diagnostics* dg) {
-            s.with_host(ro, dg, std::move(handler));
+auto async_acquire_routed(const std::shared_ptr<cluster_state>& s, std::optional<read_options> r,
+                          respool::diagnostics* d, Token&& token) {
+    return asio::async_initiate<Token, void(error_code, lease<connection>, std::size_t)>(
+        [s](auto handler, std::optional<read_options> ro, respool::diagnostics* dg) {
+            auto op = std::make_shared<routed_acquire>(s, ro, dg, std::move(handler));
+            asio::dispatch(s->ex, [op] { op->start(); });
         },
         token, r, d);
 }
 
-// A lease on the host the route picks; a host that fails the acquire is reported and another looked for,
-// within the operation's wait for a host.
-asio::awaitable<lease<connection>> acquire_routed(std::shared_ptr<cluster_state> s,
-                                                  std::optional<read_options> r) {
-    co_await asio::dispatch(s->ex, asio::use_awaitable);
-    for (;;) {
-        respool::diagnostics diag;
-        auto [hec, host] = co_await async_with_host(*s, r, &diag, asio::as_tuple(asio::use_awaitable));
-        if (hec) throw boost::system::system_error(hec, diag.message.empty() ? hec.message() : diag.message);
-        pool& p = *s->hosts[host]->db;
-        auto [ec, l] =
-            co_await p.async_acquire(p.config().borrow_timeout, &diag, asio::as_tuple(asio::use_awaitable));
-        if (!ec && s->fits(r, host)) co_return std::move(l);
-        if (!ec) continue;  // the host changed role while we waited for its connection: the lease goes back
-        if (!host_failure(ec) || s->closed) throw boost::system::system_error(ec, diag.message);
-        s->statement_failed(host, ec);  // the host is suspect now: look again
-    }
+asio::awaitable<std::pair<lease<connection>, std::size_t>> acquire_routed(std::shared_ptr<cluster_state> s,
+                                                                          std::optional<read_options> r) {
+    respool::diagnostics diag;
+    auto [ec, l, host] = co_await async_acquire_routed(s, r, &diag, asio::as_tuple(asio::use_awaitable));
+    if (ec) throw boost::system::system_error(ec, diag.message.empty() ? ec.message() : diag.message);
+    co_return std::pair{std::move(l), host};
+}
+
+void check_still_primary(const std::shared_ptr<cluster_state>& s, std::size_t host) {
+    if (s->fits(std::nullopt, host)) return;
+    throw boost::system::system_error(respool::errc::unavailable,
+                                      s->hosts[host]->name +
+                                          " is no longer the primary: the transaction was "
+                                          "not run again there");
 }
 
 }  // namespace detail
@@ -452,7 +579,9 @@ void check(const cluster_config& c) {
     if (c.failover_wait < duration::zero()) detail::bad_config("failover_wait must not be negative");
 }
 
-// A host operation's continuation: the statement on the chosen host's pool, its failure heard.
+// cluster::async_query: a routed acquire, the statement on the lease, its failure heard by the
+// topology. A pipelined statement (pipeline_depth > 1) goes through its host's pool instead, once the
+// host is picked (the pool's carriers borrow for it).
 struct routed_query : std::enable_shared_from_this<routed_query> {
     routed_query(std::shared_ptr<cluster_state> st, std::optional<read_options> r, std::string q,
                  std::optional<params> pr, respool::diagnostics* d,
@@ -469,39 +598,32 @@ struct routed_query : std::enable_shared_from_this<routed_query> {
     void start() {
         auto self = shared_from_this();
         auto slot = handler.get_cancellation_slot();
-        s->with_host(route, diag, asio::bind_cancellation_slot(slot, [self](error_code ec, std::size_t h) {
-                         self->on_host(ec, h);
-                     }));
+        if (detail::pool_access::pipelined(*s->hosts.front()->db, sql, p)) {
+            const auto deadline = clock::now() + s->cfg.failover_wait;
+            return s->with_host(route, deadline, {}, diag,
+                                asio::bind_cancellation_slot(
+                                    slot, [self](error_code ec, std::size_t h) { self->pipelined(ec, h); }));
+        }
+        detail::async_acquire_routed(
+            s, route, diag,
+            asio::bind_cancellation_slot(slot, [self](error_code ec, lease<connection> l, std::size_t h) {
+                self->on_lease(ec, std::move(l), h);
+            }));
     }
-    void on_host(error_code ec, std::size_t h) {
+    void pipelined(error_code ec, std::size_t h) {
+        if (ec) return finish(ec, {});
+        if (!s->fits(route, h)) return start();  // changed while the pick was on its way
+        host = h;
+        auto self = shared_from_this();
+        s->hosts[h]->db->async_query(
+            std::move(sql), std::move(*p), diag,
+            asio::bind_cancellation_slot(handler.get_cancellation_slot(), [self](error_code qec, result r) {
+                self->statement_done(qec, std::move(r));
+            }));
+    }
+    void on_lease(error_code ec, lease<connection> l, std::size_t h) {
         if (ec) return finish(ec, {});
         host = h;
-        pool& db = *s->hosts[h]->db;
-        auto self = shared_from_this();
-        auto slot = handler.get_cancellation_slot();
-        if (detail::pool_access::pipelined(db, sql, p)) {  // pipelined: the pool's own borrow
-            return db.async_query(std::move(sql), std::move(*p), diag,
-                                  asio::bind_cancellation_slot(slot, [self](error_code qec, result r) {
-                                      self->statement_done(qec, std::move(r));
-                                  }));
-        }
-        db.async_acquire(db.config().borrow_timeout, diag,
-                         asio::bind_cancellation_slot(slot, [self](error_code aec, lease<connection> l) {
-                             self->on_lease(aec, std::move(l));
-                         }));
-    }
-    void on_lease(error_code ec, lease<connection> l) {
-        if (ec) {
-            if (detail::host_failure(ec) && !s->closed) {  // nothing was sent: look for a host again
-                s->statement_failed(host, ec);
-                return start();
-            }
-            return finish(ec, {});
-        }
-        if (!s->fits(route, host)) {  // the host changed role while we waited for its connection
-            l.release();
-            return start();
-        }
         auto self = shared_from_this();
         auto slot = handler.get_cancellation_slot();
         detail::pool_access::run_query(*s->hosts[host]->db, std::move(l), sql, p, diag,
@@ -632,21 +754,13 @@ void cluster::start_routed_query(read_options r, std::string sql, std::optional<
 }
 
 void cluster::start_acquire(std::optional<read_options> r, acquire_handler handler) {
-    auto ex = asio::get_associated_executor(handler, state_->ex);
-    asio::co_spawn(state_->ex, detail::acquire_routed(state_, r),
-                   [h = std::move(handler), ex](std::exception_ptr e, lease<connection> l) mutable {
-                       error_code ec;
-                       if (e) {
-                           try {
-                               std::rethrow_exception(e);
-                           } catch (const boost::system::system_error& se) {
-                               ec = se.code();
-                           } catch (...) {
-                               ec = respool::errc::closed;
-                           }
-                       }
-                       asio::dispatch(ex, asio::append(std::move(h), ec, std::move(l)));
-                   });
+    auto slot = handler.get_cancellation_slot();
+    detail::async_acquire_routed(
+        state_, r, nullptr,
+        asio::bind_cancellation_slot(
+            slot, [h = std::move(handler)](error_code ec, lease<connection> l, std::size_t) mutable {
+                asio::dispatch(asio::append(std::move(h), ec, std::move(l)));
+            }));
 }
 
 void cluster::start_wait_ready(asio::any_completion_handler<void(error_code)> handler) {

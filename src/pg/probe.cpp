@@ -8,13 +8,15 @@ namespace respool::pg::detail {
 const char* const probe_sql =
     "SELECT pg_is_in_recovery(),"
     " current_setting('default_transaction_read_only') = 'on',"
-    " CASE WHEN pg_is_in_recovery() THEN coalesce((SELECT received_tli FROM pg_stat_wal_receiver), 0)"
+    " CASE WHEN pg_is_in_recovery() THEN coalesce((SELECT received_tli FROM pg_stat_wal_receiver),"
+    " (SELECT timeline_id FROM pg_control_checkpoint()))"
     " ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint END,"
     " (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() "
     "END)::text,"
     " CASE WHEN pg_is_in_recovery() THEN"
     " (extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000000)::bigint END,"
-    " (SELECT system_identifier FROM pg_control_system())::text";
+    " (SELECT system_identifier FROM pg_control_system())::text,"
+    " NOT pg_is_in_recovery() OR (SELECT received_tli FROM pg_stat_wal_receiver) IS NOT NULL";
 
 std::optional<std::uint64_t> parse_lsn(std::string_view text) noexcept {
     const auto slash = text.find('/');
@@ -30,7 +32,7 @@ std::optional<std::uint64_t> parse_lsn(std::string_view text) noexcept {
 }
 
 bool read_probe(const result& row, probe_reading& r, std::string& why) {
-    if (row.rows() != 1 || row.columns() != 6) {
+    if (row.rows() != 1 || row.columns() != 7) {
         why = "the probe returned " + std::to_string(row.rows()) + " rows of " +
               std::to_string(row.columns()) + " columns";
         return false;
@@ -56,6 +58,7 @@ bool read_probe(const result& row, probe_reading& r, std::string& why) {
             const std::string_view id = row.text(0, 5);
             std::from_chars(id.data(), id.data() + id.size(), r.system_id);
         }
+        r.timeline_exact = row.get<bool>(0, 6);
     } catch (const std::exception& e) {
         why = std::string("the probe's row: ") + e.what();
         return false;

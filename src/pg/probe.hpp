@@ -15,9 +15,10 @@ namespace respool::pg::detail {
 
 // The probe statement (simple protocol). The timeline: a primary's from its current WAL file name
 // (pg_walfile_name() fails during recovery: the CASE keeps it to primaries), a standby's the one its
-// WAL receiver receives (0 while it streams nothing). The insert LSN (not the write LSN): an asynchronous
-// commit is acknowledged before its record is written, and a standby that replayed this far holds every
-// acknowledged commit.
+// WAL receiver receives, or, when the role may not see that (pg_stat_wal_receiver shows it only to
+// pg_read_all_stats) or it streams nothing, its last restartpoint's (the last column says which). The insert
+// LSN (not the write LSN): an asynchronous commit is acknowledged before its record is written, and a standby
+// that replayed this far holds every acknowledged commit.
 extern const char* const probe_sql;
 
 // Fills r's fields from the probe's row (not `sent` / `received`); false when the row is not one

@@ -317,7 +317,8 @@ void topology::probe_succeeded(std::size_t host, const probe_reading& r) {
     h.read_only = r.read_only;
     if (r.in_recovery) {
         h.claim.reset();
-        h.receiving_timeline = r.timeline;
+        // Only the receiver's own timeline says which history it follows now; a checkpoint's may lag.
+        h.receiving_timeline = r.timeline_exact ? r.timeline : 0;
         if (r.timeline > 0) h.known_timeline = r.timeline;
     } else {
         h.claim = r.timeline;

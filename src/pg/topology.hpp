@@ -67,6 +67,10 @@ struct probe_reading {
     // A primary's current timeline; a standby's, the timeline it receives (pg_stat_wal_receiver's
     // received_tli). 0: not known (a claim without one counts as timeline 0).
     std::uint32_t timeline = 0;
+    // false: a standby's timeline from its last restartpoint (pg_control_checkpoint(), what a role
+    // without pg_read_all_stats can read), which may lag behind the one it receives: good enough to
+    // tell that it was rewound onto another history, not to tell which history it streams now.
+    bool timeline_exact = true;
     // A primary: pg_current_wal_insert_lsn(); a standby: pg_last_wal_replay_lsn() (0: not known).
     std::uint64_t lsn = 0;
     // A standby: the server's now() - pg_last_xact_replay_timestamp() (nullopt: nothing replayed yet).

@@ -6,6 +6,8 @@
 
 #include <respool/pg/cluster.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
 #include <string>
@@ -182,4 +184,80 @@ TEST(pg_cluster_one_server, bad_settings_are_refused_naming_them) {
     } catch (const std::invalid_argument& e) {
         EXPECT_EQ(std::string(e.what()).find("s3cret"), std::string::npos) << e.what();
     }
+}
+
+TEST(pg_cluster_one_server, a_primary_that_refuses_new_connections_fails_a_write_in_bounded_time) {
+    // The monitor holds the role's one connection; every connect of the pool is refused (53300): the
+    // write must not go round between "suspect" and "confirmed" but give up after failover_wait.
+    run([]() -> asio::awaitable<void> {
+        auto a = co_await admin::open();
+        co_await a.query("DROP ROLE IF EXISTS cluster_limited");
+        co_await a.query("CREATE ROLE cluster_limited LOGIN PASSWORD 'limited-secret' CONNECTION LIMIT 1");
+        std::string info = conninfo();
+        info.replace(info.find("user=respool"), 12, "user=cluster_limited");
+        info.replace(info.find("password=respool-test-secret"), 28, "password=limited-secret");
+        auto cfg = fast_config(info);
+        std::size_t changes = 0;
+        cfg.on_role_change = [&](std::string_view, pg::host_role, pg::host_role, std::string_view) {
+            ++changes;
+        };
+        {
+            pg::cluster db(co_await asio::this_coro::executor, cfg);
+            co_await db.async_wait_ready(asio::use_awaitable);
+            const std::size_t at_start = changes;
+            respool::diagnostics diag;
+            const auto t0 = std::chrono::steady_clock::now();
+            auto [ec, r] =
+                co_await db.async_query("SELECT 1", pg::params(), &diag, asio::as_tuple(asio::use_awaitable));
+            const auto waited = std::chrono::steady_clock::now() - t0;
+            EXPECT_EQ(ec, respool::errc::unavailable);
+            EXPECT_GE(waited, 300ms);
+            EXPECT_LT(waited, 3s);
+            EXPECT_NE(diag.message.find("too many connections"), std::string::npos) << diag.message;
+            EXPECT_EQ(diag.message.find("limited-secret"), std::string::npos) << diag.message;
+            EXPECT_LE(changes - at_start, 4u) << "the primary went round between suspect and confirmed";
+        }
+        co_await a.query("DROP ROLE IF EXISTS cluster_limited");
+    });
+}
+
+TEST(pg_cluster_one_server, a_sessions_own_read_only_setting_is_not_a_demotion) {
+    run([]() -> asio::awaitable<void> {
+        auto cfg = fast_config(conninfo());
+        std::size_t changes = 0;
+        cfg.on_role_change = [&](std::string_view, pg::host_role, pg::host_role, std::string_view) {
+            ++changes;
+        };
+        pg::cluster db(co_await asio::this_coro::executor, cfg);
+        co_await db.async_wait_ready(asio::use_awaitable);
+        const std::size_t at_start = changes;
+        for (int i = 0; i < 5; ++i)
+            co_await db.with_connection(
+                [](pg::connection& c) -> asio::awaitable<void> {
+                    co_await c.async_query("SET default_transaction_read_only = on", asio::use_awaitable);
+                },
+                asio::use_awaitable);
+        co_await db.async_query("SELECT 1", asio::use_awaitable);
+        EXPECT_EQ(changes, at_start);
+        EXPECT_TRUE(db.stats().hosts[0].writable);
+    });
+}
+
+TEST(pg_cluster_one_server, a_cancelled_acquire_waiting_for_a_primary_ends_at_once) {
+    run([]() -> asio::awaitable<void> {
+        auto cfg = fast_config("host=127.0.0.1 port=" + std::to_string(closed_port()) +
+                               " dbname=postgres user=respool password=respool-test-secret");
+        cfg.failover_wait = 30s;
+        pg::cluster db(co_await asio::this_coro::executor, cfg);
+        co_await db.async_wait_ready(asio::use_awaitable);
+        asio::cancellation_signal cancel;
+        asio::steady_timer t(co_await asio::this_coro::executor, 50ms);
+        t.async_wait([&](auto) { cancel.emit(asio::cancellation_type::terminal); });
+        const auto t0 = std::chrono::steady_clock::now();
+        auto [ec, l] = co_await db.async_acquire(
+            asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable)));
+        EXPECT_EQ(ec, respool::errc::cancelled);
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+        EXPECT_EQ(db.stats().waiting_for_primary, 0u);
+    });
 }

@@ -28,6 +28,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -360,6 +361,36 @@ TEST_F(pg_cluster_replicas, split_brain_the_old_primary_is_fenced_and_takes_no_w
     rs_->rejoin(0, 1);
     cluster_rig::pg_test_wait([&] { return c.stats().hosts[0].role == pg::host_role::standby; }, 10s,
                               "node0 back as a standby");
+}
+
+TEST_F(pg_cluster_replicas, a_write_waiting_for_a_connection_of_a_fenced_primary_goes_to_the_new_one) {
+    auto cfg = config();
+    cfg.pool.max = 1;
+    cfg.pool.min_idle = 1;
+    cfg.pool.borrow_timeout = 20s;  // longer than the test: only a redirect ends the write's wait
+    cfg.topology_interval = 200ms;
+    cluster_rig c(cfg);
+    // node0's only connection held: the next write waits for it inside node0's pool.
+    std::optional<respool::lease<pg::connection>> held;
+    c.call(
+        [&]() -> asio::awaitable<void> { held.emplace(co_await c.db().async_acquire(asio::use_awaitable)); });
+    auto write = asio::co_spawn(
+        c.db().get_executor(),
+        [&]() -> asio::awaitable<int> {
+            pg::result r = co_await c.db().async_query("SELECT inet_server_port()", asio::use_awaitable);
+            co_return r.get<std::int32_t>(0, 0);
+        },
+        asio::use_future);
+    cluster_rig::pg_test_wait([&] { return c.stats().hosts[0].pool.waiting == 1; }, 5s,
+                              "the write waiting on node0");
+    rs_->promote(1);  // node0 runs on and is fenced: the waiting write must not stay there
+    ASSERT_EQ(write.wait_for(10s), std::future_status::ready) << "the write stayed in the fenced host's pool";
+    EXPECT_EQ(write.get(), rs_->port(1));
+    c.call([&]() -> asio::awaitable<void> {
+        held.reset();
+        co_return;
+    });
+    c.expect_nothing_held();
 }
 
 TEST_F(pg_cluster_replicas, a_partitioned_primary_is_fenced_when_the_partition_heals) {

@@ -302,15 +302,39 @@ TEST(pg_topology, a_fence_holds_while_the_newer_history_may_live_and_lifts_when_
     EXPECT_EQ(t.view(db1).role, host_role::fenced);
     EXPECT_EQ(t.primary(), std::nullopt);
     t.take_changes();
-    // Rewound onto db1's timeline by its operator: nobody is on timeline 2 any more.
+    // Rewound onto db1's timeline by its operator: nobody is on timeline 2 any more. (Seen by a role
+    // that may not read pg_stat_wal_receiver: the timeline of its last restartpoint, copied from db1
+    // by the rewind.)
     probe_reading follows_db1 = standby_reading(t0 + 4s, 1200, 1ms);
     follows_db1.timeline = 1;
+    follows_db1.timeline_exact = false;
     t.probe_succeeded(db2, follows_db1);
     EXPECT_EQ(t.primary(), db1);
     EXPECT_EQ(t.view(db2).role, host_role::standby);
     EXPECT_EQ(reasons(t),
               std::vector<std::string>{
                   "db1:5432 is primary again (timeline 1): no host is on a newer timeline any more"});
+}
+
+TEST(pg_topology, a_standby_whose_timeline_is_only_its_restartpoints_still_takes_reads) {
+    // After a failover a standby follows the new primary on timeline 2, but a role without
+    // pg_read_all_stats sees only its last restartpoint's timeline (1) until the next restartpoint:
+    // that says nothing about the history it streams, so it does not cost it its reads.
+    topology t = healthy_cluster();
+    t.probe_failed(db1, t0 + 1s, "connection refused");
+    t.probe_succeeded(db2, primary_reading(t0 + 2s, 2, 1100));
+    probe_reading r = standby_reading(t0 + 2s, 1100, 1ms);
+    r.timeline = 1;
+    r.timeline_exact = false;
+    t.probe_succeeded(db3, r);
+    EXPECT_EQ(t.primary(), db2);
+    EXPECT_EQ(t.pick(route::standby, t0 + 2s, 0, no_load, 0), db3);
+    // The receiver's own timeline, when it can be read, does count.
+    r.timeline_exact = true;
+    r.sent = t0 + 3s;
+    r.received = t0 + 3s + 1ms;
+    t.probe_succeeded(db3, r);
+    EXPECT_EQ(t.pick(route::standby, t0 + 3s, 0, no_load, 0), std::nullopt);
 }
 
 TEST(pg_topology, a_host_promoted_past_every_timeline_seen_is_primary_even_after_being_fenced) {

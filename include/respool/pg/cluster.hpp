@@ -42,6 +42,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace respool::pg {
@@ -100,10 +101,23 @@ struct cluster_stats {
 
 namespace detail {
 struct cluster_state;
-// Helpers of the templates below (cluster.cpp): a lease on the host a route picks, waiting for a
-// primary when needed; failures thrown as pool's acquire does.
-boost::asio::awaitable<lease<connection>> acquire_routed(std::shared_ptr<cluster_state> s,
-                                                         std::optional<read_options> r);
+// Helpers of the templates below (cluster.cpp): a lease on the host a route picks and that host,
+// waiting for a primary when needed; failures thrown as pool's acquire does.
+boost::asio::awaitable<std::pair<lease<connection>, std::size_t>> acquire_routed(
+    std::shared_ptr<cluster_state> s, std::optional<read_options> r);
+// Throws errc::unavailable when `host` is no longer the primary (a transaction about to run again).
+void check_still_primary(const std::shared_ptr<cluster_state>& s, std::size_t host);
+
+// A cluster transaction's steps: the pool's, and before every attempt the check that its host is still
+// the primary (an attempt after a serialization failure is never sent to a host fenced meanwhile).
+struct cluster_transaction_steps : transaction_steps {
+    std::shared_ptr<cluster_state> cluster;
+    std::size_t host = 0;
+    boost::asio::awaitable<void> begin(connection& c) const {
+        check_still_primary(cluster, host);
+        return transaction_steps::begin(c);
+    }
+};
 }  // namespace detail
 
 class cluster : public respool::detail::db::query_operations<cluster, params, result> {
@@ -211,15 +225,18 @@ private:
     template <class R, class F>
     static boost::asio::awaitable<R> run_with_connection(std::shared_ptr<detail::cluster_state> s,
                                                          std::optional<read_options> r, F fn) {
-        lease<connection> l = co_await detail::acquire_routed(std::move(s), r);
-        co_return co_await respool::detail::db::with_lease<R>(std::move(l), fn, &detail::settle);
+        std::pair<lease<connection>, std::size_t> got = co_await detail::acquire_routed(std::move(s), r);
+        co_return co_await respool::detail::db::with_lease<R>(std::move(got.first), fn, &detail::settle);
     }
     template <class R, class F>
     static boost::asio::awaitable<R> run_transaction(std::shared_ptr<detail::cluster_state> s,
                                                      transaction_options o, F fn) {
-        lease<connection> l = co_await detail::acquire_routed(std::move(s), std::nullopt);
-        co_return co_await respool::detail::db::in_transaction<R>(std::move(l), o.max_attempts, fn,
-                                                                  detail::transaction_steps{o});
+        std::pair<lease<connection>, std::size_t> got = co_await detail::acquire_routed(s, std::nullopt);
+        // Named, not a temporary inside the co_await's arguments: GCC 12 destroys such a temporary
+        // twice (here: one reference of the cluster's state too many).
+        detail::cluster_transaction_steps steps{{o}, std::move(s), got.second};
+        co_return co_await respool::detail::db::in_transaction<R>(std::move(got.first), o.max_attempts, fn,
+                                                                  std::move(steps));
     }
 
     void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
