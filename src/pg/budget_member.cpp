@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>  // program_invocation_short_name (glibc)
 #include <charconv>
 #include <cstring>
 #include <random>
@@ -89,7 +90,6 @@ std::string host_name() {
 }
 
 std::string program_name() {
-    extern char* program_invocation_short_name;  // glibc
     return program_invocation_short_name ? program_invocation_short_name : "";
 }
 
@@ -207,7 +207,12 @@ asio::awaitable<void> budget_member::run(std::shared_ptr<budget_member> /*keeps 
             peak_busy_, ps.active + ps.waiting - std::min<std::size_t>(ps.active, gate_waiters_.load()));
         if (clock::now() >= next_tick) {
             co_await tick();
-            next_tick = clock::now() + cfg_.heartbeat;
+            // While its share is on its way to the target (a shrink waiting for leases to come back, a
+            // grow waiting for others to shrink) it looks again sooner: a change settles in a
+            // heartbeat or so, not in several.
+            const budget_stats st = stats();
+            const bool moving = st.degraded.empty() && st.granted != st.target;
+            next_tick = clock::now() + (moving ? cfg_.heartbeat / 4 : cfg_.heartbeat);
             const pool_stats now = pool_.stats();
             peak_busy_ = now.active + now.waiting;
             continue;
@@ -217,6 +222,8 @@ asio::awaitable<void> budget_member::run(std::shared_ptr<budget_member> /*keeps 
     }
     if (vanished_) {
         if (conn_) conn_->close();
+        conn_.reset();
+        leave_keepalive_.reset();
         co_return;
     }
     co_await finish(std::move(leave_keepalive_));
@@ -240,6 +247,14 @@ asio::awaitable<bool> budget_member::ensure_connection() {
     conn_->set_statement_timeout(limit);
     conn_->set_cancel_drain_limit(limit);
     conn_->set_statement_mode(statement_mode::unnamed, 0);
+    // Operators tell the member connections apart from the pooled ones in pg_stat_activity.
+    auto [sec, r] = co_await conn_->async_query("SET application_name = 'respool budget member'",
+                                                asio::as_tuple(asio::use_awaitable));
+    if (sec) {
+        degrade("cannot connect: " + describe(sec, conn_->last_error()));
+        conn_.reset();
+        co_return false;
+    }
     co_return true;
 }
 

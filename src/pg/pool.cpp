@@ -427,6 +427,10 @@ bool detail::pool_access::pipelined(const pool& p, const std::string& sql, const
     return p.state_->pipelined && q && detail::pipelinable(sql);
 }
 
+void detail::pool_access::budget_vanish(pool& p) {
+    if (p.state_->budget) p.state_->budget->vanish();
+}
+
 pool::executor_type pool::get_executor() const noexcept {
     return state_->p->get_executor();
 }

@@ -13,7 +13,7 @@ namespace respool::pg {
 
 struct budget_config {
     // The schema (the operator's) that holds the shared table <schema>.respool_budget. Required.
-    std::string schema;
+    std::string schema{};
     // Connections left for everything that is not a member: admin sessions, migrations, monitoring.
     std::size_t reserve = 3;
     // How often each member reads the table and takes its share.
@@ -23,7 +23,7 @@ struct budget_config {
     std::chrono::milliseconds lease{3000};
     // This instance's name in the table, a UUID (8-4-4-4-12 hexadecimal digits). Empty: a random one
     // made when the pool starts (never the host name: two instances on one host are two members).
-    std::string instance_id;
+    std::string instance_id{};
 };
 
 // What pool::budget_stats() says.

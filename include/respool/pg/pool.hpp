@@ -84,7 +84,7 @@ struct pool_config {
     // same schema: the pool's max follows its share (at most `max`), its connects wait for room instead
     // of failing with "too many connections", and min_idle is not kept warm (idle connections would
     // hold slots others need). docs/06-postgresql.md "A connection budget shared by many instances".
-    std::optional<budget_config> budget;
+    std::optional<budget_config> budget{};
 };
 
 enum class isolation { server_default, read_committed, repeatable_read, serializable };
