@@ -93,6 +93,16 @@ std::string program_name() {
     return program_invocation_short_name ? program_invocation_short_name : "";
 }
 
+// The pool's connection string naming the member connection (a later keyword wins in libpq):
+// operators tell it apart from the pooled ones in pg_stat_activity from its first moment.
+std::string member_conninfo(const std::string& conninfo) {
+    const bool uri = conninfo.rfind("postgresql://", 0) == 0 || conninfo.rfind("postgres://", 0) == 0;
+    if (uri)
+        return conninfo + (conninfo.find('?') == std::string::npos ? "?" : "&") +
+               "application_name=respool%20budget%20member";
+    return conninfo + " application_name='respool budget member'";
+}
+
 }  // namespace
 
 void budget_member::check(const budget_config& c) {
@@ -175,6 +185,17 @@ void budget_member::apply_cap(std::size_t cap) {
 
 void budget_member::degrade(const std::string& reason) {
     table_ready_ = false;
+    if (last_commit_ && clock::now() - *last_commit_ < cfg_.lease) {
+        // A member that shares keeps its share while its row is alive (the others count it): a failed
+        // tick (a dropped connection, a timeout) is not a reason to take more.
+        if (reason != last_note_) {
+            last_note_ = reason;
+            pool_.log(log_level::warning, "budget: a heartbeat failed: " + reason +
+                                              "; keeping the share of " + std::to_string(cap_) +
+                                              " while its row lives");
+        }
+        return;
+    }
     apply_cap(configured_max_);
     {
         std::lock_guard lock(mutex_);
@@ -199,10 +220,11 @@ void budget_member::waiting(const std::string& reason) {
 }
 
 asio::awaitable<void> budget_member::run(std::shared_ptr<budget_member> /*keeps it alive*/) {
-    const auto sample_every = std::min<clock::duration>(std::chrono::milliseconds(100), cfg_.heartbeat / 4);
+    const auto sample_every = std::min<clock::duration>(std::chrono::milliseconds(25), cfg_.heartbeat / 4);
     clock::time_point next_tick = clock::now();
     while (!stopping_ && !vanished_) {
         const pool_stats ps = pool_.stats();
+        recent_totals_[recent_at_++ % recent_totals_.size()] = ps.total;
         peak_busy_ = std::max<std::size_t>(
             peak_busy_, ps.active + ps.waiting - std::min<std::size_t>(ps.active, gate_waiters_.load()));
         if (clock::now() >= next_tick) {
@@ -232,8 +254,8 @@ asio::awaitable<void> budget_member::run(std::shared_ptr<budget_member> /*keeps 
 asio::awaitable<bool> budget_member::ensure_connection() {
     if (conn_ && conn_->is_open()) co_return true;
     conn_.emplace(ex_);
-    auto [ec] =
-        co_await conn_->async_connect(conninfo_, connect_timeout_, asio::as_tuple(asio::use_awaitable));
+    auto [ec] = co_await conn_->async_connect(member_conninfo(conninfo_), connect_timeout_,
+                                              asio::as_tuple(asio::use_awaitable));
     if (ec) {
         const diagnostics d = conn_->last_error();
         conn_.reset();
@@ -247,14 +269,6 @@ asio::awaitable<bool> budget_member::ensure_connection() {
     conn_->set_statement_timeout(limit);
     conn_->set_cancel_drain_limit(limit);
     conn_->set_statement_mode(statement_mode::unnamed, 0);
-    // Operators tell the member connections apart from the pooled ones in pg_stat_activity.
-    auto [sec, r] = co_await conn_->async_query("SET application_name = 'respool budget member'",
-                                                asio::as_tuple(asio::use_awaitable));
-    if (sec) {
-        degrade("cannot connect: " + describe(sec, conn_->last_error()));
-        conn_.reset();
-        co_return false;
-    }
     co_return true;
 }
 
@@ -279,13 +293,24 @@ asio::awaitable<void> budget_member::tick() {
                                               asio::as_tuple(asio::use_awaitable));
         if (ec) co_return degrade(failed(ec, "reading the catalog"));
         if (r.text(0, 0) != "t") {
+            // Under the members' lock: two members creating it at once would collide in the catalog.
             auto [cec, cr] = co_await c.async_query(
-                "CREATE TABLE IF NOT EXISTS " + table() +
+                "BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(lock_key_) +
+                    "); CREATE TABLE IF NOT EXISTS " + table() +
                     " (instance uuid PRIMARY KEY, service text NOT NULL, host text NOT NULL, pid int NOT "
                     "NULL,"
                     " demand int NOT NULL, granted int NOT NULL, expires_at timestamptz NOT NULL)",
                 asio::as_tuple(asio::use_awaitable));
-            if (cec) co_return degrade(failed(cec, "creating the table"));
+            error_code ec2 = cec;
+            if (!ec2) {
+                auto [uec, ur] = co_await c.async_query("COMMIT", asio::as_tuple(asio::use_awaitable));
+                ec2 = uec;
+            }
+            if (ec2) {
+                const std::string why = failed(ec2, "creating the table");
+                co_await rollback();
+                co_return degrade(why);
+            }
         }
         table_ready_ = true;
     }
@@ -342,7 +367,10 @@ asio::awaitable<void> budget_member::tick() {
     }
     budget::own_step step;
     if (why.empty()) {
-        const std::size_t total = pool_.stats().total;
+        // A connection closed a moment ago may still have its backend on the server (it ends
+        // asynchronously): it counts until a few samples later.
+        std::size_t total = pool_.stats().total;
+        for (std::size_t t : recent_totals_) total = std::max(total, t);
         const std::size_t gated = gate_waiters_.load();
         step = budget::next_step(b, rows, own, total > gated ? total - gated : 0);
         step.pool_cap = std::min(step.pool_cap, configured_max_);
@@ -357,6 +385,7 @@ asio::awaitable<void> budget_member::tick() {
         co_await rollback();
         co_return degrade(why);
     }
+    last_commit_ = clock::now();
     apply_cap(step.pool_cap);  // raised only once the larger share is committed
     if (!last_note_.empty()) {
         pool_.log(log_level::info, "budget: sharing " + cfg_.schema + ".respool_budget");
@@ -380,6 +409,9 @@ asio::awaitable<void> budget_member::finish(std::shared_ptr<void> keepalive) {
         timer_.expires_after(std::chrono::milliseconds(20));
         co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
     }
+    // The backends of the connections just closed end asynchronously on the server.
+    timer_.expires_after(std::chrono::milliseconds(50));
+    co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
     if (in_table_ && conn_ && conn_->is_open() && pool_.stats().total == 0) {
         auto [ec, r] = co_await conn_->async_query(
             "DELETE FROM " + table() + " WHERE instance = '" + cfg_.instance_id + "'",

@@ -16,6 +16,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -85,6 +86,9 @@ private:
     bool vanished_ = false;
     std::shared_ptr<void> leave_keepalive_;
     std::size_t peak_busy_ = 0;
+    std::array<std::size_t, 3> recent_totals_{};  // the pool's connections at the last samples
+    std::size_t recent_at_ = 0;
+    std::optional<std::chrono::steady_clock::time_point> last_commit_;  // of its last share
     std::size_t cap_ = 0;
     std::string last_note_;  // the last log line's reason (each reason is logged once)
     std::atomic<std::size_t> allowed_{0};
