@@ -141,7 +141,7 @@ void budget_member::start() {
 
 void budget_member::leave(std::shared_ptr<void> keepalive) {
     asio::dispatch(ex_, [self = shared_from_this(), k = std::move(keepalive)]() mutable {
-        if (self->stopping_) return;
+        if (self->stopping_ || self->vanished_) return;  // (a vanished member holds nothing)
         self->stopping_ = true;
         self->leave_keepalive_ = std::move(k);
         self->timer_.cancel();
