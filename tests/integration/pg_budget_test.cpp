@@ -342,6 +342,45 @@ TEST_F(pg_budget, a_schema_without_rights_or_none_keeps_the_configured_max_with_
     }
 }
 
+TEST_F(pg_budget, a_failed_heartbeat_keeps_the_share_instead_of_taking_the_configured_max) {
+    asio::io_context io;
+    pg::pool_config c{.conninfo = member_conninfo(), .max = 20};
+    c.budget = pg::budget_config{.schema = "budget"};
+    pg::pool db(io.get_executor(), c);
+    auto log = std::make_shared<captured_log>();
+    db.base().set_log_sink(log);
+    std::uint32_t most = 0;
+    std::uint64_t ticks_before = 0;
+    auto body = [&]() -> asio::awaitable<void> {
+        asio::steady_timer t(co_await asio::this_coro::executor);
+        admin a = co_await admin::open();
+        for (int i = 0; i < 250 && db.budget_stats().ticks == 0; ++i) {
+            t.expires_after(20ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        EXPECT_EQ(db.budget_stats().granted, 2u);  // idle: its member connection and one pooled one
+        EXPECT_EQ(db.stats().max, 1u);
+        // The member connection dies under it: the next heartbeat fails, the one after reconnects.
+        ticks_before = db.budget_stats().ticks;
+        co_await a.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'respool budget "
+            "member'");
+        for (int i = 0; i < 250 && db.budget_stats().ticks <= ticks_before; ++i) {
+            most = std::max(most, db.stats().max);
+            t.expires_after(20ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        most = std::max(most, db.stats().max);
+        db.close();
+    };
+    auto done = asio::co_spawn(io, body(), asio::use_future);
+    io.run_for(30s);
+    done.get();
+    EXPECT_GT(db.budget_stats().ticks, ticks_before) << "the member did not share again";
+    EXPECT_EQ(most, 1u) << "the pool took more than its share while its row was alive";
+    EXPECT_NE(log->all().find("budget: a heartbeat failed: "), std::string::npos) << log->all();
+}
+
 TEST(pg_budget_config, bad_settings_name_what_is_wrong) {
     auto with = [](pg::budget_config b) {
         pg::pool_config c{.conninfo = "host=127.0.0.1"};
