@@ -557,6 +557,10 @@ public:
     void remove_observer(const std::shared_ptr<observer>& o) { detail::remove_observer(valid_impl(), o); }
     // Logging (default: none). make_ostream_log_sink(std::cerr) writes human-readable lines.
     void set_log_sink(std::shared_ptr<log_sink> s) { detail::set_log_sink(valid_impl(), std::move(s)); }
+    // A line of a layer above (a database pool's own events) into the same sink; nothing without one.
+    void log(log_level level, const std::string& message) noexcept {
+        if (impl_) detail::log(*impl_, level, message);
+    }
     // The pool's circuit breaker, for strategies and tools. Requires valid().
     circuit_breaker& breaker() noexcept { return detail::breaker(*impl_); }
 

@@ -385,6 +385,9 @@ void remove_observer(pool_impl& p, const std::shared_ptr<observer>& o) {
 void set_log_sink(pool_impl& p, std::shared_ptr<log_sink> s) {
     p.set_log_sink(std::move(s));
 }
+void log(pool_impl& p, log_level level, const std::string& message) noexcept {
+    p.log_line(level, message);
+}
 void set_max(pool_impl& p, std::size_t max) {
     p.set_max(max);
 }

@@ -98,6 +98,7 @@ public:
     void add_observer(std::shared_ptr<observer> o);
     void remove_observer(const std::shared_ptr<observer>& o);
     void set_log_sink(std::shared_ptr<log_sink> l);
+    void log_line(log_level level, const std::string& message) noexcept { log(level, message); }
 
     // circuit_breaker
     circuit_state state() const override;

@@ -10,6 +10,7 @@
 //                   every other one retired
 #include <respool/pg/pool.hpp>
 
+#include "budget_member.hpp"
 #include "connection_impl.hpp"
 #include "pipeline_dispatch.hpp"
 #include "pool_access.hpp"
@@ -34,14 +35,17 @@ namespace respool::pg {
 
 namespace detail {
 
-struct pool_state {
+struct pool_state : std::enable_shared_from_this<pool_state> {
     pool_config cfg;
     std::optional<respool::pool<connection>> p;
     std::shared_ptr<pipeline_dispatch> pipelined;  // pipeline_depth > 1 (destroyed before p)
+    std::shared_ptr<budget_member> budget;         // pool_config::budget
 
     void close() noexcept {
         if (pipelined) pipelined->close();
         if (p) p->close();
+        // Its row goes once the connections are gone; the state lives until then.
+        if (budget) budget->leave(shared_from_this());
     }
 
     // libpq's message (masked) of the last failed connect, empty after a connect succeeded: why an
@@ -88,6 +92,7 @@ void check(const pool_config& c) {
     if (c.connect_retry_initial < duration::zero()) bad_config("connect_retry_initial must not be negative");
     if (c.connect_retry_max < c.connect_retry_initial)
         bad_config("connect_retry_max must not be below connect_retry_initial");
+    if (c.budget) detail::budget_member::check(*c.budget);
     // The circuit's options, before the pool exists (its constructor starts the pre-warm).
     if (c.circuit) {
         try {
@@ -100,7 +105,7 @@ void check(const pool_config& c) {
 
 respool::pool_options options_of(const pool_config& c) {
     respool::pool_options o;
-    o.min = c.min_idle;
+    o.min = c.budget ? 0 : c.min_idle;  // under a budget, idle connections would hold others' slots
     o.max = c.max;
     o.acquire_timeout = c.borrow_timeout;
     o.max_waiters = c.max_waiters;
@@ -129,8 +134,23 @@ hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner
     h.factory = [info = c.conninfo, timeout = c.connect_timeout, mode = c.statements,
                  capacity = c.statement_cache_capacity, statement_timeout = c.statement_timeout,
                  drain_limit = c.cancel_drain_limit, owner]() -> asio::awaitable<connection> {
+        duration left = timeout;
+        if (std::shared_ptr<detail::budget_member> b = [&] {
+                auto s = owner.lock();
+                return s ? s->budget : nullptr;
+            }()) {
+            // Under a shared budget a connect waits for a share (up to half its timeout) instead of
+            // meeting "too many connections"; the other half is the connect's.
+            const auto start = std::chrono::steady_clock::now();
+            if (!co_await b->wait_for_share(timeout / 2))
+                throw boost::system::system_error(
+                    respool::errc::exhausted,
+                    "no share of the shared connection budget yet (the other members "
+                    "have not given back enough connections)");
+            left = timeout - std::chrono::duration_cast<duration>(std::chrono::steady_clock::now() - start);
+        }
         connection conn(co_await asio::this_coro::executor);
-        auto [ec] = co_await conn.async_connect(info, timeout, asio::as_tuple(asio::use_awaitable));
+        auto [ec] = co_await conn.async_connect(info, left, asio::as_tuple(asio::use_awaitable));
         if (auto s = owner.lock(); s && ec != asio::error::operation_aborted)  // not a pool closing
             s->connect_ended(ec ? conn.last_error().message : std::string());
         if (ec) throw error_with_diagnostics(ec, conn.last_error());  // libpq's words, masked
@@ -176,7 +196,9 @@ public:
     explicit connect_failure_strategy(breaker_options o) : inner_(o) {}
     void report_success(circuit_breaker& cb) override { inner_.report_success(cb); }
     void report_failure(circuit_breaker& cb, const error_code& ec) override {
-        if (ec != respool::errc::broken && ec != respool::errc::poisoned) inner_.report_failure(cb, ec);
+        // exhausted: a connect found no share of a shared budget yet; the server is fine.
+        if (ec != respool::errc::broken && ec != respool::errc::poisoned && ec != respool::errc::exhausted)
+            inner_.report_failure(cb, ec);
     }
 
 private:
@@ -363,6 +385,30 @@ pool::pool(executor_type ex, pool_config cfg, std::function<void(connection&)> o
             *state_->p, ex,
             detail::pipeline_dispatch::settings{c.pipeline_depth, c.max, c.borrow_timeout,
                                                 c.statement_timeout});
+    if (c.budget) {
+        // The member's view of the pool: nothing once the pool state is gone.
+        std::weak_ptr<pool_state> w = state_.shared();
+        detail::budget_member::pool_view view;
+        view.stats = [w] {
+            auto s = w.lock();
+            return s ? s->p->stats() : pool_stats{};
+        };
+        view.set_max = [w](std::size_t n) {
+            if (auto s = w.lock(); s && !s->p->stats().closed) s->p->set_max(n);
+        };
+        view.retire_all = [w] {
+            if (auto s = w.lock()) s->p->retire_all();
+        };
+        view.retry_now = [w] {
+            if (auto s = w.lock()) s->p->retry_now();
+        };
+        view.log = [w](log_level level, const std::string& line) {
+            if (auto s = w.lock()) s->p->log(level, line);
+        };
+        state_->budget = std::make_shared<detail::budget_member>(ex, c.conninfo, *c.budget, c.max,
+                                                                 c.connect_timeout, std::move(view));
+        state_->budget->start();
+    }
 }
 pool::~pool() = default;  // closes (state_handle)
 pool::pool(pool&&) noexcept = default;
@@ -381,6 +427,10 @@ bool detail::pool_access::pipelined(const pool& p, const std::string& sql, const
     return p.state_->pipelined && q && detail::pipelinable(sql);
 }
 
+void detail::pool_access::budget_vanish(pool& p) {
+    if (p.state_->budget) p.state_->budget->vanish();
+}
+
 pool::executor_type pool::get_executor() const noexcept {
     return state_->p->get_executor();
 }
@@ -389,6 +439,9 @@ const pool_config& pool::config() const noexcept {
 }
 pool_stats pool::stats() const noexcept {
     return state_->p->stats();
+}
+respool::pg::budget_stats pool::budget_stats() const {
+    return state_->budget ? state_->budget->stats() : respool::pg::budget_stats{};
 }
 circuit_state pool::state() const {
     return state_->p->state();

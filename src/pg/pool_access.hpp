@@ -27,6 +27,9 @@ struct pool_access {
     // Whether pool::async_query would pipeline this statement (pipeline_depth > 1, bound parameters, a
     // statement that may share a connection).
     static bool pipelined(const pool& p, const std::string& sql, const std::optional<params>& q);
+    // Tests: the pool's budget member stops as a killed process would, its row left to expire (after
+    // lease); nothing without a budget.
+    static void budget_vanish(pool& p);
 };
 
 }  // namespace respool::pg::detail

@@ -19,6 +19,9 @@
 #   server-restart <state dir> [fast|immediate]  server-stop then server-start
 # pg_ctl waits for each (-w) and gives up after 60 s (-t 60), so no action hangs.
 #
+# RESPOOL_PG_MAX_CONNECTIONS (default 100) sets the server's max_connections at `start` (the shared
+# connection budget's test runs a server with few).
+#
 # Only 127.0.0.1 is listened on; scram-sha-256 over TCP, so a wrong password is a real
 # authentication failure.
 #
@@ -99,7 +102,7 @@ start | start-tls)
   for attempt in 1 2 3 4 5; do
     port=$((20000 + RANDOM % 40000))
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue  # in use
-    opts="-p $port -k $dir/socket -c listen_addresses=127.0.0.1 -c max_connections=100 -c fsync=off"
+    opts="-p $port -k $dir/socket -c listen_addresses=127.0.0.1 -c max_connections=${RESPOOL_PG_MAX_CONNECTIONS:-100} -c fsync=off"
     opts+=" -c log_connections=on$tls_opts"
     if server_start "$dir" "$opts" >/dev/null; then
       started=1

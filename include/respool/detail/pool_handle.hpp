@@ -163,6 +163,7 @@ void set_observer(pool_impl& p, std::shared_ptr<observer> o);
 void add_observer(pool_impl& p, std::shared_ptr<observer> o);
 void remove_observer(pool_impl& p, const std::shared_ptr<observer>& o);
 void set_log_sink(pool_impl& p, std::shared_ptr<log_sink> s);
+void log(pool_impl& p, log_level level, const std::string& message) noexcept;
 void set_max(pool_impl& p, std::size_t max);
 void retire_all(pool_impl& p) noexcept;
 void retry_now(pool_impl& p) noexcept;

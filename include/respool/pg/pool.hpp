@@ -16,6 +16,7 @@
 #include <respool/detail/db_operations.hpp>
 #include <respool/detail/db_query.hpp>
 #include <respool/detail/db_state_handle.hpp>
+#include <respool/pg/budget.hpp>
 #include <respool/pg/connection.hpp>
 #include <respool/pg/roles.hpp>
 #include <respool/pool.hpp>
@@ -79,6 +80,11 @@ struct pool_config {
     std::optional<breaker_options> circuit = breaker_options{};
     bool thread_safe = false;     // acquire and release from any thread (a strand as executor, then)
     bool record_timings = false;  // stats() fills the wait and hold histograms (pool_options::record_timings)
+    // Share the server's connections with every other pool (of this or other processes) that names the
+    // same schema: the pool's max follows its share (at most `max`), its connects wait for room instead
+    // of failing with "too many connections", and min_idle is not kept warm (idle connections would
+    // hold slots others need). docs/06-postgresql.md "A connection budget shared by many instances".
+    std::optional<budget_config> budget{};
 };
 
 enum class isolation { server_default, read_committed, repeatable_read, serializable };
@@ -216,6 +222,8 @@ public:
     }
 
     [[nodiscard]] pool_stats stats() const noexcept;
+    // The shared connection budget as this pool last saw it (enabled false without pool_config::budget).
+    [[nodiscard]] respool::pg::budget_stats budget_stats() const;
     [[nodiscard]] circuit_state state() const;
     // Soft eviction: every connection that exists now is closed when next idle or returned.
     void retire_all() noexcept;
