@@ -1,11 +1,13 @@
 // respool behind PgBouncer in transaction mode (the pgbouncer fixture, tests/integration/pgbouncer.sh),
 // through its database respool_single: a pool of one server connection, so that every client's
 // transactions run on the same backend one after the other and what one client leaves there is what
-// the next finds. Two claims of docs/06-postgresql.md ("Behind PgBouncer"):
+// the next finds. The claims of docs/06-postgresql.md ("Behind PgBouncer"):
 // - named prepared statements (statement_mode::cache) collide on a server connection PgBouncer shares,
 //   unnamed ones leave nothing behind;
 // - a session change reaches the next client of that server connection unless the reset on return
-//   runs, and the tracked reset runs on the server connection of the borrower's next transaction.
+//   runs, and the tracked reset runs on the server connection PgBouncer lends for it;
+// - clients taking turns on one server connection stay clean (no reset for nothing);
+// - a startup setting (options=-c ...) is refused at connect, naming it.
 #include "pg_test_support.hpp"
 
 #include <respool/pg/errors.hpp>
@@ -101,5 +103,45 @@ TEST_F(pg_pooler, a_session_change_reaches_the_next_client_unless_the_reset_on_r
             }
             EXPECT_EQ(db.stats().broken, 0u);
         }
+    });
+}
+
+// PgBouncer sets each client's own application_name (and the other settings it tracks) on the server
+// connection it lends: the settings a client sees reported stay its own, so a clean release stays
+// clean (the tracked reset costs nothing behind the pooler).
+TEST_F(pg_pooler, clients_taking_turns_on_one_server_connection_stay_clean) {
+    run([]() -> asio::awaitable<void> {
+        auto tagged_open = [](std::string app) -> asio::awaitable<pg::connection> {
+            pg::connection c(co_await asio::this_coro::executor);
+            co_await c.async_connect(single() + " application_name=" + app, 10s, asio::use_awaitable);
+            c.set_statement_mode(pg::statement_mode::unnamed);
+            co_return c;
+        };
+        pg::connection a = co_await tagged_open("turns_a");
+        pg::connection b = co_await tagged_open("turns_b");
+        for (int i = 0; i < 10; ++i) {
+            for (auto* c : {&a, &b}) {
+                auto r = co_await c->async_query("SELECT current_setting('application_name')", pg::params(),
+                                                 asio::use_awaitable);
+                EXPECT_EQ(r.text(0, 0), c == &a ? "turns_a" : "turns_b")
+                    << "PgBouncer set it for this client";
+                r = co_await c->async_query("SELECT 1", asio::use_awaitable);
+                EXPECT_FALSE(c->needs_reset(pg::reset_policy::tracked)) << "round " << i;
+            }
+        }
+    });
+}
+
+// A startup setting (conninfo `options=-c ...`) is refused by PgBouncer 1.18 at connect, naming it: set
+// such things with SET LOCAL in a transaction behind it.
+TEST_F(pg_pooler, a_startup_option_is_refused_at_connect_naming_it) {
+    run([]() -> asio::awaitable<void> {
+        pg::connection c(co_await asio::this_coro::executor);
+        auto [ec] = co_await c.async_connect(conninfo() + " options=-cwork_mem=1MB", 10s,
+                                             asio::as_tuple(asio::use_awaitable));
+        EXPECT_TRUE(ec);
+        EXPECT_NE(c.last_error().message.find("unsupported startup parameter: options"), std::string::npos)
+            << ec.message() << ": " << c.last_error().message;
+        EXPECT_FALSE(c.is_open());
     });
 }
