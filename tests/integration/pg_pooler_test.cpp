@@ -145,3 +145,32 @@ TEST_F(pg_pooler, a_startup_option_is_refused_at_connect_naming_it) {
         EXPECT_FALSE(c.is_open());
     });
 }
+
+// The reset on return ends with RESET ALL, which brings each setting back to the session's default.
+// Behind PgBouncer the server connection's defaults are PgBouncer's (its own startup packet), not the
+// client's: the settings the client connected with (application_name, client_encoding, ...) must be
+// the client's again after the reset, and the session clean.
+TEST_F(pg_pooler, the_reset_keeps_the_settings_the_client_connected_with) {
+    run([]() -> asio::awaitable<void> {
+        pg::pool_config c;
+        c.conninfo = single() + " application_name=kept_app client_encoding=LATIN1";
+        c.statements = pg::statement_mode::unnamed;
+        c.max = 1;
+        c.min_idle = 0;
+        pg::pool db(co_await asio::this_coro::executor, c);
+        for (int i = 0; i < 3; ++i) {
+            co_await db.with_connection(
+                [](pg::connection& cc) -> asio::awaitable<void> {
+                    auto r = co_await cc.async_query(
+                        "SELECT current_setting('application_name'), current_setting('client_encoding')",
+                        pg::params(), asio::use_awaitable);
+                    EXPECT_EQ(r.text(0, 0), "kept_app");
+                    EXPECT_EQ(r.text(0, 1), "LATIN1");
+                    EXPECT_FALSE(cc.needs_reset(pg::reset_policy::tracked))
+                        << "the previous reset left it clean";
+                    co_await cc.async_query("SET work_mem = '1234kB'", asio::use_awaitable);  // dirty
+                },
+                asio::use_awaitable);
+        }
+    });
+}

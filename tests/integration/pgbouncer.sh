@@ -96,12 +96,15 @@ EOF
     [ "$(id -u)" -ne 0 ] || chown -R postgres:postgres "$dir"
     rm -f "$dir/pgbouncer.pid"
     as_postgres pgbouncer -d "$dir/pgbouncer.ini" 2>>"$dir/pgbouncer.log" || continue
-    # -d returns once the process has forked; wait (at most 10 s) for it to listen, or to die.
+    # -d returns once the process has forked; wait (at most 10 s) for it to listen, or to die. A port
+    # that another socket holds (bound, not listening: the probe above cannot see it) does not stop
+    # pgbouncer, which then listens on its unix socket alone: its log says so, and the next port is tried.
     for _ in $(seq 100); do
       if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
         started=1
         break
       fi
+      grep -q "cannot listen on 127.0.0.1:$port" "$dir/pgbouncer.log" && break
       [ -f "$dir/pgbouncer.pid" ] && ! kill -0 "$(cat "$dir/pgbouncer.pid")" 2>/dev/null && break
       sleep 0.1
     done
