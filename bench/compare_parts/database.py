@@ -1,5 +1,6 @@
 """Pools on a real PostgreSQL server: respool::pg::pool (one pool on one thread, per-thread pools on 2
-threads, one shared thread_safe pool, and the opt-in pipelined mode) next to HikariCP + pgjdbc, pgxpool
+threads, one shared thread_safe pool, the opt-in pipelined mode, unnamed statements, and unnamed
+statements through PgBouncer 1.18 in transaction mode, tests/integration/pgbouncer.sh) next to HikariCP + pgjdbc, pgxpool
 v4, asyncpg's pool and node-postgres' pg.Pool, with pgbench (raw libpq) as the floor.
 
 Every pool peer is a long-lived program speaking bench/peers/PROTOCOL.md: started once, warmed up, then
@@ -21,6 +22,8 @@ from .common import (RELEASE, ROOT, BackendSampler, build_release, ensure_node, 
                      process_cpu, say, sh, publish)
 
 PEERS_DIR = os.path.join(ROOT, "bench", "peers")
+PGBOUNCER = os.path.join(ROOT, "tests", "integration", "pgbouncer.sh")
+BEHIND_PGBOUNCER = "respool-pgbouncer"  # the peer whose libpq environment points at PgBouncer
 POOL = 8
 WORKLOADS = ["select1", "lookup", "txn"]
 CLIENTS = [1, 8, 64]
@@ -130,17 +133,19 @@ class Pgbench:
         pass
 
 
-def prepare_peers(tmp):
-    """Builds or installs every peer; returns a list of (key, label, command, cwd)."""
-    ensure_packages(["python3-asyncpg", "golang-go", "golang-github-jackc-pgx-v4-dev", "libhikaricp-java",
-                     "libpostgresql-jdbc-java", "libslf4j-java", "openjdk-17-jdk-headless"])
-    ensure_node()
+def prepare_peers(tmp, only=None):
+    """Builds or installs every peer (with `only`, the other languages' peers are not built); returns a
+    list of (key, label, command, cwd)."""
     build_release(["respool_pg_peer"])
-    say("database: building the Java and Go peers, installing node-postgres ...")
     java_out, go_out = os.path.join(tmp, "java"), os.path.join(tmp, "go")
-    sh([os.path.join(PEERS_DIR, "java", "pg_peer.sh"), "build", java_out], stdout=subprocess.DEVNULL)
-    sh([os.path.join(PEERS_DIR, "go", "build.sh"), go_out], stdout=subprocess.DEVNULL)
-    sh([os.path.join(PEERS_DIR, "node", "install.sh")], stdout=subprocess.DEVNULL)
+    if not only or any(not k.startswith("respool") for k in only):
+        ensure_packages(["python3-asyncpg", "golang-go", "golang-github-jackc-pgx-v4-dev", "libhikaricp-java",
+                         "libpostgresql-jdbc-java", "libslf4j-java", "openjdk-17-jdk-headless"])
+        ensure_node()
+        say("database: building the Java and Go peers, installing node-postgres ...")
+        sh([os.path.join(PEERS_DIR, "java", "pg_peer.sh"), "build", java_out], stdout=subprocess.DEVNULL)
+        sh([os.path.join(PEERS_DIR, "go", "build.sh"), go_out], stdout=subprocess.DEVNULL)
+        sh([os.path.join(PEERS_DIR, "node", "install.sh")], stdout=subprocess.DEVNULL)
     rp = os.path.join(RELEASE, "bench", "respool_pg_peer")
     pool = ["--pool", str(POOL)]
     return [
@@ -150,6 +155,10 @@ def prepare_peers(tmp):
         ("respool-shared", "respool, one thread_safe pool, 2 threads", [rp] + pool + ["--variant", "shared"], None),
         ("respool-pipelined", "respool, one pool, one thread, pipeline_depth 8",
          [rp] + pool + ["--variant", "one-thread", "--pipeline", "8"], None),
+        ("respool-unnamed", "respool, one pool, one thread, unnamed statements",
+         [rp] + pool + ["--variant", "one-thread", "--statements", "unnamed"], None),
+        (BEHIND_PGBOUNCER, "respool, one pool, one thread, unnamed statements, through PgBouncer 1.18 "
+         "(transaction mode)", [rp] + pool + ["--variant", "one-thread", "--statements", "unnamed"], None),
         ("hikaricp", "HikariCP 2.7.9 + pgjdbc 42.5 (threads)",
          [os.path.join(PEERS_DIR, "java", "pg_peer.sh"), "run", java_out] + pool, None),
         ("pgxpool", "pgxpool v4.15 (goroutines)", [os.path.join(go_out, "pgxbench")] + pool, None),
@@ -172,16 +181,24 @@ def run(cluster, seconds, reps, write, only=None):
     peers = []
     sampler = None
     results = {}  # (workload, clients, key) -> list of (qps, p50, p99, errors, cpu_us_per_query, backends)
+    bouncer = os.path.join(tmp, "pgbouncer")
     try:
-        specs = prepare_peers(tmp)
+        specs = prepare_peers(tmp, only)
         create_table(cluster)
+        # PgBouncer in front of the same server for the peer behind it (its own process on a free port).
+        sh([PGBOUNCER, "start", bouncer, os.path.join(cluster.state, "conninfo")], stdout=subprocess.DEVNULL)
+        with open(os.path.join(bouncer, "conninfo")) as f:
+            bouncer_port = dict(kv.split("=", 1) for kv in f.read().split())["port"]
+        with open(os.path.join(bouncer, "bouncer")) as f, open(os.path.join(f.read().strip(), "pgbouncer.pid")) as g:
+            bouncer_pid = int(g.read())
         sampler = BackendSampler(int(cluster.params["port"]))
         peers.append(Pgbench(cluster, tmp, sampler))
         for key, label, cmd, cwd in specs:
             if only and key not in only:
                 continue
             say(f"database: starting {label}")
-            p = Peer(key, label, cmd, cluster.env, cwd)
+            env = dict(cluster.env, PGPORT=bouncer_port) if key == BEHIND_PGBOUNCER else cluster.env
+            p = Peer(key, label, cmd, env, cwd)
             peers.append(p)
             p.run("select1", 64, 1.0)  # warm-up: every connection open, the JIT and caches warm
             p.run("txn", 8, 0.5)
@@ -194,7 +211,9 @@ def run(cluster, seconds, reps, write, only=None):
                         # Unmeasured: a pool that closed idle connections while the others ran (node-postgres
                         # after 10 s) reconnects here, not in the measurement.
                         p.run(w, c, 0.1)
-                    sampler.start(p.proc.pid if isinstance(p, Peer) else None)
+                    # Behind PgBouncer the server connections are PgBouncer's: its are counted.
+                    sampler.start(bouncer_pid if p.key == BEHIND_PGBOUNCER else
+                                  p.proc.pid if isinstance(p, Peer) else None)
                     qps, p50, p99, errors, cpu, n = p.run(w, c, seconds)
                     backends = sampler.stop()
                     results.setdefault((w, c, p.key), []).append(
@@ -206,6 +225,7 @@ def run(cluster, seconds, reps, write, only=None):
             p.close()
         if sampler:
             sampler.close()
+        subprocess.run([PGBOUNCER, "stop", bouncer], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
     labels = {p.key: p.label for p in peers}
     publish("compare-pg", report(results, labels, seconds, reps), write)

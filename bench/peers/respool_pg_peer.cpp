@@ -3,6 +3,7 @@
 // rotate it with HikariCP, pgxpool, asyncpg and node-postgres and read its CPU time from /proc.
 //
 //   respool_pg_peer --pool 8 [--variant one-thread|per-thread|shared] [--threads 2] [--pipeline 1]
+//                   [--statements cache|unnamed]
 //
 // The server comes from libpq's environment (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE): the
 // pool's conninfo is empty and libpq fills it in, as for every other peer. Variants:
@@ -12,6 +13,7 @@
 //   shared      one pool_config::thread_safe pool of --pool connections used by coroutines running on
 //               --threads threads of one io_context.
 // --pipeline: pool_config::pipeline_depth (1, the default: a lease per statement).
+// --statements: pool_config::statements (cache, the default; unnamed behind PgBouncer in transaction mode).
 #include <respool/pg/pool.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -51,13 +53,14 @@ struct settings {
     std::string variant = "one-thread";
     std::size_t threads = 2;
     std::size_t pipeline = 1;
+    bool unnamed = false;
 };
 
 [[noreturn]] void usage(const std::string& why) {
     std::fprintf(
         stderr,
         "respool_pg_peer: %s\nusage: respool_pg_peer --pool N [--variant one-thread|per-thread|shared] "
-        "[--threads T] [--pipeline DEPTH]\n",
+        "[--threads T] [--pipeline DEPTH] [--statements cache|unnamed]\n",
         why.c_str());
     std::exit(2);
 }
@@ -84,6 +87,10 @@ settings parse(int argc, char** argv) {
             s.threads = positive(k, v);
         else if (k == "--pipeline")
             s.pipeline = positive(k, v);
+        else if (k == "--statements" && (v == "cache" || v == "unnamed"))
+            s.unnamed = v == "unnamed";
+        else if (k == "--statements")
+            usage("--statements is cache or unnamed; got '" + v + "'");
         else
             usage("unknown option " + k);
     }
@@ -172,6 +179,7 @@ public:
             c.max =
                 s.variant == "per-thread" ? s.pool / s.threads + (i < s.pool % s.threads ? 1 : 0) : s.pool;
             c.pipeline_depth = s.pipeline;
+            if (s.unnamed) c.statements = pg::statement_mode::unnamed;
             c.thread_safe = s.variant == "shared";
             // A thread_safe pool runs its own work on a strand; its clients run on every thread.
             asio::any_io_executor ex = io->get_executor();

@@ -52,6 +52,7 @@ struct connect_op : std::enable_shared_from_this<connect_op> {
         c->timer.cancel();
         c->diag = {};
         c->snapshot_session();
+        c->at_connect = c->session.reported;
         c->op_ended();
         release_slot();
         complete(c->ex, std::move(handler), error_code{});

@@ -78,6 +78,10 @@ struct connection::impl {
     std::vector<std::string> to_deallocate;  // evicted or stale statements, sent with the next query
     std::string key;                         // reused buffer for cache keys (no allocation per query)
     session_state session;
+    // The reported settings as the connect left them (the client's startup values). RESET ALL brings a
+    // setting back to the server session's default, which behind a pooler (PgBouncer in transaction
+    // mode) is the pooler's, not this client's: the reset puts these back when they differ.
+    std::array<std::string, session_state::watched.size()> at_connect;
     // A transaction's BEGIN not sent yet (detail::defer_begin): it goes with the transaction's first
     // statement, in the same round trip, as pgjdbc does; a transaction that runs nothing sends nothing.
     std::string deferred_begin;
@@ -97,7 +101,10 @@ struct connection::impl {
     void listen_for_fatal() noexcept;
     void server_error(const PGresult* r);
     // Session tracking (session.cpp).
-    void snapshot_session();               // after connect and after a reset: the clean state
+    void snapshot_session();  // after connect and after a reset: the clean state
+    // SET statements for the reported settings whose value is no longer the one at connect (empty when
+    // every one is): after a session reset.
+    [[nodiscard]] std::string restore_startup_settings() const;
     void track_result(const PGresult* r);  // command tags
     void track_error(const std::string& sqlstate);
     [[nodiscard]] bool session_changed() const noexcept;  // the borrower changed the session (tracked)

@@ -44,6 +44,20 @@ void connection::impl::snapshot_session() {
     }
 }
 
+std::string connection::impl::restore_startup_settings() const {
+    std::string script;
+    for (std::size_t i = 0; i < session_state::watched.size(); ++i) {
+        const char* v = conn ? PQparameterStatus(conn, session_state::watched[i]) : nullptr;
+        if (!v || at_connect[i] == v) continue;
+        char* literal = PQescapeLiteral(conn, at_connect[i].data(), at_connect[i].size());
+        if (!literal) continue;  // out of memory: the setting stays as the reset left it
+        if (!script.empty()) script += "; ";
+        script += std::string("SET ") + session_state::watched[i] + " = " + literal;
+        PQfreemem(literal);
+    }
+    return script;
+}
+
 void connection::impl::track_result(const PGresult* r) {
     const char* tag = PQcmdStatus(const_cast<PGresult*>(r));
     switch (detail::classify_command_tag(tag ? tag : "")) {
@@ -184,13 +198,29 @@ struct reset_op : std::enable_shared_from_this<reset_op> {
         if (script->empty()) return finish({});
         detail::start_query(
             c, std::move(*script), std::nullopt, [self = shared_from_this()](error_code ec, result) {
-                if (!ec && self->full) {
+                if (!ec && self->full && !self->done) {
                     self->c->session = {};
                     self->c->notifications.clear();  // UNLISTEN *: none is for the next borrower
+                    // Behind a pooler RESET ALL went back to the pooler's defaults: the client's own
+                    // startup settings (its application_name, client_encoding, ...) are set again, one
+                    // more round trip only then. Straight to a server RESET ALL restored them already.
+                    if (std::string restore = self->c->restore_startup_settings(); !restore.empty())
+                        return self->restore(std::move(restore));
                     self->c->snapshot_session();
                 }
                 self->finish(ec);
             });
+    }
+
+    void restore(std::string script) {
+        detail::start_query(c, std::move(script), std::nullopt,
+                            [self = shared_from_this()](error_code ec, result) {
+                                if (!ec) {
+                                    self->c->session = {};  // its SET tags are not a borrower's change
+                                    self->c->snapshot_session();
+                                }
+                                self->finish(ec);
+                            });
     }
 };
 

@@ -24,6 +24,7 @@ protected:
 pg::pool_config config(const std::string& app, std::size_t pipeline_depth = 1) {
     pg::pool_config c;
     c.conninfo = tagged(app);
+    c.statements = pg_test::statements();
     c.max = 2;
     c.min_idle = 0;
     c.pipeline_depth = pipeline_depth;

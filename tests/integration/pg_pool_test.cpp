@@ -27,6 +27,7 @@ protected:
 pg::pool_config config(const std::string& app, std::size_t max = 4, std::size_t min_idle = 1) {
     pg::pool_config c;
     c.conninfo = tagged(app);
+    c.statements = pg_test::statements();
     c.max = max;
     c.min_idle = min_idle;
     return c;

@@ -191,6 +191,7 @@ TEST_F(pg_statement_kinds, a_pool_refuses_a_copy_and_keeps_its_connection) {
     run([]() -> asio::awaitable<void> {
         pg::pool_config cfg;
         cfg.conninfo = tagged("t_copy_pool");
+        cfg.statements = pg_test::statements();
         cfg.max = 1;
         cfg.min_idle = 1;
         cfg.pipeline_depth = 4;

@@ -28,6 +28,17 @@ namespace asio = boost::asio;
 namespace pg = respool::pg;
 using namespace std::chrono_literals;
 
+// RESPOOL_PG_BEHIND_POOLER=1: conninfo() is PgBouncer in transaction mode (the pgbouncer fixture), which
+// hands each transaction a server connection of its choosing: a named prepared statement made on one
+// may be missing (or taken) on the next, so the pools the tests make use unnamed statements there.
+inline bool behind_pooler() {
+    const char* v = std::getenv("RESPOOL_PG_BEHIND_POOLER");
+    return v && std::string(v) == "1";
+}
+inline pg::statement_mode statements() {
+    return behind_pooler() ? pg::statement_mode::unnamed : pg::statement_mode::cache;
+}
+
 inline std::string conninfo() {
     const char* file = std::getenv("RESPOOL_PG_CONNINFO_FILE");
     if (!file) return {};
@@ -61,6 +72,7 @@ class admin {
 public:
     static asio::awaitable<admin> open() {
         admin a(co_await asio::this_coro::executor);
+        a.c_.set_statement_mode(statements());
         auto [ec] = co_await a.c_.async_connect(conninfo(), 10s, asio::as_tuple(asio::use_awaitable));
         if (ec) throw std::runtime_error("admin connect: " + a.c_.last_error().message);
         co_return a;

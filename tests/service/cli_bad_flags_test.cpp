@@ -60,6 +60,8 @@ TEST(cli_bad_flags, serve_refuses_wrong_pool_and_http_values_by_name) {
         {{"serve", "--idle-timeout", "60"}, "--idle-timeout"},
         {{"serve", "--idle-timeout", "0"}, "--idle-timeout"},  // a header not yet in the buffer: cut
         {{"serve", "--shutdown-timeout", "later"}, "--shutdown-timeout"},
+        {{"serve", "--statements", "named"}, "--statements: 'named' is not cache or unnamed"},
+        {{"demo", "--statements", "Unnamed"}, "--statements"},
         // A borrow that may not wait never waits for a connect: on SQLite, which opens on first use,
         // the service answered 503 to everything.
         {{"serve", "--borrow-timeout", "0"}, "--borrow-timeout"},

@@ -10,6 +10,7 @@
 #include <libpq-fe.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +34,10 @@ protected:
         std::vector<std::string> args{"serve", "--db", server->conninfo() + " application_name=" + app,
                                       "--listen", "127.0.0.1:0"};
         args.insert(args.end(), extra.begin(), extra.end());
+        // Behind PgBouncer in transaction mode (serve_pg_pooler_tests) the service runs as
+        // docs/09-service.md says it should there.
+        if (const char* p = std::getenv("RESPOOL_PG_BEHIND_POOLER"); p && std::string(p) == "1")
+            args.insert(args.end(), {"--statements", "unnamed"});
         process.emplace(args);
         return process->wait_listening();
     }

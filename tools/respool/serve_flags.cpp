@@ -90,6 +90,11 @@ std::string_view to_string(read_from r) noexcept {
     return "primary";
 }
 
+std::string statements_error(const std::string& text) {
+    if (text == "cache" || text == "unnamed") return {};
+    return "'" + text + "' is not cache or unnamed";
+}
+
 std::string listen_error(const std::string& text) {
     const auto colon = text.rfind(':');
     if (colon == std::string::npos || colon == 0)
@@ -143,6 +148,12 @@ void add_pool_flags(CLI::App& cmd, serve_config& cfg) {
     add_duration_flag(cmd, "--idle-ttl", cfg.idle_ttl, "close connections idle longer");
     add_duration_flag(cmd, "--max-lifetime", cfg.max_lifetime,
                       "PostgreSQL: retire connections older; 0 = off");
+    cmd.add_option_function<std::string>(
+           "--statements", [&cfg](const std::string& s) { cfg.unnamed_statements = s == "unnamed"; },
+           "PostgreSQL: cache (named prepared statements, kept per connection) or unnamed (behind "
+           "PgBouncer in transaction mode or another transaction pooler)")
+        ->default_str("cache")
+        ->check(CLI::Validator(statements_error, "cache|unnamed"));
     cmd.add_option("--breaker-failures", cfg.breaker_failures,
                    "PostgreSQL: failed connects in a row that open the circuit (0 = no circuit)")
         ->capture_default_str();

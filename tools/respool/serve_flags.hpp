@@ -36,6 +36,11 @@ std::string read_from_error(const std::string& text);  // empty when primary, st
 read_from parse_read_from(const std::string& text);    // text must have passed read_from_error
 std::string_view to_string(read_from r) noexcept;      // "primary", "standby", "prefer-standby"
 
+// --statements: how the PostgreSQL pools run statements with parameters (pg::statement_mode):
+// `cache` (named prepared statements, kept per connection) or `unnamed` (for a transaction pooler
+// such as PgBouncer in transaction mode, where a named statement may be missing or taken).
+std::string statements_error(const std::string& text);  // empty when cache or unnamed
+
 struct listen_address {
     std::string host;  // numeric address or a name resolved at startup
     std::uint16_t port = 0;
@@ -57,6 +62,7 @@ struct serve_config {
     std::chrono::nanoseconds busy_timeout = std::chrono::seconds(5);      // sqlite
     std::chrono::nanoseconds idle_ttl = std::chrono::seconds(300);
     std::chrono::nanoseconds max_lifetime{};  // pg; 0 = off
+    bool unnamed_statements = false;          // pg: --statements unnamed
     std::uint32_t breaker_failures = 5;  // pg: consecutive failed connects that open the circuit; 0 = off
     std::chrono::nanoseconds cool_down = std::chrono::seconds(1);
     // pg: idle connections checked in the background this often (the pool's default); 0 = off.
