@@ -13,6 +13,7 @@
 
 #include <respool/error.hpp>
 #include <respool/http/metrics.hpp>
+#include <respool/pg/budget.hpp>
 #include <respool/stats.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -53,6 +54,7 @@ struct kv_result {
 struct pool_view {
     std::string name;  // "postgresql", "writer", "reader"
     respool::pool_stats stats;
+    std::optional<respool::pg::budget_stats> budget{};  // a PostgreSQL pool with --budget auto
 };
 
 class kv_store {

@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
         }
         current = serve;
         check_pool_flags(serve_cfg.db, serve_cfg);
+        check_budget_flags(serve_cfg.db, serve_cfg);
         return run_serve(serve_cfg);
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);

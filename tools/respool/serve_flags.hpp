@@ -82,6 +82,13 @@ struct serve_config {
     read_from read_route = read_from::primary;
     std::chrono::nanoseconds max_replica_lag = std::chrono::seconds(1);
     std::chrono::nanoseconds failover_wait = std::chrono::seconds(5);
+    // PostgreSQL: the connection budget shared by every instance (--budget auto), kept in
+    // <budget_schema>.respool_budget. Each loop's pool (each host's, with a multi-host URL) is a member.
+    bool budget_auto = false;
+    std::string budget_schema;
+    std::size_t budget_reserve = 3;
+    std::chrono::nanoseconds budget_heartbeat = std::chrono::seconds(1);
+    std::chrono::nanoseconds budget_lease = std::chrono::seconds(3);
 };
 
 // Adds serve's flags to `cmd`, filling `cfg` (validated: durations, URL, address, ranges).
@@ -90,5 +97,9 @@ void add_serve_flags(CLI::App& cmd, serve_config& cfg);
 void add_pool_flags(CLI::App& cmd, serve_config& cfg);
 // The cluster flags alone (--read-from, --max-replica-lag, --failover-wait).
 void add_cluster_flags(CLI::App& cmd, serve_config& cfg);
+// The budget flags alone (--budget, --budget-schema, --budget-reserve, --budget-heartbeat,
+// --budget-lease), and what they need of each other and of --db (std::invalid_argument naming them).
+void add_budget_flags(CLI::App& cmd, serve_config& cfg);
+void check_budget_flags(const std::string& db, const serve_config& cfg);
 
 }  // namespace respool_cli

@@ -228,9 +228,16 @@ public:
     // Soft eviction: every connection that exists now is closed when next idle or returned.
     void retire_all() noexcept;
     void close() noexcept;
+    // Closes, then completes once every connection is gone (or after `grace` with errc::timeout, as
+    // respool::pool::async_close) and, with pool_config::budget, once the pool has left the budget:
+    // its row deleted after its connections closed (so that the others may take its share at once),
+    // which takes up to budget_config::lease more. A process that exits after this leaves nothing
+    // behind for the others to wait for.
+    //  Handler: void(error_code), exactly once, on its associated executor; never inline.
     template <class Token = boost::asio::deferred_t>
     auto async_close(duration grace, Token&& token = {}) {
-        return base().async_close(grace, std::forward<Token>(token));
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [this](auto handler, duration g) { start_close(g, std::move(handler)); }, token, grace);
     }
     // Completes when the pre-warm of min_idle connections is done (or the first connect failed).
     template <class Token = boost::asio::deferred_t>
@@ -260,6 +267,7 @@ private:
                        boost::asio::any_completion_handler<void(error_code, lease<connection>)> handler);
     void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
                      boost::asio::any_completion_handler<void(error_code, result)> handler);
+    void start_close(duration grace, boost::asio::any_completion_handler<void(error_code)> handler);
 
     template <class R, class F>
     static boost::asio::awaitable<R> run_with_connection(std::shared_ptr<detail::pool_state> s, F fn) {
