@@ -295,6 +295,13 @@ TEST_F(serve_budget, three_processes_share_the_server_through_start_stop_and_kil
     // Divided by demand: all of B when the demands exceed it, each its demand otherwise.
     EXPECT_EQ(sum, std::min(B, demand)) << "granted/demand:" << shares;
     EXPECT_EQ(share_of(a.port).connections, B);
+    {
+        const std::string metrics = client(a.port).request("GET", "/metrics").body;
+        EXPECT_EQ(sample(metrics, R"(respool_pg_budget_connections{thread="0",pool="postgresql"})"), B);
+        EXPECT_EQ(sample(metrics, R"(respool_pg_budget_members{thread="0",pool="postgresql"})"), 3);
+        EXPECT_EQ(sample(metrics, R"(respool_pg_budget_degraded{thread="0",pool="postgresql"})"), 0);
+        EXPECT_EQ(promtool_problems(metrics), "");
+    }
 
     // A stop: its clients end, then SIGTERM; its row goes once its connections are closed.
     c.stop_clients();
