@@ -108,7 +108,7 @@ public:
         return error_;
     }
 
-    // Close, run everything to completion, and check SPEC §5.6 plus exactly-once completion.
+    // Close, run everything to completion, and check that close leaves nothing, plus exactly-once completion.
     std::string finish() {
         op_close();
         check_places();
@@ -922,8 +922,8 @@ private:
         old_alive_ = alive();
         settle(fx);
         if (!closed_ && idle_count() > reservations()) err("idle resources kept by retire_all");
-        // Places reserved now may be served by old resources later (SPEC: on their way to their
-        // waiters); without any, no old resource is ever taken again or left idle.
+        // Places reserved now may be served by old resources later (they are on their way to
+        // their waiters); without any, no old resource is ever taken again or left idle.
         strict_era_ = reservations() == 0;
     }
 
@@ -956,8 +956,8 @@ private:
         return -1;
     }
     bool deadline_has_come(int s) const { return deadline_[s] && *deadline_[s] <= now_; }
-    // The inline paths are for pools with nothing to check, stamp or report (SPEC-independent: these
-    // are the driver's contract with take_fast / release_fast).
+    // The inline paths are for pools with nothing to check, stamp or report (not a documented rule:
+    // these are the driver's contract with take_fast / release_fast).
     bool plain_take() const {
         return !closed_ && circuit_ == circuit::closed && !cfg_.before_acquire && !cfg_.validate_on_borrow &&
                cfg_.acquire_ttl == duration::zero();
@@ -1014,7 +1014,7 @@ private:
     }
     // A lowered max keeps idle resources that back reservations; a reservation that then ends without
     // being served (timeout, cancel, the circuit opening) leaves such a resource idle, unreserved, until
-    // it is next lent and returned (SPEC: never taken from a holder, dropped as it comes back).
+    // it is next lent and returned (never taken from a holder, dropped as it comes back).
     bool reservation_fell_through() const { return lingering_; }
     void reservation_dropped() {
         if (alive() + creations_running() > static_cast<int>(max_)) lingering_ = true;

@@ -3,7 +3,8 @@
 //      scans, no intrusive lists, no ring, no deadline heap), which must predict every effect. It
 //      follows the core rule for rule, so it is a differential test of the data structures, not an
 //      independent judge of the rules; hence
-//  (b) oracles in the harness, written from SPEC.md and the harness's own records, not from the core
+//  (b) oracles in the harness, written from the documented rules (docs/01-concepts.md) and the harness's own
+//  records, not from the core
 //      or the model: each resource destroyed exactly once and never while a holder has it (lent, under
 //      a borrow check, in a health check); total <= max (creations never exceed it; a lowered max drops
 //      idle resources at once and returned ones while over it); a resource made before retire_all is
