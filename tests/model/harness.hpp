@@ -284,7 +284,7 @@ private:
                 holds_reservation_[e.waiter] = e.st == status::ok;
                 if (e.st == status::ok) {
                     woken_at_[e.waiter] = ++clock_;
-                    // §1.3: a freed place goes to the oldest waiter still parked.
+                    // FIFO: a freed place goes to the oldest waiter still parked.
                     if (older_parked(e.waiter, woken_at_[e.waiter]) >= 0)
                         err("a place went to a younger waiter while an older one was parked");
                 }
@@ -360,7 +360,7 @@ private:
             if (id_of(core_.idle_at(i)) != model_.idle[i])
                 return void(err("idle order differs from the model"));
         if (core_.next_deadline() != model_.next_deadline()) return void(err("next deadline differs"));
-        // §5.4: no lost wake-up.
+        // No lost wake-up.
         if (!model_.parked.empty() && model_.idle.size() > model_.reserved.size())
             return void(err("free idle resource while a waiter is parked"));
     }
@@ -968,13 +968,13 @@ private:
                cfg_.acquire_ttl == duration::zero() && old_alive_ == 0 &&
                alive() + creations_running() <= static_cast<int>(max_);
     }
-    // §1.3: a newcomer (or a retry) never takes a place while a waiter is parked: every free place is
+    // No barging: a newcomer (or a retry) never takes a place while a waiter is parked: every free place is
     // already reserved for the parked waiters.
     void newcomer_took_a_place() {
         if (parked_count() > 0) err("a newcomer took a place while a waiter was parked");
     }
-    // After every operation (§1.2, §5.1, §5.4, §5.6), from what the harness created, destroyed, holds
-    // and set; the core's audit() and the model are not consulted.
+    // After every operation (the invariants of docs/01-concepts.md), from what the harness created,
+    // destroyed, holds and set; the core's audit() and the model are not consulted.
     void check_places() {
         if (!error_.empty()) return;
         const int parked = parked_count();
