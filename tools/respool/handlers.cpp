@@ -30,7 +30,7 @@ struct route {
     std::string_view key;
 };
 
-// The path without its query. Keys are not percent-decoded (SPEC.md §6): "%41" is a bad key, not "A".
+// The path without its query. Keys are not percent-decoded: "%41" is a bad key, not "A".
 route match(std::string_view target) {
     const auto q = target.find('?');
     const std::string_view path = target.substr(0, q);

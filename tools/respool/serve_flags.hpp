@@ -1,4 +1,4 @@
-// `respool serve`'s settings: the flags (SPEC.md §6), the --db URL and the --listen address. Parsing
+// `respool serve`'s settings: the flags (docs/09-service.md), the --db URL and the --listen address. Parsing
 // is CLI11's; a malformed value is a CLI11 validation error naming the flag, which main() turns into
 // exit status 2. Nothing here prints a connection string unmasked.
 #pragma once
@@ -75,7 +75,7 @@ struct serve_config {
     std::chrono::nanoseconds request_timeout = std::chrono::seconds(30);  // body read, response write
     std::chrono::nanoseconds idle_timeout = std::chrono::seconds(60);     // keep-alive wait for a header
     std::chrono::nanoseconds shutdown_timeout = std::chrono::seconds(10);
-    std::size_t body_limit = 1024 * 1024;  // SPEC.md §6: 1 MiB, 413 beyond
+    std::size_t body_limit = 1024 * 1024;  // 1 MiB, 413 beyond
     std::string log_level = "info";        // error, warn, info, debug (log.hpp)
     // A multi-host PostgreSQL URL only (no effect otherwise): where GET goes, how stale a standby may
     // be, how long a write waits for a new primary.

@@ -1,5 +1,6 @@
-// respool::pg::pool: PostgreSQL connections lent to coroutines (SPEC.md §3): respool::pool<pg::connection>
-// with the hooks that connect, check, reset and retire them, and the operations a service writes.
+// respool::pg::pool: PostgreSQL connections lent to coroutines (docs/06-postgresql.md):
+// respool::pool<pg::connection> with the hooks that connect, check, reset and retire them, and the operations
+// a service writes.
 //
 //   pg::pool db(io.get_executor(), {.conninfo = "host=127.0.0.1 dbname=app user=app password=..."});
 //   pg::result r = co_await db.async_query("SELECT name FROM users WHERE id = $1", pg::params(42),
@@ -35,7 +36,7 @@
 
 namespace respool::pg {
 
-// The pool's settings. Defaults are SPEC.md §2's for a database pool.
+// The pool's settings. Defaults are chosen for a database pool (docs/06-postgresql.md has the table).
 struct pool_config {
     std::string conninfo;  // libpq keyword/value or URI; checked at construction (masked in every message)
     std::size_t max = 16;
@@ -76,7 +77,7 @@ struct pool_config {
     // password or a server that is down is not hammered.
     duration connect_retry_initial = std::chrono::milliseconds(100);
     duration connect_retry_max = std::chrono::seconds(10);
-    // The failure-threshold circuit (SPEC.md §1.7); nullopt turns it off.
+    // The failure-threshold circuit (circuit_breaker.hpp); nullopt turns it off.
     std::optional<breaker_options> circuit = breaker_options{};
     bool thread_safe = false;     // acquire and release from any thread (a strand as executor, then)
     bool record_timings = false;  // stats() fills the wait and hold histograms (pool_options::record_timings)
