@@ -474,6 +474,38 @@ void pool::start_close(duration grace, asio::any_completion_handler<void(error_c
                    [h = std::move(handler)](std::exception_ptr, error_code ec) mutable { std::move(h)(ec); });
 }
 
+void pool::start_execute(batch b,
+                         asio::any_completion_handler<void(error_code, std::vector<batch_outcome>)> handler) {
+    using outcome = std::pair<error_code, std::vector<batch_outcome>>;
+    const std::size_t n = b.size();
+    auto run = [](std::shared_ptr<detail::pool_state> s, batch bb) -> asio::awaitable<outcome> {
+        lease<connection> l = co_await detail::acquire(std::move(s));
+        auto fn = [&bb](connection& c) -> asio::awaitable<outcome> {
+            auto [ec, out] = co_await c.async_execute(std::move(bb), asio::as_tuple(asio::use_awaitable));
+            co_return outcome{ec, std::move(out)};
+        };
+        co_return co_await respool::detail::db::with_lease<outcome>(std::move(l), fn, &detail::settle);
+    };
+    asio::co_spawn(state_->p->get_executor(), run(state_.shared(), std::move(b)),
+                   [h = std::move(handler), n](std::exception_ptr e, outcome r) mutable {
+                       if (e) {  // the borrow failed: every statement with its error
+                           error_code ec = respool::errc::create_failed;
+                           std::string why;
+                           try {
+                               std::rethrow_exception(e);
+                           } catch (const boost::system::system_error& x) {
+                               ec = x.code();
+                               why = x.what();
+                           } catch (const std::exception& x) {
+                               why = x.what();
+                           }
+                           r.first = ec;
+                           r.second.assign(n, batch_outcome{ec, {}, why});
+                       }
+                       std::move(h)(r.first, std::move(r.second));
+                   });
+}
+
 void pool::start_acquire(respool::detail::db::borrow_deadline when, respool::diagnostics* diag,
                          asio::any_completion_handler<void(error_code, lease<connection>)> handler) {
     auto slot = handler.get_cancellation_slot();

@@ -14,6 +14,7 @@
 // password from every text this class produces.
 #pragma once
 
+#include <respool/pg/batch.hpp>
 #include <respool/pg/errors.hpp>
 #include <respool/pg/values.hpp>
 
@@ -105,6 +106,19 @@ public:
                 start_query_params(std::move(s), std::move(q), std::move(handler));
             },
             token, std::move(sql), std::move(p));
+    }
+
+    // Runs the batch's statements in one round trip (pipeline mode, each with its own Sync: its own
+    // implicit transaction unless the batch opened one), each with its outcome, in order. Handler:
+    // void(error_code, std::vector<batch_outcome>): the error is the first failed statement's (or
+    // unsupported_statement, nothing sent, for a COPY to or from the client); the outcomes are there
+    // either way. The statement timeout applies to each statement. A statement that changes the
+    // session (SET, LISTEN, ...) marks the connection for the reset on return.
+    template <class Token>
+    auto async_execute(batch b, Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code, std::vector<batch_outcome>)>(
+            [this](auto handler, batch bb) { start_execute(std::move(bb), std::move(handler)); }, token,
+            std::move(b));
     }
 
     // The next notification for a channel this connection LISTENs on (LISTEN is a statement: run it
@@ -199,6 +213,8 @@ private:
                             boost::asio::any_completion_handler<void(error_code, result)> handler);
     void start_ping(boost::asio::any_completion_handler<void(error_code)> handler);
     void start_wait_notification(boost::asio::any_completion_handler<void(error_code, notification)> handler);
+    void start_execute(
+        batch b, boost::asio::any_completion_handler<void(error_code, std::vector<batch_outcome>)> handler);
     void start_reset(reset_policy policy, boost::asio::any_completion_handler<void(error_code)> handler);
 
     std::shared_ptr<impl> impl_;  // shared with the operation under way, which may outlive a move

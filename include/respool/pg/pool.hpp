@@ -226,6 +226,17 @@ public:
                                      std::forward<Token>(token));
     }
 
+    // A batch (respool/pg/batch.hpp) on one connection borrowed for it, in one round trip, as
+    // connection::async_execute runs it; the connection goes back afterwards (reset when a statement
+    // changed the session). A failed borrow fails every statement with its error.
+    //  Handler: void(error_code, std::vector<batch_outcome>): the first failure, and every outcome.
+    template <class Token = boost::asio::deferred_t>
+    auto async_execute(batch b, Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, std::vector<batch_outcome>)>(
+            [this](auto handler, batch bb) { start_execute(std::move(bb), std::move(handler)); }, token,
+            std::move(b));
+    }
+
     [[nodiscard]] pool_stats stats() const noexcept;
     // The shared connection budget as this pool last saw it (enabled false without pool_config::budget).
     [[nodiscard]] respool::pg::budget_stats budget_stats() const;
@@ -273,6 +284,8 @@ private:
     void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
                      boost::asio::any_completion_handler<void(error_code, result)> handler);
     void start_close(duration grace, boost::asio::any_completion_handler<void(error_code)> handler);
+    void start_execute(
+        batch b, boost::asio::any_completion_handler<void(error_code, std::vector<batch_outcome>)> handler);
 
     template <class R, class F>
     static boost::asio::awaitable<R> run_with_connection(std::shared_ptr<detail::pool_state> s, F fn) {
