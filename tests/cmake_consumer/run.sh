@@ -10,7 +10,8 @@
 #      respool-sqlite, respool-http, and their -asio-separate twins;
 #   4. the installed CLI, bin/respool.
 # Then what must not work: a program compiling Asio separately against the header-only library fails to
-# link with a message naming the Asio build, and find_package(respool 0.3) is refused. Last, the installed
+# link with a message naming the Asio build, and so does one linked against a layer of the other build;
+# find_package(respool 0.3) is refused. Last, the installed
 # libraries' symbols: librespool.so exports the respool_* C API only; the static C++ libraries define no
 # strong Asio symbol (respool bundles no Asio implementation), and the _asio_separate ones hold no
 # header-only Asio code.
@@ -88,6 +89,19 @@ fi
 grep -q "asio_separate_compilation::make_pool_impl" "$work/mixed.log" ||
   fail "the link error does not name the Asio build: $(head -c 600 "$work/mixed.log")"
 echo "refused: undefined respool::detail::asio_separate_compilation::make_pool_impl"
+
+echo "--- a separately compiled Asio against the header-only layers: refused at link time"
+# (The other way round cannot happen through respool's files: the -asio-separate .pc files and the
+# _asio_separate targets add BOOST_ASIO_SEPARATE_COMPILATION to the program.)
+if c++ -DBOOST_ASIO_SEPARATE_COMPILATION "$app/db_app.cpp" "$app/asio_impl.cpp" -o "$work/mixed_db_app" \
+  $(pkg-config --cflags --libs respool-pg respool-sqlite) 2>"$work/mixed_db.log"; then
+  fail "a program with BOOST_ASIO_SEPARATE_COMPILATION linked against librespool_pg.a and librespool_sqlite.a (header-only Asio)"
+fi
+for layer in pg sqlite; do
+  grep -q "respool::$layer::detail::asio_separate_compilation::asio_build_tag" "$work/mixed_db.log" ||
+    fail "the link error does not name $layer's Asio build: $(head -c 600 "$work/mixed_db.log")"
+done
+echo "refused: undefined respool::pg::detail::asio_separate_compilation::asio_build_tag (and sqlite's)"
 
 echo "--- find_package(respool 0.3) is refused (0.x: same minor version only)"
 mkdir -p "$work/too_new"

@@ -14,6 +14,7 @@
 // password from every text this class produces.
 #pragma once
 
+#include <respool/detail/asio_build.hpp>
 #include <respool/pg/errors.hpp>
 #include <respool/pg/values.hpp>
 
@@ -30,6 +31,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+// A program of the other Asio build than the library it links fails to link (detail/asio_build.hpp).
+RESPOOL_LAYER_ASIO_BUILD_CHECK(pg)
 
 namespace respool::pg {
 

@@ -14,6 +14,7 @@
 // Errors are error_codes in sqlite::error_category(); SQLite's message is in last_error().
 #pragma once
 
+#include <respool/detail/asio_build.hpp>
 #include <respool/detail/unique_function.hpp>
 #include <respool/sqlite/errors.hpp>
 #include <respool/sqlite/values.hpp>
@@ -31,6 +32,9 @@
 #include <utility>
 
 struct sqlite3;  // SQLite's connection handle (sqlite3.h stays out of respool's headers)
+
+// A program of the other Asio build than the library it links fails to link (detail/asio_build.hpp).
+RESPOOL_LAYER_ASIO_BUILD_CHECK(sqlite)
 
 namespace respool::sqlite {
 
