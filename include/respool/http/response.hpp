@@ -7,8 +7,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-// A program of the other Asio build than the library it links fails to link (detail/asio_build.hpp).
-RESPOOL_LAYER_ASIO_BUILD_CHECK(http)
+RESPOOL_LAYER_ASIO_BUILD_CHECK(http)  // a mixed Asio build fails to link (detail/asio_build.hpp)
 
 namespace respool::http {
 

@@ -32,8 +32,7 @@
 #include <string_view>
 #include <vector>
 
-// A program of the other Asio build than the library it links fails to link (detail/asio_build.hpp).
-RESPOOL_LAYER_ASIO_BUILD_CHECK(pg)
+RESPOOL_LAYER_ASIO_BUILD_CHECK(pg)  // a mixed Asio build fails to link (detail/asio_build.hpp)
 
 namespace respool::pg {
 

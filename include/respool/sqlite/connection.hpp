@@ -33,8 +33,7 @@
 
 struct sqlite3;  // SQLite's connection handle (sqlite3.h stays out of respool's headers)
 
-// A program of the other Asio build than the library it links fails to link (detail/asio_build.hpp).
-RESPOOL_LAYER_ASIO_BUILD_CHECK(sqlite)
+RESPOOL_LAYER_ASIO_BUILD_CHECK(sqlite)  // a mixed Asio build fails to link (detail/asio_build.hpp)
 
 namespace respool::sqlite {
 
