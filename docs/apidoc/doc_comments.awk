@@ -1,7 +1,7 @@
 # Doxygen input filter (docs/apidoc/Doxyfile): the public headers document their declarations with plain
 # `//` comments; this turns them into Doxygen comments, shown as written (verbatim: the comments are
 # plain text with code sketches, not Doxygen markup).
-#   a block of `//` lines      -> `/// @verbatim ... @endverbatim`, documenting the declaration below it;
+#   a block of `//` lines      -> `/** @verbatim ... @endverbatim */`, documenting the declaration below it;
 #                                 the block before `#pragma once` documents the file
 #   `declaration;  // text`    -> `declaration;  ///< @verbatim text @endverbatim` (members, enumerators)
 # Comments inside function bodies, on preprocessor lines and after closing braces stay plain.
@@ -11,11 +11,12 @@
 function flush(   i) {
     if (n == 0) return
     if (!seen_code) print "/// @file"
+    # A C-style block: Doxygen keeps the `///` of every line inside a verbatim section of `///` lines.
     for (i = 1; i <= n; i++) {
         line = block[i]
-        if (i == 1) line = "@verbatim " line
-        if (i == n) line = line " @endverbatim"
-        print indent[i] "/// " line
+        if (i == 1) line = indent[i] "/** @verbatim " line
+        if (i == n) line = line " @endverbatim */"
+        print line
     }
     n = 0
 }
