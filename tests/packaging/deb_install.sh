@@ -8,6 +8,7 @@
 # Needs root (or sudo) and Debian's apt. Refuses to run where any of respool's packages is installed.
 # Usage: tests/packaging/deb_install.sh [folder with the .deb files]   (default: scripts/package makes them)
 set -euo pipefail
+export LC_ALL=C  # sort and comm agree on one order
 src=$(cd "$(dirname "$0")/../.." && pwd)
 start=$SECONDS
 fail() { echo "deb_install: FAILED: $*" >&2; exit 1; }
