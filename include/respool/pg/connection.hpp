@@ -14,6 +14,7 @@
 // password from every text this class produces.
 #pragma once
 
+#include <respool/detail/asio_build.hpp>
 #include <respool/pg/batch.hpp>
 #include <respool/pg/errors.hpp>
 #include <respool/pg/values.hpp>
@@ -35,6 +36,8 @@
 namespace respool {
 class statement_tracer;
 }
+
+RESPOOL_LAYER_ASIO_BUILD_CHECK(pg)  // a mixed Asio build fails to link (detail/asio_build.hpp)
 
 namespace respool::pg {
 

@@ -14,6 +14,7 @@
 // Errors are error_codes in sqlite::error_category(); SQLite's message is in last_error().
 #pragma once
 
+#include <respool/detail/asio_build.hpp>
 #include <respool/detail/unique_function.hpp>
 #include <respool/sqlite/errors.hpp>
 #include <respool/sqlite/values.hpp>
@@ -35,6 +36,8 @@ struct sqlite3;  // SQLite's connection handle (sqlite3.h stays out of respool's
 namespace respool {
 class statement_tracer;
 }
+
+RESPOOL_LAYER_ASIO_BUILD_CHECK(sqlite)  // a mixed Asio build fails to link (detail/asio_build.hpp)
 
 namespace respool::sqlite {
 
