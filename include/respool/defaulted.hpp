@@ -6,7 +6,7 @@
 // It reads and is assigned as a T: `cfg.max = 4`, `.max = 4` in a designated initializer, `cfg.max > n`,
 // `std::to_string(cfg.max)`. A number converts to T implicitly; a class type such as a std::chrono
 // duration is its base, so that the chrono operators and comparisons apply unchanged. Where a template
-// must deduce T itself (std::min, std::max), read value().
+// must deduce T itself (std::min, std::max), or in `cond ? 0 : cfg.max`, read value().
 #pragma once
 
 #include <type_traits>
