@@ -21,8 +21,10 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <libpq-fe.h>
 
@@ -467,6 +469,18 @@ void pool::close() noexcept {
 }
 respool::pool<connection>& pool::base() noexcept {
     return *state_->p;
+}
+
+void pool::start_close(duration grace, asio::any_completion_handler<void(error_code)> handler) {
+    std::shared_ptr<detail::pool_state> s = state_.shared();
+    auto closing = [](std::shared_ptr<detail::pool_state> st, duration g) -> asio::awaitable<error_code> {
+        auto [ec] = co_await st->p->async_close(g, asio::as_tuple(asio::use_awaitable));
+        st->close();  // the budget's leave (idempotent: the pool is closed already)
+        if (st->budget) co_await st->budget->wait_left();
+        co_return ec;
+    };
+    asio::co_spawn(s->p->get_executor(), closing(s, grace),
+                   [h = std::move(handler)](std::exception_ptr, error_code ec) mutable { std::move(h)(ec); });
 }
 
 void pool::start_acquire(respool::detail::db::borrow_deadline when, respool::diagnostics* diag,

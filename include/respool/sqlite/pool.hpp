@@ -1,4 +1,4 @@
-// respool::sqlite::pool: an SQLite database lent to coroutines (SPEC.md §3.3): one writer connection
+// respool::sqlite::pool: an SQLite database lent to coroutines (docs/07-sqlite.md): one writer connection
 // (a respool::pool<sqlite::connection> of max 1, transactions BEGIN IMMEDIATE) and `readers` reader
 // connections (a second pool, query_only) on a thread pool of its own, so that no SQLite call runs on
 // the caller's event loop, writers never meet SQLITE_BUSY inside the process, and reads run in
