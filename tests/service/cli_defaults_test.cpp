@@ -1,6 +1,7 @@
 // A flag left at its default follows the flags given instead of contradicting them: `serve --max 1`
-// starts (--min-idle, 2 by default, becomes 1), `--min-idle 20` alone raises --max to 20, and
-// `--connect-retry-max` below the library's initial back-off lowers that; `simulate --max 1` runs.
+// starts (--min-idle, 2 by default, becomes 1), `--min-idle 20` alone raises --max to 20,
+// `--connect-retry-max` below the library's initial back-off lowers that, one of --budget-heartbeat and
+// --budget-lease alone moves the other; `simulate --max 1` runs.
 // Two given flags that contradict still exit 2 naming both (cli_bad_flags_test.cpp).
 #include "serve_support.hpp"
 
@@ -38,6 +39,13 @@ TEST(cli_defaults, serve_with_only_min_idle_above_the_default_max_starts) {
 
 TEST(cli_defaults, serve_with_a_connect_retry_max_below_the_library_s_initial_back_off_starts) {
     expect_serve_starts({"--connect-retry-max", "50ms"});
+}
+
+// The budget's timing: a --budget-heartbeat of 3 s alone raises the lease (3 s by default) to 9 s, a
+// --budget-lease of 600 ms alone lowers the heartbeat (1 s by default) to 200 ms.
+TEST(cli_defaults, serve_with_only_one_of_the_budget_heartbeat_and_lease_starts) {
+    expect_serve_starts({"--budget", "auto", "--budget-schema", "ops", "--budget-heartbeat", "3s"});
+    expect_serve_starts({"--budget", "auto", "--budget-schema", "ops", "--budget-lease", "600ms"});
 }
 
 TEST(cli_defaults, simulate_with_only_max_1_or_only_a_large_min_runs) {

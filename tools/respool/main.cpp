@@ -39,6 +39,16 @@ void check_pool_flags(const std::string& db, serve_config& cfg, const CLI::App& 
                                     ") must not exceed --max (" + std::to_string(cfg.max) + ")");
 }
 
+// serve's budget timing: the one of --budget-heartbeat and --budget-lease not given follows the other
+// (the lease three heartbeats, the heartbeat a third of the lease), as the library's defaults do.
+void follow_budget_flags(serve_config& cfg, const CLI::App& cmd) {
+    if (!given(cmd, "--budget-lease") && cfg.budget_lease <= cfg.budget_heartbeat)
+        cfg.budget_lease = cfg.budget_heartbeat * 3;
+    if (!given(cmd, "--budget-heartbeat") && cfg.budget_heartbeat >= cfg.budget_lease)
+        cfg.budget_heartbeat =
+            std::max<std::chrono::nanoseconds>(std::chrono::milliseconds(1), cfg.budget_lease / 3);
+}
+
 // simulate's pool, checked here so that the message names the flags (respool::validate names the
 // pool's options, min and max). --min and --max left at their defaults follow as above.
 void check_simulate_flags(simulate_config& c, const CLI::App& cmd) {
@@ -106,6 +116,7 @@ int main(int argc, char** argv) {
         }
         current = serve;
         check_pool_flags(serve_cfg.db, serve_cfg, *serve);
+        follow_budget_flags(serve_cfg, *serve);
         check_budget_flags(serve_cfg.db, serve_cfg);
         return run_serve(serve_cfg);
     } catch (const CLI::CallForHelp& e) {
