@@ -147,7 +147,8 @@ hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner
     hooks<connection> h;
     h.factory = [info = c.conninfo, timeout = c.connect_timeout, mode = c.statements,
                  capacity = c.statement_cache_capacity, statement_timeout = c.statement_timeout,
-                 drain_limit = c.cancel_drain_limit, owner]() -> asio::awaitable<connection> {
+                 drain_limit = c.cancel_drain_limit, tracer = c.tracer,
+                 owner]() -> asio::awaitable<connection> {
         duration left = timeout;
         if (std::shared_ptr<detail::budget_member> b = [&] {
                 auto s = owner.lock();
@@ -171,11 +172,14 @@ hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner
         conn.set_statement_mode(mode, capacity);
         conn.set_statement_timeout(statement_timeout);
         conn.set_cancel_drain_limit(drain_limit);
+        conn.set_tracer(tracer);
         co_return conn;
     };
-    auto ping = [query = c.validation_query](connection& conn) -> asio::awaitable<bool> {
+    auto ping = [query = c.validation_query, tracer = c.tracer](connection& conn) -> asio::awaitable<bool> {
         if (!conn.alive_nowait()) co_return false;
+        conn.set_tracer(nullptr);  // the pool's own check, not a borrower's statement: not traced
         auto [ec, r] = co_await conn.async_query(query, asio::as_tuple(asio::use_awaitable));
+        conn.set_tracer(tracer);
         co_return !ec;
     };
     h.validate = ping;

@@ -21,6 +21,7 @@
 #include <respool/pg/connection.hpp>
 #include <respool/pg/roles.hpp>
 #include <respool/pool.hpp>
+#include <respool/trace.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -84,6 +85,9 @@ struct pool_config {
     std::optional<breaker_options> circuit = breaker_options{};
     bool thread_safe = false;     // acquire and release from any thread (a strand as executor, then)
     bool record_timings = false;  // stats() fills the wait and hold histograms (pool_options::record_timings)
+    // Shown every statement of every connection as it ends (respool/trace.hpp): the borrowers' and the
+    // session reset on return (pool_statement); the pool's validation checks are not. nullptr: none.
+    std::shared_ptr<statement_tracer> tracer{};
     // Share the server's connections with every other pool (of this or other processes) that names the
     // same schema: the pool's max follows its share (at most `max`), its connects wait for room instead
     // of failing with "too many connections", and min_idle is not kept warm (idle connections would
