@@ -3,6 +3,7 @@
 #pragma once
 
 #include <respool/clock.hpp>
+#include <respool/defaulted.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -19,8 +20,9 @@ enum class idle_order {
 };
 
 struct pool_options {
-    std::size_t min = 0;                        // created at construction; the floor kept after losses
-    std::size_t max = 10;                       // cap on total resources, >= 1
+    std::size_t min = 0;  // created at construction; the floor kept after losses
+    // Cap on total resources, >= 1. Left at its default (10), it is raised to `min` when that is larger.
+    defaulted<std::size_t> max{by_default, 10};
     duration healthcheck_interval{};            // 0 = off; checks idle resources only
     std::optional<duration> acquire_timeout{};  // default deadline of async_acquire; none = forever
     std::size_t max_waiters = 0;                // 0 = unbounded; beyond it acquire fails with exhausted
@@ -44,8 +46,10 @@ struct pool_options {
     duration validate_after = std::chrono::seconds(1);
     // A failed creation holds further creations back for initial * 2^(n-1) (capped, +-20 % jitter) while
     // demand remains; the failure itself reaches the oldest waiter at once. 0 = retry at once.
-    duration create_retry_initial = std::chrono::milliseconds(10);
-    duration create_retry_max = std::chrono::seconds(10);
+    // When only one of the two is set, the other (at its default) follows it: the initial wait is
+    // lowered to a smaller max, the max raised to a larger initial wait.
+    defaulted<duration> create_retry_initial{by_default, std::chrono::milliseconds(10)};
+    defaulted<duration> create_retry_max{by_default, std::chrono::seconds(10)};
     // Bounds of the coroutine hooks. A hook past its bound, or running when close() is
     // called, gets a terminal cancellation through its cancellation slot and counts as a failure of that
     // hook at once: a creation frees its slot (errc::hook_timeout reaches the waiter it was for and the
@@ -63,7 +67,13 @@ struct pool_options {
     bool record_timings = false;
 };
 
-// Throws std::invalid_argument, e.g. "min (12) must not exceed max (10)".
+// The options as a pool uses them: every setting left at its default moved so that it does not
+// contradict one that was set (max raised to min; create_retry_max raised to create_retry_initial,
+// create_retry_initial lowered to create_retry_max). Settings that were set are never changed.
+[[nodiscard]] pool_options resolve_defaults(pool_options o);
+
+// Checks resolve_defaults(o). Throws std::invalid_argument, e.g. "min (12) must not exceed max (10)"
+// (both set).
 void validate(const pool_options& o);
 
 }  // namespace respool

@@ -108,7 +108,9 @@ RESPOOL_EXPORT const char* respool_last_error(void);
 
 /* Options by id, so that new ones are new ids, never a new struct layout. Each id has one type, set
  * through the matching setter; the others refuse it with RESPOOL_E_INVALID. Defaults are those of
- * respool::pool_options (docs/02-operations.md); values are checked by respool_create2. */
+ * respool::pool_options (docs/02-operations.md); values are checked by respool_create2. An option never
+ * set follows the ones that were (docs/01-concepts.md, "Defaults"): MAX is raised to MIN, and of
+ * CREATE_RETRY_INITIAL_MS and CREATE_RETRY_MAX_MS the one not set follows the other. */
 typedef enum respool_option {
     /* uint32_t: respool_options_set_u32 */
     RESPOOL_OPT_MIN = 1,                      /* created before respool_create2 returns; kept as a floor */

@@ -29,7 +29,7 @@ core::config to_config(const pool_options& o, hook_mode before_acquire, hook_mod
 
 pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::unique_ptr<hooks_base> hooks)
     : pool_facts{ex, asio::prefer(ex, asio::execution::blocking.never), opts.acquire_timeout, true},
-      opts_(opts),
+      opts_(resolve_defaults(opts)),
       hooks_(std::move(hooks)),
       factory_(hooks_->factory_mode()),
       validate_(hooks_->mode(check_kind::validate)),

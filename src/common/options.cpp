@@ -8,7 +8,18 @@
 
 namespace respool {
 
-void validate(const pool_options& o) {
+pool_options resolve_defaults(pool_options o) {
+    if (!o.max.is_set() && o.min > o.max) o.max = {by_default, o.min};
+    if (!o.create_retry_max.is_set() && o.create_retry_max < o.create_retry_initial)
+        o.create_retry_max = {by_default, o.create_retry_initial};
+    if (!o.create_retry_initial.is_set() && o.create_retry_initial > o.create_retry_max)
+        o.create_retry_initial = {by_default, o.create_retry_max};
+    return o;
+}
+
+namespace {
+
+void check(const pool_options& o) {
     constexpr std::size_t limit = 0x7fffffff;  // the core counts in 32 bits
     using detail::duration_text;
     auto fail = [](const std::string& m) { throw std::invalid_argument("respool: " + m); };
@@ -44,6 +55,12 @@ void validate(const pool_options& o) {
     if (o.create_retry_max < o.create_retry_initial)
         fail("create_retry_max (" + duration_text(o.create_retry_max) +
              ") must not be below create_retry_initial (" + duration_text(o.create_retry_initial) + ")");
+}
+
+}  // namespace
+
+void validate(const pool_options& o) {
+    check(resolve_defaults(o));
 }
 
 }  // namespace respool

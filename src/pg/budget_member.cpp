@@ -106,6 +106,15 @@ std::string member_conninfo(const std::string& conninfo) {
 
 }  // namespace
 
+budget_config budget_member::resolve_defaults(budget_config c) {
+    using std::chrono::milliseconds;
+    if (!c.lease.is_set() && c.lease <= c.heartbeat)
+        c.lease = {by_default, c.heartbeat > milliseconds::max() / 3 ? milliseconds::max() : c.heartbeat * 3};
+    if (!c.heartbeat.is_set() && c.heartbeat >= c.lease)
+        c.heartbeat = {by_default, std::max(milliseconds(1), c.lease.value() / 3)};
+    return c;
+}
+
 void budget_member::check(const budget_config& c) {
     if (c.schema.empty()) bad_config("schema is required (the schema that holds respool_budget)");
     if (c.schema.size() > 63) bad_config("schema \"" + c.schema + "\" is longer than 63 bytes");

@@ -38,6 +38,9 @@ public:
     };
 
     // Checks the settings (std::invalid_argument naming the setting).
+    // heartbeat or lease left at its default follows the other when that was set against it (lease:
+    // three heartbeats; heartbeat: a third of lease, at least 1 ms).
+    static budget_config resolve_defaults(budget_config c);
     static void check(const budget_config& c);
 
     budget_member(boost::asio::any_io_executor ex, std::string conninfo, budget_config cfg,

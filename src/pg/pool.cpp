@@ -76,6 +76,18 @@ using detail::pool_state;
     throw std::invalid_argument("respool::pg::pool: " + what);
 }
 
+// The settings as the pool uses them: one left at its default never contradicts one that was set.
+pool_config resolve_defaults(pool_config c) {
+    if (!c.min_idle.is_set() && c.min_idle > c.max) c.min_idle = {by_default, c.max};
+    if (!c.max.is_set() && c.max < c.min_idle) c.max = {by_default, c.min_idle};
+    if (!c.connect_retry_max.is_set() && c.connect_retry_max < c.connect_retry_initial)
+        c.connect_retry_max = {by_default, c.connect_retry_initial};
+    if (!c.connect_retry_initial.is_set() && c.connect_retry_initial > c.connect_retry_max)
+        c.connect_retry_initial = {by_default, c.connect_retry_max};
+    if (c.budget) c.budget = detail::budget_member::resolve_defaults(*c.budget);
+    return c;
+}
+
 void check(const pool_config& c) {
     // What libpq would refuse at parse time or at the first connect (a malformed option value).
     if (std::string e = conninfo_error(c.conninfo); !e.empty())
@@ -107,7 +119,7 @@ void check(const pool_config& c) {
 
 respool::pool_options options_of(const pool_config& c) {
     respool::pool_options o;
-    o.min = c.budget ? 0 : c.min_idle;  // under a budget, idle connections would hold others' slots
+    o.min = c.budget ? 0 : c.min_idle.value();  // under a budget, idle connections would hold others' slots
     o.max = c.max;
     o.acquire_timeout = c.borrow_timeout;
     o.max_waiters = c.max_waiters;
@@ -379,6 +391,7 @@ pool::pool(executor_type ex, pool_config cfg) : pool(std::move(ex), std::move(cf
 
 pool::pool(executor_type ex, pool_config cfg, std::function<void(connection&)> on_return)
     : state_(std::make_shared<pool_state>()) {
+    cfg = resolve_defaults(std::move(cfg));
     check(cfg);
     state_->cfg = std::move(cfg);
     state_->p.emplace(ex, options_of(state_->cfg),

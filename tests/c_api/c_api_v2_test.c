@@ -144,6 +144,43 @@ static void options_by_id(void) {
 
 /* respool_options_new gives the defaults (create2 with them is create2 with NULL), respool_options_free
  * takes NULL; create2 without hooks or out-pointer, and every whole-pool rule, are refused by name. */
+/* An option left at its default follows the options that were set: RESPOOL_OPT_MIN of 12 alone raises
+ * the max (10 by default) to 12, RESPOOL_OPT_CREATE_RETRY_MAX_MS of 5 alone lowers the initial back-off
+ * (10 ms by default) to 5 ms. Both set and contradicting is refused, even at the default's value. */
+static void defaults_follow_what_was_set(void) {
+    ctx x = {0};
+    respool_hooks2 h = hooks_for(&x);
+    respool_pool* p = NULL;
+    respool_options* o = respool_options_new();
+    CHECK(o != NULL);
+    respool_options_set_u32(o, RESPOOL_OPT_MIN, 12);
+    CHECK_STATUS(respool_create2(o, &h, &p), RESPOOL_OK);
+    if (p) {
+        respool_stats2 s;
+        memset(&s, 0, sizeof s);
+        s.struct_size = sizeof s;
+        CHECK_STATUS(respool_get_stats2(p, &s), RESPOOL_OK);
+        CHECK(s.max == 12 && s.total == 12 && x.created == 12);
+        respool_free(p);
+        p = NULL;
+    }
+    respool_options_set_u32(o, RESPOOL_OPT_MAX, 10); /* the default's value, set */
+    CHECK_STATUS(respool_create2(o, &h, &p), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("min (12) must not exceed max (10)");
+    respool_options_free(o);
+
+    o = respool_options_new();
+    CHECK(o != NULL);
+    respool_options_set_ms(o, RESPOOL_OPT_CREATE_RETRY_MAX_MS, 5);
+    CHECK_STATUS(respool_create2(o, &h, &p), RESPOOL_OK);
+    respool_free(p);
+    p = NULL;
+    respool_options_set_ms(o, RESPOOL_OPT_CREATE_RETRY_INITIAL_MS, 10);
+    CHECK_STATUS(respool_create2(o, &h, &p), RESPOOL_E_INVALID);
+    CHECK_ERROR_SAYS("create_retry_max (5ms) must not be below create_retry_initial (10ms)");
+    respool_options_free(o);
+}
+
 static void options_new_free_and_create2_refusals(void) {
     respool_options_free(NULL); /* a no-op */
     respool_options* o = respool_options_new();
@@ -389,6 +426,7 @@ int main(void) {
     printf("respool %s, C ABI v2\n", RESPOOL_VERSION_STRING);
     options_by_id();
     options_new_free_and_create2_refusals();
+    defaults_follow_what_was_set();
     last_error_is_per_thread();
     hooks2_read_as_far_as_struct_size();
     create_status_reaches_the_acquire();

@@ -406,9 +406,19 @@ struct options_model {
     std::int64_t hc = 0, idle_ttl = 0, lifetime = 0, acquire_ttl = 0;
     std::int64_t retry_initial = 10, retry_max = 10000;
     std::int64_t create_timeout = 20000, check_timeout = 5000, reset_timeout = 5000;
+    bool max_set = false, retry_initial_set = false, retry_max_set = false;
+    // An option never set follows the ones set (docs/01-concepts.md "Defaults").
+    options_model resolved() const {
+        options_model r = *this;
+        if (!r.max_set && r.min > r.max) r.max = r.min;
+        if (!r.retry_max_set && r.retry_max < r.retry_initial) r.retry_max = r.retry_initial;
+        if (!r.retry_initial_set && r.retry_initial > r.retry_max) r.retry_initial = r.retry_max;
+        return r;
+    }
     bool valid() const {
-        return max >= 1 && min <= max && mcc >= 1 && create_timeout > 0 && check_timeout > 0 &&
-               reset_timeout > 0 && retry_max >= retry_initial;
+        const options_model r = resolved();
+        return r.max >= 1 && r.min <= r.max && r.mcc >= 1 && r.create_timeout > 0 && r.check_timeout > 0 &&
+               r.reset_timeout > 0 && r.retry_max >= r.retry_initial;
     }
 };
 
@@ -440,7 +450,10 @@ void apply_setting(respool_options* o, options_model& m, std::uint8_t s, std::ui
         st = fuzz_options_set_u32_raw(o, e.id, x);
         if (st == RESPOOL_OK && ok) {
             if (e.id == RESPOOL_OPT_MIN) m.min = x;
-            if (e.id == RESPOOL_OPT_MAX) m.max = x;
+            if (e.id == RESPOOL_OPT_MAX) {
+                m.max = x;
+                m.max_set = true;
+            }
             if (e.id == RESPOOL_OPT_MAX_WAITERS) m.max_waiters = x;
             if (e.id == RESPOOL_OPT_MAX_CONCURRENT_CREATIONS) m.mcc = x;
         }
@@ -461,8 +474,14 @@ void apply_setting(respool_options* o, options_model& m, std::uint8_t s, std::ui
             case RESPOOL_OPT_IDLE_TTL_MS: m.idle_ttl = c; break;
             case RESPOOL_OPT_MAX_LIFETIME_MS: m.lifetime = c; break;
             case RESPOOL_OPT_ACQUIRE_TTL_MS: m.acquire_ttl = c; break;
-            case RESPOOL_OPT_CREATE_RETRY_INITIAL_MS: m.retry_initial = c; break;
-            case RESPOOL_OPT_CREATE_RETRY_MAX_MS: m.retry_max = c; break;
+            case RESPOOL_OPT_CREATE_RETRY_INITIAL_MS:
+                m.retry_initial = c;
+                m.retry_initial_set = true;
+                break;
+            case RESPOOL_OPT_CREATE_RETRY_MAX_MS:
+                m.retry_max = c;
+                m.retry_max_set = true;
+                break;
             case RESPOOL_OPT_CREATE_TIMEOUT_MS: m.create_timeout = c; break;
             case RESPOOL_OPT_CHECK_TIMEOUT_MS: m.check_timeout = c; break;
             case RESPOOL_OPT_RESET_TIMEOUT_MS: m.reset_timeout = c; break;
@@ -652,7 +671,7 @@ struct program {
             if (st == RESPOOL_OK && *respool_last_error()) fail("a successful create2 left an error text");
             respool_options_free(o);
         });
-        r->max = static_cast<std::uint32_t>(m.max);
+        r->max = static_cast<std::uint32_t>(m.resolved().max);
         r->min = static_cast<std::uint32_t>(m.min);
         r->default_timeout = m.acquire_timeout;
         r->timers = m.hc > 0 || m.idle_ttl > 0 || m.lifetime > 0 || m.acquire_ttl > 0;

@@ -412,7 +412,9 @@ TEST(pg_budget_config, bad_settings_name_what_is_wrong) {
     };
     EXPECT_NE(with({}).find("budget: schema is required"), std::string::npos);
     EXPECT_NE(with({.schema = "s", .heartbeat = 0ms}).find("heartbeat must be positive"), std::string::npos);
-    EXPECT_NE(with({.schema = "s", .lease = 500ms}).find("lease must exceed heartbeat"), std::string::npos);
+    // Both set (heartbeat to its default's value); lease alone would lower the heartbeat to a third.
+    EXPECT_NE(with({.schema = "s", .heartbeat = 1000ms, .lease = 500ms}).find("lease must exceed heartbeat"),
+              std::string::npos);
     EXPECT_NE(with({.schema = "s", .instance_id = "web-1"}).find("instance_id \"web-1\" is not a UUID"),
               std::string::npos);
 }

@@ -99,7 +99,8 @@ TEST(cli_bad_flags, serve_refuses_wrong_budget_values_by_name) {
         {{"serve", "--db", pg_url, "--budget-heartbeat", "1"}, "--budget-heartbeat"},  // no unit
         {{"serve", "--db", pg_url, "--budget-heartbeat", "0"}, "--budget-heartbeat"},
         {{"serve", "--db", pg_url, "--budget-lease", "0"}, "--budget-lease"},
-        {{"serve", "--db", pg_url, "--budget", "auto", "--budget-schema", "s", "--budget-heartbeat", "3s"},
+        {{"serve", "--db", pg_url, "--budget", "auto", "--budget-schema", "s", "--budget-heartbeat", "3s",
+          "--budget-lease", "3s"},
          "--budget-lease (3s) must exceed --budget-heartbeat (3s)"},
         {{"serve", "--db", pg_url, "--budget", "auto", "--budget-schema", std::string(64, 's')},
          "--budget-schema '" + std::string(64, 's') + "' is longer than 63 bytes"},

@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <stdexcept>
 #include <utility>
@@ -22,20 +23,41 @@ using namespace respool_cli;
 
 namespace {
 
-// What CLI11's validators cannot see alone: one flag against another.
-void check_pool_flags(const std::string& db, const serve_config& cfg) {
-    if (parse_db_url(db).kind == db_kind::postgresql && cfg.min_idle > cfg.max)
+bool given(const CLI::App& cmd, const std::string& flag) {
+    return cmd.count(flag) > 0;
+}
+
+// What CLI11's validators cannot see alone: one flag against another. A flag left at its default
+// follows the flags given (--min-idle is lowered to --max, --max raised to --min-idle); two given
+// flags that contradict are refused, naming both.
+void check_pool_flags(const std::string& db, serve_config& cfg, const CLI::App& cmd) {
+    if (parse_db_url(db).kind != db_kind::postgresql) return;  // --min-idle is PostgreSQL's only
+    if (!given(cmd, "--min-idle")) cfg.min_idle = std::min(cfg.min_idle, cfg.max);
+    if (!given(cmd, "--max")) cfg.max = std::max(cfg.max, cfg.min_idle);
+    if (cfg.min_idle > cfg.max)
         throw std::invalid_argument("--min-idle (" + std::to_string(cfg.min_idle) +
                                     ") must not exceed --max (" + std::to_string(cfg.max) + ")");
 }
 
+// serve's budget timing: the one of --budget-heartbeat and --budget-lease not given follows the other
+// (the lease three heartbeats, the heartbeat a third of the lease), as the library's defaults do.
+void follow_budget_flags(serve_config& cfg, const CLI::App& cmd) {
+    if (!given(cmd, "--budget-lease") && cfg.budget_lease <= cfg.budget_heartbeat)
+        cfg.budget_lease = cfg.budget_heartbeat * 3;
+    if (!given(cmd, "--budget-heartbeat") && cfg.budget_heartbeat >= cfg.budget_lease)
+        cfg.budget_heartbeat =
+            std::max<std::chrono::nanoseconds>(std::chrono::milliseconds(1), cfg.budget_lease / 3);
+}
+
 // simulate's pool, checked here so that the message names the flags (respool::validate names the
-// pool's options, min and max).
-void check_simulate_flags(const simulate_config& c) {
+// pool's options, min and max). --min and --max left at their defaults follow as above.
+void check_simulate_flags(simulate_config& c, const CLI::App& cmd) {
     constexpr std::size_t limit = 0x7fffffff;  // the pool counts in 32 bits
     if (c.max == 0 || c.max > limit)
         throw std::invalid_argument("--max (" + std::to_string(c.max) + ") must be from 1 to " +
                                     std::to_string(limit));
+    if (!given(cmd, "--min")) c.min = std::min(c.min, c.max);
+    if (!given(cmd, "--max")) c.max = std::max(c.max, std::min(c.min, limit));
     if (c.min > c.max)
         throw std::invalid_argument("--min (" + std::to_string(c.min) + ") must not exceed --max (" +
                                     std::to_string(c.max) + ")");
@@ -83,16 +105,18 @@ int main(int argc, char** argv) {
         app.parse(argc, argv);
         if (demo->parsed()) {
             current = demo;
-            check_pool_flags(demo_cfg.serve.db.empty() ? "sqlite:x" : demo_cfg.serve.db, demo_cfg.serve);
+            check_pool_flags(demo_cfg.serve.db.empty() ? "sqlite:x" : demo_cfg.serve.db, demo_cfg.serve,
+                             *demo);
             return run_demo(demo_cfg);
         }
         if (simulate->parsed()) {
             current = simulate;
-            check_simulate_flags(sim_cfg);
+            check_simulate_flags(sim_cfg, *simulate);
             return run_simulate(sim_cfg);
         }
         current = serve;
-        check_pool_flags(serve_cfg.db, serve_cfg);
+        check_pool_flags(serve_cfg.db, serve_cfg, *serve);
+        follow_budget_flags(serve_cfg, *serve);
         check_budget_flags(serve_cfg.db, serve_cfg);
         return run_serve(serve_cfg);
     } catch (const CLI::CallForHelp& e) {

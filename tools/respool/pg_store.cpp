@@ -23,7 +23,6 @@ pg::pool_config pg_pool_config(const db_target& target, const serve_config& cfg)
     c.connect_timeout = d(cfg.connect_timeout);
     c.healthcheck_interval = d(cfg.healthcheck_interval);
     c.connect_retry_max = d(cfg.connect_retry_max);
-    c.connect_retry_initial = std::min(c.connect_retry_initial, c.connect_retry_max);  // a cap below 100 ms
     if (cfg.unnamed_statements) c.statements = pg::statement_mode::unnamed;
     if (cfg.budget_auto)
         c.budget = pg::budget_config{

@@ -4,6 +4,8 @@
 // connection budget shared by many instances" has every rule.
 #pragma once
 
+#include <respool/defaulted.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -16,11 +18,13 @@ struct budget_config {
     std::string schema{};
     // Connections left for everything that is not a member: admin sessions, migrations, monitoring.
     std::size_t reserve = 3;
-    // How often each member reads the table and takes its share.
-    std::chrono::milliseconds heartbeat{1000};
+    // How often each member reads the table and takes its share. Left at its default (1 s) while
+    // lease is set to 1 s or less, it is a third of lease.
+    defaulted<std::chrono::milliseconds> heartbeat{by_default, std::chrono::milliseconds(1000)};
     // A member not heard of for this long is gone and its share returns to the others (must exceed
-    // heartbeat).
-    std::chrono::milliseconds lease{3000};
+    // heartbeat). Left at its default (3 s) while heartbeat is set to 3 s or more, it is three
+    // heartbeats.
+    defaulted<std::chrono::milliseconds> lease{by_default, std::chrono::milliseconds(3000)};
     // This instance's name in the table, a UUID (8-4-4-4-12 hexadecimal digits). Empty: a random one
     // made when the pool starts (never the host name: two instances on one host are two members).
     std::string instance_id{};

@@ -40,8 +40,11 @@ namespace respool::pg {
 // The pool's settings. Defaults are chosen for a database pool (docs/06-postgresql.md has the table).
 struct pool_config {
     std::string conninfo;  // libpq keyword/value or URI; checked at construction (masked in every message)
-    std::size_t max = 16;
-    std::size_t min_idle = 2;  // kept warm, re-created in the background after losses
+    // A setting left at its default follows the ones that were set (docs/01-concepts.md "Defaults"):
+    // min_idle is lowered to a smaller max, max raised to a larger min_idle, and the connect back-off
+    // pair below follow each other. Two that were both set and contradict are refused.
+    defaulted<std::size_t> max{by_default, 16};
+    defaulted<std::size_t> min_idle{by_default, 2};  // kept warm, re-created in the background after losses
     duration borrow_timeout = std::chrono::seconds(5);  // default acquire deadline: past it, errc::exhausted
     std::size_t max_waiters = 0;  // 0 = unbounded; beyond it an acquire fails at once (exhausted)
     duration idle_ttl = std::chrono::seconds(300);    // idle longer: closed (never below min_idle)
@@ -76,8 +79,8 @@ struct pool_config {
     reset_policy reset = reset_policy::tracked;
     // After a failed connect, the next waits initial * 2^(n-1), up to max (+-20 % jitter): a wrong
     // password or a server that is down is not hammered.
-    duration connect_retry_initial = std::chrono::milliseconds(100);
-    duration connect_retry_max = std::chrono::seconds(10);
+    defaulted<duration> connect_retry_initial{by_default, std::chrono::milliseconds(100)};
+    defaulted<duration> connect_retry_max{by_default, std::chrono::seconds(10)};
     // The failure-threshold circuit (circuit_breaker.hpp); nullopt turns it off.
     std::optional<breaker_options> circuit = breaker_options{};
     bool thread_safe = false;     // acquire and release from any thread (a strand as executor, then)
