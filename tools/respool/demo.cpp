@@ -437,12 +437,13 @@ CLI::App* add_demo_command(CLI::App& app, demo_config& cfg) {
 }
 
 std::string report_path_error(const std::string& path) {
-    if (path.empty()) return "--report needs a file name";
+    // CLI11 puts the flag's name in front: "--report: '/x' is a directory, not a file".
+    if (path.empty()) return "needs a file name";
     std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) return "--report '" + path + "' is a directory, not a file";
+    if (std::filesystem::is_directory(path, ec)) return "'" + path + "' is a directory, not a file";
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
-        return "--report '" + path + "': the folder '" + parent.string() + "' does not exist";
+        return "'" + path + "' is in a folder that does not exist ('" + parent.string() + "')";
     return {};
 }
 
