@@ -37,6 +37,7 @@ live_figures figures(double elapsed_s, double rps, double p50_ms, double p99_ms,
     f.p50_ms = p50_ms;
     f.p99_ms = p99_ms;
     f.errors_5xx = errors;
+    f.sampled = true;
     return f;
 }
 
@@ -77,6 +78,13 @@ TEST(demo_live_view, never_wider_than_80_columns_whatever_the_numbers) {
     EXPECT_EQ(cut.substr(78), "..");
     // A narrower terminal is honoured too.
     EXPECT_LE(live_line(f, 40).size(), 40u);
+}
+
+TEST(demo_live_view, before_the_first_second_the_figures_are_dashes) {
+    live_figures f;
+    f.elapsed_s = 0.25;
+    f.pool = two_pools(0);
+    EXPECT_EQ(live_line(f), "  0.2s      -      -      -      0  reader 0/0/0 writer 0/0/0 closed");
 }
 
 TEST(demo_live_view, a_database_down_and_an_open_circuit_are_spelled_out) {

@@ -207,6 +207,7 @@ void take_sample(demo_run& run, clock_type::time_point now, double secs) {
         s.waiting += c[2];
     }
     run.series.push_back(s);
+    run.live.sampled = true;
     run.live.requests_per_s = s.requests_per_s;
     run.live.p50_ms = s.p50_ms;
     run.live.p99_ms = s.p99_ms;

@@ -80,17 +80,18 @@ std::string live_header(std::size_t width) {
 }
 
 std::string live_line(const live_figures& f, std::size_t width) {
+    std::string elapsed = short_count(f.elapsed_s) + "s";
+    if (f.elapsed_s >= 0 && f.elapsed_s < 999.95) {
+        char t[16];
+        std::snprintf(t, sizeof t, "%.1fs", f.elapsed_s);
+        elapsed = t;
+    }
+    const std::string rps = f.sampled ? short_count(f.requests_per_s) : "-";
+    const std::string p50 = f.sampled ? short_ms(f.p50_ms) : "-";
+    const std::string p99 = f.sampled ? short_ms(f.p99_ms) : "-";
     char buf[128];
-    const std::string elapsed =
-        f.elapsed_s < 999.95 && f.elapsed_s >= 0 ? [&] {
-            char t[16];
-            std::snprintf(t, sizeof t, "%.1fs", f.elapsed_s);
-            return std::string(t);
-        }()
-                                                 : short_count(f.elapsed_s) + "s";
-    std::snprintf(buf, sizeof buf, "%6s %6s %6s %6s %6s  ", elapsed.c_str(),
-                  short_count(f.requests_per_s).c_str(), short_ms(f.p50_ms).c_str(),
-                  short_ms(f.p99_ms).c_str(), short_count(static_cast<double>(f.errors_5xx)).c_str());
+    std::snprintf(buf, sizeof buf, "%6s %6s %6s %6s %6s  ", elapsed.c_str(), rps.c_str(), p50.c_str(),
+                  p99.c_str(), short_count(static_cast<double>(f.errors_5xx)).c_str());
     return fit(buf + pools_text(f.pool), width);
 }
 

@@ -13,6 +13,7 @@ namespace respool_cli {
 
 struct live_figures {
     double elapsed_s = 0;
+    bool sampled = false;       // a second has passed: the figures below are set ("-" until then)
     double requests_per_s = 0;  // of the last second
     double p50_ms = 0, p99_ms = 0;
     long errors_5xx = 0;  // so far
