@@ -138,6 +138,27 @@ TEST(demo_report, a_three_second_run_renders_in_headless_chromium) {
     EXPECT_NE(dom.find("Pool occupancy"), std::string::npos);
 }
 
+// The figure on the summary's row `name`, or -1.
+double summary_figure(const std::string& output, const std::string& name) {
+    const auto at = output.find("\n" + name + " ");
+    if (at == std::string::npos) return -1;
+    return std::strtod(output.c_str() + output.find_first_not_of(' ', at + 1 + name.size()), nullptr);
+}
+
+// The throughput is the requests answered over the time the clients ran, not over the run with the
+// increment check after it (which sends two requests per counter: thousands here).
+TEST(demo_report, the_throughput_counts_the_time_the_clients_ran_only) {
+    const auto [status, output] =
+        run_to_exit({"demo", "--duration", "2s", "--clients", "8", "--counters", "2000", "--quiet"});
+    ASSERT_EQ(status, 0) << output;
+    const double requests = summary_figure(output, "requests answered");
+    const double throughput = summary_figure(output, "throughput");
+    ASSERT_GT(requests, 0) << output;
+    // The clients ran 2 s and stopped within a request's time (allow a busy machine a second more).
+    EXPECT_GE(throughput, requests / 3.0) << output;
+    EXPECT_LE(throughput, requests / 2.0 + 1) << output;
+}
+
 TEST(demo_report, a_report_path_that_cannot_be_written_is_refused_before_the_run) {
     temp_dir dir;
     const struct {

@@ -171,6 +171,8 @@ struct demo_run {
     live_figures live;          // what the live view shows
     check_result check;
     clock_type::time_point start = clock_type::now();
+    // The clients' last request answered: the throughput's time, without the check's own requests.
+    clock_type::time_point clients_stopped = clock_type::now();
     std::time_t started = std::time(nullptr);
     bool tty = isatty(STDERR_FILENO) != 0;
 };
@@ -291,6 +293,7 @@ asio::awaitable<void> check_increments(demo_run& run) {
 asio::awaitable<void> conduct(demo_run& run) {
     co_await report_progress(run);
     co_await stop_clients(run.tally);
+    run.clients_stopped = clock_type::now();
     if (run.tty && !run.cfg.quiet) std::fprintf(stderr, "\n");
     if (run.service.ended()) {  // SIGINT or SIGTERM reached the service: nobody to ask
         run.check.detail = "not run: the service was stopped";
@@ -468,7 +471,7 @@ int run_demo(const demo_config& cfg) {
         asio::co_spawn(io, load_client(run.load, run.tally, static_cast<unsigned>(n) + 1u), asio::detached);
     asio::co_spawn(io, conduct(run), asio::detached);
     io.run();
-    const double elapsed = std::chrono::duration<double>(clock_type::now() - run.start).count();
+    const double elapsed = std::chrono::duration<double>(run.clients_stopped - run.start).count();
     service.stop();
     long total = 0;
     for (const auto& [status, n] : run.tally.statuses) total += n;
