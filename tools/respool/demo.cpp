@@ -396,11 +396,15 @@ report_rows settings_rows(const demo_run& run) {
 }
 
 // --report's file, opened (and emptied) before the run so that a path that cannot be written is
-// refused at once rather than after it.
+// refused at once rather than after it; removed again when the run ends without writing it (the
+// service did not start, say), so that no empty page is left behind.
 struct report_file {
+    std::string path;
     std::FILE* f = nullptr;
     ~report_file() {
-        if (f) std::fclose(f);
+        if (!f) return;
+        std::fclose(f);
+        std::remove(path.c_str());
     }
 };
 
@@ -452,7 +456,7 @@ std::string report_path_error(const std::string& path) {
 }
 
 int run_demo(const demo_config& cfg) {
-    report_file report;
+    report_file report{.path = cfg.report};
     if (!cfg.report.empty()) {
         report.f = std::fopen(cfg.report.c_str(), "w");
         if (!report.f)
