@@ -135,7 +135,8 @@ hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner
     hooks<connection> h;
     h.factory = [info = c.conninfo, timeout = c.connect_timeout, mode = c.statements,
                  capacity = c.statement_cache_capacity, statement_timeout = c.statement_timeout,
-                 drain_limit = c.cancel_drain_limit, owner]() -> asio::awaitable<connection> {
+                 drain_limit = c.cancel_drain_limit, tracer = c.tracer,
+                 owner]() -> asio::awaitable<connection> {
         duration left = timeout;
         if (std::shared_ptr<detail::budget_member> b = [&] {
                 auto s = owner.lock();
@@ -159,11 +160,14 @@ hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner
         conn.set_statement_mode(mode, capacity);
         conn.set_statement_timeout(statement_timeout);
         conn.set_cancel_drain_limit(drain_limit);
+        conn.set_tracer(tracer);
         co_return conn;
     };
-    auto ping = [query = c.validation_query](connection& conn) -> asio::awaitable<bool> {
+    auto ping = [query = c.validation_query, tracer = c.tracer](connection& conn) -> asio::awaitable<bool> {
         if (!conn.alive_nowait()) co_return false;
+        conn.set_tracer(nullptr);  // the pool's own check, not a borrower's statement: not traced
         auto [ec, r] = co_await conn.async_query(query, asio::as_tuple(asio::use_awaitable));
+        conn.set_tracer(tracer);
         co_return !ec;
     };
     h.validate = ping;
@@ -468,6 +472,38 @@ void pool::start_close(duration grace, asio::any_completion_handler<void(error_c
     };
     asio::co_spawn(s->p->get_executor(), closing(s, grace),
                    [h = std::move(handler)](std::exception_ptr, error_code ec) mutable { std::move(h)(ec); });
+}
+
+void pool::start_execute(batch b,
+                         asio::any_completion_handler<void(error_code, std::vector<batch_outcome>)> handler) {
+    using outcome = std::pair<error_code, std::vector<batch_outcome>>;
+    const std::size_t n = b.size();
+    auto run = [](std::shared_ptr<detail::pool_state> s, batch bb) -> asio::awaitable<outcome> {
+        lease<connection> l = co_await detail::acquire(std::move(s));
+        auto fn = [&bb](connection& c) -> asio::awaitable<outcome> {
+            auto [ec, out] = co_await c.async_execute(std::move(bb), asio::as_tuple(asio::use_awaitable));
+            co_return outcome{ec, std::move(out)};
+        };
+        co_return co_await respool::detail::db::with_lease<outcome>(std::move(l), fn, &detail::settle);
+    };
+    asio::co_spawn(state_->p->get_executor(), run(state_.shared(), std::move(b)),
+                   [h = std::move(handler), n](std::exception_ptr e, outcome r) mutable {
+                       if (e) {  // the borrow failed: every statement with its error
+                           error_code ec = respool::errc::create_failed;
+                           std::string why;
+                           try {
+                               std::rethrow_exception(e);
+                           } catch (const boost::system::system_error& x) {
+                               ec = x.code();
+                               why = x.what();
+                           } catch (const std::exception& x) {
+                               why = x.what();
+                           }
+                           r.first = ec;
+                           r.second.assign(n, batch_outcome{ec, {}, why});
+                       }
+                       std::move(h)(r.first, std::move(r.second));
+                   });
 }
 
 void pool::start_acquire(respool::detail::db::borrow_deadline when, respool::diagnostics* diag,

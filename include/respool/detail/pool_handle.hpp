@@ -6,6 +6,7 @@
 #pragma once
 
 #include <respool/circuit_breaker.hpp>
+#include <respool/detail/asio_build.hpp>
 #include <respool/error.hpp>
 #include <respool/hooks.hpp>
 #include <respool/observer.hpp>
@@ -124,12 +125,7 @@ const pool_facts& facts_of(const pool_impl& p) noexcept;
 // respool::respool is compiled for header-only Asio, respool::respool_asio_separate for programs that
 // define BOOST_ASIO_SEPARATE_COMPILATION: a program linked against the other one fails to link, with
 // an undefined respool::detail::<its mode>::make_pool_impl, instead of mixing two builds of Asio.
-#if defined(BOOST_ASIO_SEPARATE_COMPILATION)
-#define RESPOOL_ASIO_BUILD asio_separate_compilation
-#else
-#define RESPOOL_ASIO_BUILD asio_header_only
-#endif
-inline namespace RESPOOL_ASIO_BUILD {
+inline namespace RESPOOL_ASIO_BUILD {  // respool/detail/asio_build.hpp
 std::shared_ptr<pool_impl> make_pool_impl(boost::asio::any_io_executor ex, const pool_options& opts,
                                           std::unique_ptr<hooks_base> hooks);
 }

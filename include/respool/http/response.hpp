@@ -1,10 +1,13 @@
 // respool::http: the Beast response for a failed request (map_error in respool/http/status.hpp).
 #pragma once
 
+#include <respool/detail/asio_build.hpp>
 #include <respool/error.hpp>
 
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
+
+RESPOOL_LAYER_ASIO_BUILD_CHECK(http)  // a mixed Asio build fails to link (detail/asio_build.hpp)
 
 namespace respool::http {
 

@@ -14,6 +14,8 @@
 // password from every text this class produces.
 #pragma once
 
+#include <respool/detail/asio_build.hpp>
+#include <respool/pg/batch.hpp>
 #include <respool/pg/errors.hpp>
 #include <respool/pg/values.hpp>
 
@@ -30,6 +32,12 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace respool {
+class statement_tracer;
+}
+
+RESPOOL_LAYER_ASIO_BUILD_CHECK(pg)  // a mixed Asio build fails to link (detail/asio_build.hpp)
 
 namespace respool::pg {
 
@@ -103,6 +111,19 @@ public:
             token, std::move(sql), std::move(p));
     }
 
+    // Runs the batch's statements in one round trip (pipeline mode, each with its own Sync: its own
+    // implicit transaction unless the batch opened one), each with its outcome, in order. Handler:
+    // void(error_code, std::vector<batch_outcome>): the error is the first failed statement's (or
+    // unsupported_statement, nothing sent, for a COPY to or from the client); the outcomes are there
+    // either way. The statement timeout applies to each statement. A statement that changes the
+    // session (SET, LISTEN, ...) marks the connection for the reset on return.
+    template <class Token>
+    auto async_execute(batch b, Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code, std::vector<batch_outcome>)>(
+            [this](auto handler, batch bb) { start_execute(std::move(bb), std::move(handler)); }, token,
+            std::move(b));
+    }
+
     // The next notification for a channel this connection LISTENs on (LISTEN is a statement: run it
     // with async_query). Notifications that arrived during other operations are kept, in order, and
     // delivered first; none is lost between waits. An Asio cancellation ends the wait with
@@ -166,6 +187,9 @@ public:
     // asio::error::operation_aborted. Either way the connection is drained and stays usable, or, when
     // the server has not ended the statement within the cancel drain limit, it is closed.
     void set_statement_timeout(std::chrono::steady_clock::duration timeout) noexcept;
+    // Every statement this connection runs is shown to `tracer` as it ends (respool/trace.hpp);
+    // nullptr: none. pool_config::tracer sets it on each of the pool's connections.
+    void set_tracer(std::shared_ptr<statement_tracer> tracer) noexcept;
     // How long after a cancel request (a deadline, an Asio cancellation) the server gets to end the
     // statement, its reply read and every cancel request returned, before the connection is closed
     // instead (1 s by default): the query completes at most this long after it was cancelled, also when
@@ -192,6 +216,8 @@ private:
                             boost::asio::any_completion_handler<void(error_code, result)> handler);
     void start_ping(boost::asio::any_completion_handler<void(error_code)> handler);
     void start_wait_notification(boost::asio::any_completion_handler<void(error_code, notification)> handler);
+    void start_execute(
+        batch b, boost::asio::any_completion_handler<void(error_code, std::vector<batch_outcome>)> handler);
     void start_reset(reset_policy policy, boost::asio::any_completion_handler<void(error_code)> handler);
 
     std::shared_ptr<impl> impl_;  // shared with the operation under way, which may outlive a move

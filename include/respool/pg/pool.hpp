@@ -21,6 +21,7 @@
 #include <respool/pg/connection.hpp>
 #include <respool/pg/roles.hpp>
 #include <respool/pool.hpp>
+#include <respool/trace.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -81,6 +82,9 @@ struct pool_config {
     std::optional<breaker_options> circuit = breaker_options{};
     bool thread_safe = false;     // acquire and release from any thread (a strand as executor, then)
     bool record_timings = false;  // stats() fills the wait and hold histograms (pool_options::record_timings)
+    // Shown every statement of every connection as it ends (respool/trace.hpp): the borrowers' and the
+    // session reset on return (pool_statement); the pool's validation checks are not. nullptr: none.
+    std::shared_ptr<statement_tracer> tracer{};
     // Share the server's connections with every other pool (of this or other processes) that names the
     // same schema: the pool's max follows its share (at most `max`), its connects wait for room instead
     // of failing with "too many connections", and min_idle is not kept warm (idle connections would
@@ -222,6 +226,17 @@ public:
                                      std::forward<Token>(token));
     }
 
+    // A batch (respool/pg/batch.hpp) on one connection borrowed for it, in one round trip, as
+    // connection::async_execute runs it; the connection goes back afterwards (reset when a statement
+    // changed the session). A failed borrow fails every statement with its error.
+    //  Handler: void(error_code, std::vector<batch_outcome>): the first failure, and every outcome.
+    template <class Token = boost::asio::deferred_t>
+    auto async_execute(batch b, Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, std::vector<batch_outcome>)>(
+            [this](auto handler, batch bb) { start_execute(std::move(bb), std::move(handler)); }, token,
+            std::move(b));
+    }
+
     [[nodiscard]] pool_stats stats() const noexcept;
     // The shared connection budget as this pool last saw it (enabled false without pool_config::budget).
     [[nodiscard]] respool::pg::budget_stats budget_stats() const;
@@ -269,6 +284,8 @@ private:
     void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
                      boost::asio::any_completion_handler<void(error_code, result)> handler);
     void start_close(duration grace, boost::asio::any_completion_handler<void(error_code)> handler);
+    void start_execute(
+        batch b, boost::asio::any_completion_handler<void(error_code, std::vector<batch_outcome>)> handler);
 
     template <class R, class F>
     static boost::asio::awaitable<R> run_with_connection(std::shared_ptr<detail::pool_state> s, F fn) {

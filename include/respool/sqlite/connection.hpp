@@ -14,6 +14,7 @@
 // Errors are error_codes in sqlite::error_category(); SQLite's message is in last_error().
 #pragma once
 
+#include <respool/detail/asio_build.hpp>
 #include <respool/detail/unique_function.hpp>
 #include <respool/sqlite/errors.hpp>
 #include <respool/sqlite/values.hpp>
@@ -31,6 +32,12 @@
 #include <utility>
 
 struct sqlite3;  // SQLite's connection handle (sqlite3.h stays out of respool's headers)
+
+namespace respool {
+class statement_tracer;
+}
+
+RESPOOL_LAYER_ASIO_BUILD_CHECK(sqlite)  // a mixed Asio build fails to link (detail/asio_build.hpp)
 
 namespace respool::sqlite {
 
@@ -173,6 +180,10 @@ public:
     // A deadline for every statement from now on (zero: none, the default), checked by a progress
     // handler every few thousand virtual-machine steps and by the busy handler.
     void set_statement_timeout(std::chrono::steady_clock::duration timeout) noexcept;
+    // Every statement this connection runs is shown to `tracer` as it ends, on the thread that ran it
+    // (respool/trace.hpp); nullptr: none. Set it between operations. pool_config::tracer sets it on
+    // each of the pool's connections.
+    void set_tracer(std::shared_ptr<statement_tracer> tracer) noexcept;
 
     [[nodiscard]] bool is_open() const noexcept;
     [[nodiscard]] bool is_reader() const noexcept;

@@ -1,0 +1,88 @@
+// connection::async_execute (batch.hpp): the batch's statements through a pipeline of their own on
+// the connection (pipeline.hpp: each statement with its own Sync), the outcomes gathered in order; the
+// handler runs once every statement is answered and the connection has left pipeline mode (so that it
+// is usable again, or known broken).
+#include "connection_impl.hpp"
+#include "pipeline.hpp"
+#include "statement_text.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+namespace asio = boost::asio;
+
+namespace respool::pg {
+
+namespace {
+
+using batch_handler = asio::any_completion_handler<void(error_code, std::vector<batch_outcome>)>;
+
+struct batch_run {
+    // (The handler is moved in here: Boost 1.81's any_completion_handler move-assignment recurses.)
+    explicit batch_run(batch_handler h) : handler(std::move(h)) {}
+    batch_handler handler;
+    std::vector<batch_outcome> outcomes;
+    std::vector<respool::diagnostics> words;
+    std::size_t answered = 0;
+    bool idle = false;
+    std::shared_ptr<detail::pipeline> pipe;
+
+    void maybe_done() {
+        if (answered < outcomes.size() || !idle) return;
+        error_code first;
+        for (std::size_t i = 0; i < outcomes.size(); ++i)
+            if (outcomes[i].error) {
+                outcomes[i].message = words[i].message;
+                if (!first) first = outcomes[i].error;
+            }
+        pipe->on_idle = nullptr;  // (it held this run)
+        auto h = std::move(handler);
+        asio::dispatch(asio::append(std::move(h), first, std::move(outcomes)));
+    }
+};
+
+}  // namespace
+
+void connection::start_execute(batch b, batch_handler handler) {
+    auto& c = *impl_;
+    std::vector<batch::statement> statements = b.take();
+    auto fail_all = [&](error_code ec, const std::string& why) {
+        std::vector<batch_outcome> out(statements.size());
+        for (auto& o : out) {
+            o.error = ec;
+            o.message = why;
+        }
+        asio::post(c.ex, asio::append(std::move(handler), ec, std::move(out)));  // never inline
+    };
+    if (c.busy) return fail_all(error::busy, "the connection runs another operation");
+    if (!c.conn || PQstatus(c.conn) != CONNECTION_OK) return fail_all(error::not_connected, "not connected");
+    for (const batch::statement& s : statements) {
+        const detail::statement_facts facts = detail::scan_statement(s.sql);
+        if (facts.copy_stream)
+            return fail_all(error::unsupported_statement,
+                            "a batch does not run COPY ... FROM STDIN or TO STDOUT (nothing was sent)");
+        if (facts.session_effects) c.session.dirty = true;  // the reset on return clears it
+    }
+    if (statements.empty()) return fail_all({}, {});
+    auto run = std::make_shared<batch_run>(std::move(handler));
+    run->outcomes.resize(statements.size());
+    run->words.resize(statements.size());
+    run->pipe = std::make_shared<detail::pipeline>(impl_, c.statement_timeout);
+    run->pipe->on_idle = [run](bool) {
+        run->idle = true;
+        run->maybe_done();
+    };
+    for (std::size_t i = 0; i < statements.size(); ++i)
+        run->pipe->submit(
+            std::move(statements[i].sql), std::move(statements[i].p),
+            [run, i](error_code ec, result r) {
+                run->outcomes[i].error = ec;
+                run->outcomes[i].rows = std::move(r);
+                ++run->answered;
+                run->maybe_done();
+            },
+            &run->words[i]);
+}
+
+}  // namespace respool::pg

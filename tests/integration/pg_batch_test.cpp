@@ -1,0 +1,101 @@
+// pg::batch on a real server: several statements on one borrowed connection in one round trip, each
+// with its own outcome; a failure in the middle leaves the others (each its own implicit transaction);
+// a statement past the deadline ends alone; a session change reset on return; COPY refused before
+// anything is sent; an empty batch.
+#include "pg_test_support.hpp"
+
+#include <respool/pg/batch.hpp>
+#include <respool/pg/pool.hpp>
+
+namespace {
+
+using namespace pg_test;
+
+class pg_batch : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (conninfo().empty()) GTEST_SKIP() << "RESPOOL_PG_CONNINFO_FILE not set (run through ctest)";
+        run([]() -> asio::awaitable<void> {
+            admin a = co_await admin::open();
+            co_await a.query(
+                "DROP TABLE IF EXISTS batch_t; CREATE TABLE batch_t (id int PRIMARY KEY, n int)");
+        });
+    }
+    pg::pool_config config() const {
+        return {.conninfo = conninfo(), .max = 1, .min_idle = 0, .statements = statements()};
+    }
+};
+
+TEST_F(pg_batch, each_statement_has_its_outcome_and_a_failure_leaves_the_others) {
+    const auto cfg = config();
+    run([&]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, cfg);
+        pg::batch b;
+        b.add("INSERT INTO batch_t VALUES ($1, $2)", pg::params(1, 10))
+            .add("SELECT 1 / $1::int", pg::params(0))
+            .add("INSERT INTO batch_t VALUES ($1, $2)", pg::params(2, 20))
+            .add("SELECT id, n FROM batch_t ORDER BY id");
+        auto [ec, out] = co_await db.async_execute(std::move(b), asio::as_tuple(asio::use_awaitable));
+        EXPECT_EQ(ec, pg::sqlstate_error("22012"));  // the first failure
+        if (out.size() != 4u) co_return ADD_FAILURE() << out.size();
+        EXPECT_FALSE(out[0].error);
+        EXPECT_EQ(out[0].rows.affected_rows(), 1u);
+        EXPECT_EQ(out[1].error, pg::sqlstate_error("22012"));
+        EXPECT_NE(out[1].message.find("division by zero"), std::string::npos) << out[1].message;
+        EXPECT_FALSE(out[2].error) << out[2].message;
+        EXPECT_EQ(out[3].rows.rows(), 2u);
+        EXPECT_EQ(out[3].rows.get<std::int32_t>(1, 1), 20);
+        // Committed, both: each statement was its own transaction.
+        const pg::result r = co_await db.async_query("SELECT count(*) FROM batch_t", asio::use_awaitable);
+        EXPECT_EQ(r.get<std::int64_t>(0, 0), 2);
+        db.close();
+    });
+}
+
+TEST_F(pg_batch, a_statement_past_its_deadline_ends_alone_and_a_session_change_is_reset) {
+    auto cfg = config();
+    cfg.statement_timeout = 200ms;
+    run([&]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, cfg);
+        pg::batch b;
+        b.add("SELECT 1")
+            .add("SELECT pg_sleep(5)")
+            .add("SELECT 3")
+            .add("SET application_name = 'from_batch'");
+        const auto t0 = std::chrono::steady_clock::now();
+        auto [ec, out] = co_await db.async_execute(std::move(b), asio::as_tuple(asio::use_awaitable));
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+        if (out.size() != 4u) co_return ADD_FAILURE() << out.size();
+        EXPECT_FALSE(out[0].error);
+        EXPECT_EQ(out[1].error, pg::error::statement_timeout) << out[1].error.message();
+        EXPECT_FALSE(out[2].error) << out[2].message;
+        EXPECT_EQ(out[2].rows.get<std::int32_t>(0, 0), 3);
+        EXPECT_FALSE(out[3].error) << out[3].message;
+        // The same connection (max 1), reset on return: the next borrower does not see the SET.
+        const pg::result r = co_await db.async_query("SHOW application_name", asio::use_awaitable);
+        EXPECT_NE(r.text(0, 0), "from_batch");
+        db.close();
+    });
+}
+
+TEST_F(pg_batch, copy_is_refused_before_anything_is_sent_and_an_empty_batch_is_nothing) {
+    const auto cfg = config();
+    run([&]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, cfg);
+        pg::batch b;
+        b.add("INSERT INTO batch_t VALUES (9, 9)").add("COPY batch_t TO STDOUT");
+        auto [ec, out] = co_await db.async_execute(std::move(b), asio::as_tuple(asio::use_awaitable));
+        EXPECT_EQ(ec, pg::error::unsupported_statement);
+        if (out.size() != 2u) co_return ADD_FAILURE() << out.size();
+        EXPECT_NE(out[1].message.find("COPY"), std::string::npos) << out[1].message;
+        const pg::result r = co_await db.async_query("SELECT count(*) FROM batch_t", asio::use_awaitable);
+        EXPECT_EQ(r.get<std::int64_t>(0, 0), 0);  // the INSERT was not sent either
+        auto [eec, none] = co_await db.async_execute(pg::batch{}, asio::as_tuple(asio::use_awaitable));
+        EXPECT_FALSE(eec);
+        EXPECT_TRUE(none.empty());
+        EXPECT_EQ(db.stats().active, 0u);
+        db.close();
+    });
+}
+
+}  // namespace
