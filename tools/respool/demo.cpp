@@ -3,7 +3,10 @@
 #include "duration.hpp"
 #include "duration_flag.hpp"
 #include "health_json.hpp"
+#include "live_view.hpp"
+#include "pool_story.hpp"
 #include "report_format.hpp"
+#include "report_html.hpp"
 #include "server.hpp"
 
 #include <respool/stats.hpp>
@@ -18,7 +21,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <future>
 #include <map>
@@ -159,8 +165,15 @@ struct demo_run {
     load_settings load;
     load_tally tally;
     health_reading last_pool;
+    health_reading pool_after;  // /health once the clients stopped
+    pool_story story;           // /metrics once the clients stopped
+    demo_series series;         // one sample per second
+    live_figures live;          // what the live view shows
     check_result check;
     clock_type::time_point start = clock_type::now();
+    // The clients' last request answered: the throughput's time, without the check's own requests.
+    clock_type::time_point clients_stopped = clock_type::now();
+    std::time_t started = std::time(nullptr);
     bool tty = isatty(STDERR_FILENO) != 0;
 };
 
@@ -175,37 +188,67 @@ void print_banner(const demo_run& run) {
     std::fflush(stdout);  // before the live lines on stderr
 }
 
-// One live line: the window's rate and latencies, the statuses so far, the pools.
-void print_progress(demo_run& run, clock_type::time_point now, double window_secs) {
-    load_tally& t = run.tally;
-    char line[512];
-    std::snprintf(line, sizeof line, "%5.1fs %7.0f req/s  p50 %-7s p99 %-7s  %s  %s",
-                  std::chrono::duration<double>(now - run.start).count(),
-                  static_cast<double>(t.window.size()) / window_secs,
-                  show_ms(percentile(t.window, 0.5)).c_str(), show_ms(percentile(t.window, 0.99)).c_str(),
-                  show_statuses(t.statuses).c_str(), show_pool(run.last_pool).c_str());
-    if (run.tty)
-        std::fprintf(stderr, "\r%s\033[K", line);
-    else
-        std::fprintf(stderr, "%s\n", line);
+long count_5xx(const std::map<unsigned, long>& statuses) {
+    long n = 0;
+    for (const auto& [status, count] : statuses)
+        if (status >= 500) n += count;
+    return n;
 }
 
-// Until --duration has passed (or the service went away): /health and a live line per period.
+// Closes the second that ends at `now`: its rate and latencies, and the pools as /health last said.
+void take_sample(demo_run& run, clock_type::time_point now, double secs) {
+    load_tally& t = run.tally;
+    demo_sample s;
+    s.t_s = std::chrono::duration<double>(now - run.start).count();
+    s.requests_per_s = static_cast<double>(t.window.size()) / secs;
+    s.p50_ms = percentile(t.window, 0.5);
+    s.p99_ms = percentile(t.window, 0.99);
+    for (const auto& [name, c] : run.last_pool.pools) {
+        s.idle += c[0];
+        s.active += c[1];
+        s.waiting += c[2];
+    }
+    run.series.push_back(s);
+    run.live.sampled = true;
+    run.live.requests_per_s = s.requests_per_s;
+    run.live.p50_ms = s.p50_ms;
+    run.live.p99_ms = s.p99_ms;
+    t.window.clear();
+    t.window_statuses.clear();
+}
+
+// The live view: on a terminal one line redrawn in place (\r, then ESC[K clears what a longer line
+// left), otherwise a plain line per tick. Never wider than 80 columns.
+void print_live(demo_run& run) {
+    const std::string line = live_line(run.live);
+    if (run.tty)
+        std::fprintf(stderr, "\r%s\033[K", line.c_str());
+    else
+        std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+// Until --duration has passed (or the service went away): /health every tick (250 ms on a terminal, a
+// second otherwise), a sample each second, the live view redrawn each tick.
 asio::awaitable<void> report_progress(demo_run& run) {
     asio::steady_timer t(co_await asio::this_coro::executor);
-    auto last = clock_type::now();
+    auto last_sample = clock_type::now();
     const auto end = run.start + run.cfg.duration;
+    if (!run.cfg.quiet) std::fprintf(stderr, "%s\n", live_header().c_str());
     while (clock_type::now() < end && !run.service.ended()) {
         t.expires_after(run.tty ? 250ms : 1000ms);
         co_await t.async_wait(asio::use_awaitable);
-        const auto now = clock_type::now();
-        const double secs = std::chrono::duration<double>(now - last).count();
-        last = now;
         auto [status, body] = co_await http_request(run.load.service, "GET", "/health");
         run.last_pool = read_health(status, body);
-        if (!run.cfg.quiet) print_progress(run, now, secs);
-        run.tally.window.clear();
-        run.tally.window_statuses.clear();
+        const auto now = clock_type::now();
+        const double secs = std::chrono::duration<double>(now - last_sample).count();
+        if (secs >= 0.95) {  // a timer never fires early, but ticks of 250 ms may add up to 0.999..
+            take_sample(run, now, secs);
+            last_sample = now;
+        }
+        run.live.elapsed_s = std::chrono::duration<double>(now - run.start).count();
+        run.live.errors_5xx = count_5xx(run.tally.statuses);
+        run.live.pool = run.last_pool;
+        if (!run.cfg.quiet) print_live(run);
     }
 }
 
@@ -250,43 +293,120 @@ asio::awaitable<void> check_increments(demo_run& run) {
 asio::awaitable<void> conduct(demo_run& run) {
     co_await report_progress(run);
     co_await stop_clients(run.tally);
+    run.clients_stopped = clock_type::now();
     if (run.tty && !run.cfg.quiet) std::fprintf(stderr, "\n");
     if (run.service.ended()) {  // SIGINT or SIGTERM reached the service: nobody to ask
         run.check.detail = "not run: the service was stopped";
         co_return;
     }
+    // The pool's story before the check's own requests add to it.
+    auto [mstatus, metrics] = co_await http_request(run.load.service, "GET", "/metrics");
+    if (mstatus == 200) run.story = read_pool_story(metrics);
+    auto [hstatus, health] = co_await http_request(run.load.service, "GET", "/health");
+    run.pool_after = read_health(hstatus, health);
     co_await check_increments(run);
 }
 
-void print_summary(demo_run& run, double elapsed) {
-    long total = 0, errors = 0;
-    for (const auto& [status, n] : run.tally.statuses) {
-        total += n;
-        if (status >= 500) errors += n;
+std::string show_wait(const std::optional<double>& ms) {
+    return ms ? show_ms(*ms) : std::string("-");
+}
+
+std::string show_number(double n) {
+    return std::to_string(static_cast<long long>(n));
+}
+
+// The pools' peak occupancy over the samples: the most connections lent out and waiters at once.
+std::string show_peak(const demo_series& series) {
+    long active = 0, waiting = 0;
+    for (const demo_sample& s : series) {
+        active = std::max(active, s.active);
+        waiting = std::max(waiting, s.waiting);
     }
+    return series.empty() ? "-" : "active " + std::to_string(active) + ", waiting " + std::to_string(waiting);
+}
+
+// The summary, as rows for the terminal table and the HTML report alike.
+report_rows summary_rows(demo_run& run, double elapsed) {
+    long total = 0;
+    for (const auto& [status, n] : run.tally.statuses) total += n;
+    const long errors = count_5xx(run.tally.statuses);
     std::vector<double>& lat = run.tally.latencies;
     const check_result& check = run.check;
+    const pool_story& story = run.story;
+    report_rows rows;
+    rows.emplace_back("requests answered", std::to_string(total));
+    rows.emplace_back("throughput",
+                      std::to_string(static_cast<long>(static_cast<double>(total) / elapsed)) + " req/s");
+    rows.emplace_back("latency p50", show_ms(percentile(lat, 0.50)));
+    rows.emplace_back("latency p90", show_ms(percentile(lat, 0.90)));
+    rows.emplace_back("latency p99", show_ms(percentile(lat, 0.99)));
+    rows.emplace_back("latency max", show_ms(lat.empty() ? 0 : *std::max_element(lat.begin(), lat.end())));
+    rows.emplace_back("p99 of requests served (< 500)", show_ms(percentile(run.tally.answered, 0.99)));
+    rows.emplace_back("status counts", show_statuses(run.tally.statuses));
+    rows.emplace_back("5xx (503: pool busy or down)", std::to_string(errors));
+    rows.emplace_back("no answer (connection failed)", std::to_string(run.tally.transport_errors));
+    if (story.found) {
+        rows.emplace_back("pool: borrows", show_number(story.acquires));
+        rows.emplace_back("pool: acquire wait p50", show_wait(story.wait_p50_ms));
+        rows.emplace_back("pool: acquire wait p99", show_wait(story.wait_p99_ms));
+        rows.emplace_back("pool: borrow timeouts", show_number(story.timeouts));
+        rows.emplace_back("pool: connections created", show_number(story.creations));
+    } else {
+        rows.emplace_back("pool: story", "not read (/metrics did not answer)");
+    }
+    rows.emplace_back("pool: peak (per-second samples)", show_peak(run.series));
+    rows.emplace_back("pool after the clients stopped", show_pool(run.pool_after));
+    rows.emplace_back("increments acknowledged", std::to_string(check.acknowledged));
+    rows.emplace_back("increments in the database", std::to_string(check.stored));
+    rows.emplace_back("increment check",
+                      check.ok ? "OK: every acknowledged increment is stored" : "FAILED: " + check.detail);
+    return rows;
+}
+
+void print_summary(const report_rows& rows, long total, long errors) {
     std::printf("\n%-32s %s\n", "metric", "value");
     std::printf("%-32s %s\n", "--------------------------------", "----------------------------");
-    auto row = [](const char* k, const std::string& v) { std::printf("%-32s %s\n", k, v.c_str()); };
-    row("requests answered", std::to_string(total));
-    row("throughput", std::to_string(static_cast<long>(static_cast<double>(total) / elapsed)) + " req/s");
-    row("latency p50", show_ms(percentile(lat, 0.50)));
-    row("latency p90", show_ms(percentile(lat, 0.90)));
-    row("latency p99", show_ms(percentile(lat, 0.99)));
-    row("latency max", show_ms(lat.empty() ? 0 : *std::max_element(lat.begin(), lat.end())));
-    row("p99 of requests served (< 500)", show_ms(percentile(run.tally.answered, 0.99)));
-    row("status counts", show_statuses(run.tally.statuses));
-    row("5xx (503: pool busy or down)", std::to_string(errors));
-    row("no answer (connection failed)", std::to_string(run.tally.transport_errors));
-    row("pool at the end", show_pool(run.last_pool));
-    row("increments acknowledged", std::to_string(check.acknowledged));
-    row("increments in the database", std::to_string(check.stored));
-    row("increment check",
-        check.ok ? "OK: every acknowledged increment is stored" : "FAILED: " + check.detail);
+    for (const auto& [k, v] : rows) std::printf("%-32s %s\n", k.c_str(), v.c_str());
     if (total > 0 && errors > total / 20)
         std::printf("\nhint: many 5xx; raise --max or --borrow-timeout, or lower --clients.\n");
+    std::printf(
+        "\nacquire wait percentiles are estimated from the pool's histogram buckets (powers of two).\n");
 }
+
+report_rows settings_rows(const demo_run& run) {
+    const serve_config& scfg = run.service.config();
+    char when[64] = "";
+    std::tm utc{};
+    if (gmtime_r(&run.started, &utc)) std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &utc);
+    report_rows rows;
+    rows.emplace_back(
+        "database",
+        std::string(run.target.kind == db_kind::sqlite ? "sqlite " : "postgresql ") + run.target.shown);
+    rows.emplace_back("service threads (one pool each)", std::to_string(scfg.threads));
+    rows.emplace_back("pool max", std::to_string(scfg.max));
+    rows.emplace_back("borrow timeout", format_duration(scfg.borrow_timeout));
+    rows.emplace_back("clients", std::to_string(run.cfg.clients));
+    rows.emplace_back("mix GET:PUT:INCR", format_mix(run.cfg.mix));
+    rows.emplace_back("keys / counters / value size", std::to_string(run.cfg.keys) + " / " +
+                                                          std::to_string(run.cfg.counters) + " / " +
+                                                          std::to_string(run.cfg.value_size) + " bytes");
+    rows.emplace_back("duration", format_duration(run.cfg.duration));
+    rows.emplace_back("started", when);
+    return rows;
+}
+
+// --report's file, opened (and emptied) before the run so that a path that cannot be written is
+// refused at once rather than after it; removed again when the run ends without writing it (the
+// service did not start, say), so that no empty page is left behind.
+struct report_file {
+    std::string path;
+    std::FILE* f = nullptr;
+    ~report_file() {
+        if (!f) return;
+        std::fclose(f);
+        std::remove(path.c_str());
+    }
+};
 
 }  // namespace
 
@@ -318,10 +438,31 @@ CLI::App* add_demo_command(CLI::App& app, demo_config& cfg) {
         ->capture_default_str()
         ->check(CLI::Range(std::size_t{1}, std::size_t{256}));
     demo->add_flag("-q,--quiet", cfg.quiet, "no live progress line");
+    demo->add_option("--report", cfg.report,
+                     "write an HTML page of the run (settings, summary, plots over time) to this file")
+        ->check(CLI::Validator(report_path_error, "FILE.html"));
     return demo;
 }
 
+std::string report_path_error(const std::string& path) {
+    // CLI11 puts the flag's name in front: "--report: '/x' is a directory, not a file".
+    if (path.empty()) return "needs a file name";
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) return "'" + path + "' is a directory, not a file";
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
+        return "'" + path + "' is in a folder that does not exist ('" + parent.string() + "')";
+    return {};
+}
+
 int run_demo(const demo_config& cfg) {
+    report_file report{.path = cfg.report};
+    if (!cfg.report.empty()) {
+        report.f = std::fopen(cfg.report.c_str(), "w");
+        if (!report.f)
+            throw std::invalid_argument("--report '" + cfg.report +
+                                        "' cannot be written: " + std::strerror(errno));
+    }
     demo_service service(cfg.serve);
     demo_run run(cfg, service);
     print_banner(run);
@@ -334,9 +475,25 @@ int run_demo(const demo_config& cfg) {
         asio::co_spawn(io, load_client(run.load, run.tally, static_cast<unsigned>(n) + 1u), asio::detached);
     asio::co_spawn(io, conduct(run), asio::detached);
     io.run();
-    const double elapsed = std::chrono::duration<double>(clock_type::now() - run.start).count();
+    const double elapsed = std::chrono::duration<double>(run.clients_stopped - run.start).count();
     service.stop();
-    print_summary(run, elapsed);
+    long total = 0;
+    for (const auto& [status, n] : run.tally.statuses) total += n;
+    const report_rows summary = summary_rows(run, elapsed);
+    print_summary(summary, total, count_5xx(run.tally.statuses));
+    if (report.f) {
+        const std::string page =
+            report_html({.settings = settings_rows(run), .summary = summary, .samples = run.series});
+        const bool written = std::fwrite(page.data(), 1, page.size(), report.f) == page.size();
+        const bool closed = std::fclose(report.f) == 0;
+        report.f = nullptr;
+        if (!written || !closed) {
+            std::fprintf(stderr, "respool demo: --report '%s' could not be written completely\n",
+                         cfg.report.c_str());
+            return 1;
+        }
+        std::printf("report: %s\n", cfg.report.c_str());
+    }
     return run.check.ok ? 0 : 1;
 }
 

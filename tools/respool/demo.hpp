@@ -1,6 +1,7 @@
 // `respool demo` (the README's main job): `respool serve` on a temporary SQLite database
 // (or --db postgresql://...) inside this process, driven for about 10 s by the built-in load generator,
-// with a live progress line and a summary that checks every acknowledged increment is in the database.
+// with a live view (80 columns), a summary that checks every acknowledged increment is in the database
+// and tells the pool's own story (from /metrics), and with --report an HTML page of the run over time.
 #pragma once
 
 #include "load_client.hpp"
@@ -22,12 +23,17 @@ struct demo_config {
     unsigned counters = 16;
     std::size_t value_size = 100;
     bool quiet = false;
+    std::string report;  // --report FILE.html: empty for none
     demo_config() { serve.db.clear(); }
 };
 
+// Why `path` cannot be --report's file (empty when it may be): a directory, or in a missing folder.
+std::string report_path_error(const std::string& path);
+
 CLI::App* add_demo_command(CLI::App& app, demo_config& cfg);
 // Exit status: 0, or 1 when an acknowledged increment is missing from the database or the service
-// did not start. Throws std::invalid_argument for a setting a pool refuses.
+// did not start. Throws std::invalid_argument for a setting a pool refuses and for a --report file that
+// cannot be written (checked before the run).
 int run_demo(const demo_config& cfg);
 
 }  // namespace respool_cli
