@@ -52,15 +52,15 @@ std::string conninfo_for(const std::string& base, const std::string& app) {
 // One `respool serve` process and its clients.
 struct instance {
     std::string app;  // serve_budget_<name>: its pooled connections in pg_stat_activity
-    std::unique_ptr<serve_process> proc;
+    std::unique_ptr<serve_process> proc{};
     std::uint16_t port = 0;
-    std::vector<std::thread> clients;
+    std::vector<std::thread> clients{};
     std::atomic<bool> stop{false};
     std::atomic<bool> killed{false};  // failures after a SIGKILL are the kill's, not the service's
     std::atomic<std::uint64_t> acked{0};
     std::atomic<std::uint64_t> failed{0};
-    std::mutex m;
-    std::string last_failure;
+    std::mutex m{};
+    std::string last_failure{};
 
     void start(const std::string& base, std::map<std::string, pid_t>& pids, std::mutex& pids_m) {
         proc = std::make_unique<serve_process>(std::vector<std::string>{

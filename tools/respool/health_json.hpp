@@ -27,7 +27,7 @@ namespace respool_cli {
 struct health_budget {
     std::uint32_t connections = 0;  // what the members share
     std::uint32_t members = 0, granted = 0, target = 0, demand = 0;
-    std::string_view degraded;  // why the pool keeps its configured max (null while sharing)
+    std::string_view degraded{};  // why the pool keeps its configured max (null while sharing)
 };
 
 // One pool of one event loop, as /health lists it.

@@ -33,7 +33,7 @@ struct budget_config {
 // What pool::budget_stats() says.
 struct budget_stats {
     bool enabled = false;       // pool_config::budget was set
-    std::string degraded;       // why the pool keeps its configured max instead; empty while sharing
+    std::string degraded{};     // why the pool keeps its configured max instead; empty while sharing
     std::uint32_t budget = 0;   // B: the connections the members share (as of the last tick)
     std::uint32_t members = 0;  // live members, this one included
     std::uint32_t granted = 0;  // this member's share written in the table (its member connection + pool)
