@@ -106,13 +106,14 @@ params& params::add(std::chrono::sys_time<std::chrono::microseconds> t) {
 }
 
 void params::refuse_integer(std::uint64_t v) const {
-    throw std::out_of_range("respool::pg::params: parameter $" + std::to_string(types_.size() + 1) + " (" +
-                            std::to_string(v) +
-                            ") does not fit PostgreSQL's largest integer, int8 (at most 9223372036854775807)");
+    throw std::out_of_range(
+        "respool::pg::params: parameter $" + std::to_string(types_.size() + 1) + " (" + std::to_string(v) +
+        ") does not fit PostgreSQL's largest integer, int8 (at most 9223372036854775807)");
 }
 
 void params::refuse_duration(long long count, std::intmax_t num, std::intmax_t den, bool fraction) const {
-    const std::string spelled = std::to_string(count) + " x " + std::to_string(num) + "/" + std::to_string(den) + " s";
+    const std::string spelled =
+        std::to_string(count) + " x " + std::to_string(num) + "/" + std::to_string(den) + " s";
     if (fraction)
         throw std::invalid_argument("respool::pg::params: parameter $" + std::to_string(types_.size() + 1) +
                                     " is a duration of " + spelled +
@@ -140,9 +141,9 @@ params& params::add_array(unsigned element_type, std::size_t count, std::string_
     bytes += big_endian(std::uint32_t{element_type});
     if (count != 0) {
         if (count > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
-            throw std::invalid_argument("respool::pg::params: parameter $" + std::to_string(types_.size() + 1) +
-                                        " is an array of " + std::to_string(count) +
-                                        " elements, above the protocol's limit of 2147483647");
+            throw std::invalid_argument(
+                "respool::pg::params: parameter $" + std::to_string(types_.size() + 1) + " is an array of " +
+                std::to_string(count) + " elements, above the protocol's limit of 2147483647");
         bytes += big_endian(static_cast<std::uint32_t>(count));
         bytes += big_endian(std::uint32_t{1});
     }
@@ -370,7 +371,10 @@ void result::parse(std::size_t row, std::size_t col, std::vector<std::byte>& out
 void result::parse(std::size_t row, std::size_t col, std::chrono::system_clock::time_point& out) const {
     const std::string_view t = text(row, col);
     const auto tp = respool::detail::parse_iso_time(t, {respool::detail::iso_offset::hh_mm_ss, 9});
-    if (!tp) not_a(res_.get(), col, t, "an ISO timestamp (YYYY-MM-DD[ HH:MM:SS[.ffffff][+HH[:MM]]]; std::chrono::system_clock::time_point)");
+    if (!tp)
+        not_a(res_.get(), col, t,
+              "an ISO timestamp (YYYY-MM-DD[ HH:MM:SS[.ffffff][+HH[:MM]]]; "
+              "std::chrono::system_clock::time_point)");
     out = *tp;
 }
 

@@ -35,10 +35,11 @@ void params::refuse_integer(std::uint64_t v) const {
                             ") does not fit SQLite's INTEGER (64-bit signed, at most 9223372036854775807)");
 }
 void params::refuse_duration(long long count, std::intmax_t num, std::intmax_t den, bool fraction) const {
-    const std::string spelled = std::to_string(count) + " x " + std::to_string(num) + "/" + std::to_string(den) + " s";
+    const std::string spelled =
+        std::to_string(count) + " x " + std::to_string(num) + "/" + std::to_string(den) + " s";
     if (fraction)
-        throw std::invalid_argument("respool::sqlite::params: parameter " + std::to_string(values_.size() + 1) +
-                                    " is a duration of " + spelled +
+        throw std::invalid_argument("respool::sqlite::params: parameter " +
+                                    std::to_string(values_.size() + 1) + " is a duration of " + spelled +
                                     " with a fraction of a microsecond; durations are bound as whole "
                                     "microseconds, round it (std::chrono::round<std::chrono::microseconds>)");
     throw std::out_of_range("respool::sqlite::params: parameter " + std::to_string(values_.size() + 1) +
@@ -145,7 +146,8 @@ value_kind result::kind(std::size_t row, std::size_t col) const {
 std::string_view result::text(std::size_t row, std::size_t col) const {
     const auto& c = cell_at(data_.get(), row, col);
     if (c.kind == value_kind::null)
-        throw std::logic_error("respool::sqlite::result: column \"" + data_->names[col] + "\" is NULL (read it as std::optional)");
+        throw std::logic_error("respool::sqlite::result: column \"" + data_->names[col] +
+                               "\" is NULL (read it as std::optional)");
     return std::string_view(data_->bytes).substr(c.offset, c.size);
 }
 std::uint64_t result::affected_rows() const noexcept {
@@ -241,7 +243,9 @@ void result::parse(std::size_t row, std::size_t col, chr::system_clock::time_poi
         return;
     }
     if (c.kind == value_kind::text && detail::parse_time(t, out)) return;
-    not_a(*data_, row, col, t, "a time (YYYY-MM-DD HH:MM:SS[.ffffff][Z|+HH:MM] or Unix seconds; std::chrono::system_clock::time_point)");
+    not_a(*data_, row, col, t,
+          "a time (YYYY-MM-DD HH:MM:SS[.ffffff][Z|+HH:MM] or Unix seconds; "
+          "std::chrono::system_clock::time_point)");
 }
 
 }  // namespace respool::sqlite

@@ -52,9 +52,10 @@ public:
     }
     template <class C>
     requires is_character_v<C> Params& add(C) {
-        static_assert(dependent_false<C>,
-                      "respool: a char is not a parameter (a letter or a number?): bind std::string_view(&c, 1) "
-                      "for text, or an integer type such as std::int16_t for a number");
+        static_assert(
+            dependent_false<C>,
+            "respool: a char is not a parameter (a letter or a number?): bind std::string_view(&c, 1) "
+            "for text, or an integer type such as std::int16_t for a number");
         return self();
     }
 
@@ -85,13 +86,15 @@ std::size_t find_column(const char* who, std::string_view name, std::size_t colu
 template <class I>
 const char* integer_name() {
     if constexpr (std::is_signed_v<I>)
-        return sizeof(I) == 1 ? "a signed 8-bit integer" : sizeof(I) == 2 ? "a 16-bit integer"
-                                                       : sizeof(I) == 4   ? "a 32-bit integer"
-                                                                          : "a 64-bit integer";
+        return sizeof(I) == 1   ? "a signed 8-bit integer"
+               : sizeof(I) == 2 ? "a 16-bit integer"
+               : sizeof(I) == 4 ? "a 32-bit integer"
+                                : "a 64-bit integer";
     else
-        return sizeof(I) == 1 ? "an unsigned 8-bit integer" : sizeof(I) == 2 ? "an unsigned 16-bit integer"
-                                                          : sizeof(I) == 4   ? "an unsigned 32-bit integer"
-                                                                             : "an unsigned 64-bit integer";
+        return sizeof(I) == 1   ? "an unsigned 8-bit integer"
+               : sizeof(I) == 2 ? "an unsigned 16-bit integer"
+               : sizeof(I) == 4 ? "an unsigned 32-bit integer"
+                                : "an unsigned 64-bit integer";
 }
 
 template <class Result>
@@ -121,7 +124,8 @@ public:
             r.parse(row, col, v);
             if ((std::is_signed_v<T> && v < static_cast<std::int64_t>(std::numeric_limits<T>::min())) ||
                 (v < 0 && std::is_unsigned_v<T>) ||
-                (v > 0 && static_cast<std::uint64_t>(v) > static_cast<std::uint64_t>(std::numeric_limits<T>::max())))
+                (v > 0 &&
+                 static_cast<std::uint64_t>(v) > static_cast<std::uint64_t>(std::numeric_limits<T>::max())))
                 throw_integer_range(Result::reader_name, r.column_name(col), v, integer_name<T>());
             return static_cast<T>(v);
         } else {
@@ -203,8 +207,8 @@ private:
     std::size_t column_for(std::string_view name, const std::type_info* type) const {
         return find_column(
             Result::reader_name, name, self().columns(),
-            [](const void* r, std::size_t c) { return static_cast<const Result*>(r)->column_name(c); }, &self(),
-            type);
+            [](const void* r, std::size_t c) { return static_cast<const Result*>(r)->column_name(c); },
+            &self(), type);
     }
 };
 
@@ -219,7 +223,9 @@ public:
     [[nodiscard]] bool is_null(std::size_t col) const { return r_->is_null(row_, col); }
     [[nodiscard]] bool is_null(std::string_view name) const { return r_->is_null(row_, r_->column(name)); }
     [[nodiscard]] std::string_view text(std::size_t col) const { return r_->text(row_, col); }
-    [[nodiscard]] std::string_view text(std::string_view name) const { return r_->text(row_, r_->column(name)); }
+    [[nodiscard]] std::string_view text(std::string_view name) const {
+        return r_->text(row_, r_->column(name));
+    }
     template <class T>
     [[nodiscard]] T get(std::size_t col) const {
         return r_->template get<T>(row_, col);
@@ -240,21 +246,24 @@ public:
     [[nodiscard]] T as() const {
         T out{};
         if constexpr (boost::describe::has_describe_members<T>::value) {
-            using members = boost::describe::describe_members<T, boost::describe::mod_public | boost::describe::mod_inherited>;
+            using members = boost::describe::describe_members<T, boost::describe::mod_public |
+                                                                     boost::describe::mod_inherited>;
             boost::mp11::mp_for_each<members>([&](auto d) {
                 auto& member = out.*d.pointer;
                 member = get<std::remove_cvref_t<decltype(member)>>(r_->column_for(d.name, &typeid(T)));
             });
         } else if constexpr (std::is_aggregate_v<T>) {
             constexpr std::size_t fields = boost::pfr::tuple_size_v<T>;
-            if (fields != r_->columns()) throw_field_count(Result::reader_name, typeid(T), fields, r_->columns());
+            if (fields != r_->columns())
+                throw_field_count(Result::reader_name, typeid(T), fields, r_->columns());
             boost::pfr::for_each_field(out, [&](auto& field, std::size_t i) {
                 field = get<std::remove_cvref_t<decltype(field)>>(i);
             });
         } else {
-            static_assert(dependent_false<T>,
-                          "respool: row.as<T>() maps a struct described with BOOST_DESCRIBE_STRUCT (by name) or "
-                          "an aggregate (by position)");
+            static_assert(
+                dependent_false<T>,
+                "respool: row.as<T>() maps a struct described with BOOST_DESCRIBE_STRUCT (by name) or "
+                "an aggregate (by position)");
         }
         return out;
     }

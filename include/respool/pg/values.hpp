@@ -10,9 +10,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <ratio>
 #include <memory>
 #include <optional>
+#include <ratio>
 #include <span>
 #include <string>
 #include <string_view>
@@ -57,8 +57,8 @@ public:
     params& add(std::chrono::sys_time<std::chrono::microseconds> t);  // timestamptz
     // Every other integer type (long long, unsigned, std::size_t, std::uint64_t, std::uint8_t, ...).
     template <class I>
-    requires(std::is_integral_v<I> && !std::is_same_v<I, bool> && !respool::detail::db::is_character_v<I>)
-    params& add(I v) {
+    requires(std::is_integral_v<I> && !std::is_same_v<I, bool> &&
+             !respool::detail::db::is_character_v<I>) params& add(I v) {
         static_assert(sizeof(I) <= sizeof(std::int64_t), "respool: an integer wider than 64 bits");
         if constexpr (std::is_signed_v<I> ? sizeof(I) <= 2 : sizeof(I) < 2)
             return add(static_cast<std::int16_t>(v));
@@ -72,8 +72,9 @@ public:
     // interval
     template <class Rep, class Period>
     params& add(std::chrono::duration<Rep, Period> d) {
-        static_assert(std::is_integral_v<Rep>,
-                      "respool: bind an integer duration (std::chrono::milliseconds, ...), not a floating one");
+        static_assert(
+            std::is_integral_v<Rep>,
+            "respool: bind an integer duration (std::chrono::milliseconds, ...), not a floating one");
         using to_us = std::ratio_divide<Period, std::micro>;
         if constexpr (to_us::den == 1) {  // as coarse as a microsecond or coarser: a multiple of it
             constexpr auto limit = std::numeric_limits<std::int64_t>::max() / to_us::num;
@@ -97,23 +98,24 @@ public:
     params& add(std::span<const std::string_view> v);
     template <class T>
     requires(!std::is_same_v<T, std::byte>) params& add(const std::vector<T>& v) {
-        static_assert(!std::is_same_v<T, bool>, "respool: std::vector<bool> has no span; bind a std::span<const bool>");
+        static_assert(!std::is_same_v<T, bool>,
+                      "respool: std::vector<bool> has no span; bind a std::span<const bool>");
         return add(std::span<const T>(v));
     }
     template <class T, std::size_t N>
-    requires(!std::is_same_v<std::remove_cv_t<T>, std::byte> && !std::is_const_v<T>)
-    params& add(std::span<T, N> v) {
+    requires(!std::is_same_v<std::remove_cv_t<T>, std::byte> &&
+             !std::is_const_v<T>) params& add(std::span<T, N> v) {
         return add(std::span<const T>(v));
     }
     // An array of another integer type: each element as add(element) would bind it.
     template <class I>
     requires(std::is_integral_v<I> && !std::is_same_v<I, bool> && !respool::detail::db::is_character_v<I> &&
              !std::is_same_v<I, std::int16_t> && !std::is_same_v<I, std::int32_t> &&
-             !std::is_same_v<I, std::int64_t>)
-    params& add(std::span<const I> v) {
-        using target = std::conditional_t<(std::is_signed_v<I> ? sizeof(I) <= 2 : sizeof(I) < 2), std::int16_t,
-                                          std::conditional_t<(std::is_signed_v<I> ? sizeof(I) <= 4 : sizeof(I) < 4),
-                                                             std::int32_t, std::int64_t>>;
+             !std::is_same_v<I, std::int64_t>) params& add(std::span<const I> v) {
+        using target =
+            std::conditional_t<(std::is_signed_v<I> ? sizeof(I) <= 2 : sizeof(I) < 2), std::int16_t,
+                               std::conditional_t<(std::is_signed_v<I> ? sizeof(I) <= 4 : sizeof(I) < 4),
+                                                  std::int32_t, std::int64_t>>;
         std::vector<target> wide;
         wide.reserve(v.size());
         for (const I e : v) {
@@ -133,7 +135,8 @@ private:
         return static_cast<std::int64_t>(v);
     }
     [[noreturn]] void refuse_integer(std::uint64_t v) const;
-    [[noreturn]] void refuse_duration(long long count, std::intmax_t num, std::intmax_t den, bool fraction) const;
+    [[noreturn]] void refuse_duration(long long count, std::intmax_t num, std::intmax_t den,
+                                      bool fraction) const;
     params& add_interval(std::int64_t microseconds);
     params& add_array(unsigned element_type, std::size_t count, std::string_view elements);
     params& push(unsigned type, std::string_view bytes, bool binary, bool null = false);

@@ -8,9 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <ratio>
 #include <memory>
 #include <optional>
+#include <ratio>
 #include <span>
 #include <string>
 #include <string_view>
@@ -70,8 +70,9 @@ public:
     // INTEGER microseconds, see above
     template <class Rep, class Period>
     params& add(std::chrono::duration<Rep, Period> d) {
-        static_assert(std::is_integral_v<Rep>,
-                      "respool: bind an integer duration (std::chrono::milliseconds, ...), not a floating one");
+        static_assert(
+            std::is_integral_v<Rep>,
+            "respool: bind an integer duration (std::chrono::milliseconds, ...), not a floating one");
         using to_us = std::ratio_divide<Period, std::micro>;
         if constexpr (to_us::den == 1) {  // as coarse as a microsecond or coarser: a multiple of it
             constexpr auto limit = std::numeric_limits<std::int64_t>::max() / to_us::num;
@@ -102,7 +103,8 @@ public:
 private:
     params& add_integer(std::int64_t v);
     [[noreturn]] void refuse_integer(std::uint64_t v) const;
-    [[noreturn]] void refuse_duration(long long count, std::intmax_t num, std::intmax_t den, bool fraction) const;
+    [[noreturn]] void refuse_duration(long long count, std::intmax_t num, std::intmax_t den,
+                                      bool fraction) const;
     std::vector<value> values_;
 };
 
