@@ -44,6 +44,15 @@ void throw_integer_range(const char* who, std::string_view column, std::int64_t 
                             std::to_string(value) + ", which does not fit " + type);
 }
 
+void throw_duration_inexact(const char* who, std::string_view column, std::int64_t microseconds,
+                            std::intmax_t num, std::intmax_t den) {
+    throw std::out_of_range(prefix(who) + "column \"" + std::string(column) + "\" holds " +
+                            std::to_string(microseconds) + " microseconds, which a duration of " +
+                            std::to_string(num) + "/" + std::to_string(den) +
+                            " s ticks cannot hold exactly; read a finer one "
+                            "(std::chrono::microseconds)");
+}
+
 std::size_t find_column(const char* who, std::string_view name, std::size_t columns,
                         std::string_view (*name_of)(const void*, std::size_t), const void* result,
                         const std::type_info* type) {

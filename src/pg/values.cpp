@@ -378,4 +378,90 @@ void result::parse(std::size_t row, std::size_t col, std::chrono::system_clock::
     out = *tp;
 }
 
+namespace {
+
+// interval in the postgres IntervalStyle (the server's default): "[N day[s]] [-]H:MM:SS[.ffffff]", each
+// part optional ("3 days", "36:00:01.5", "-00:00:00.000001", "1 day -02:00:00"). Years and months have
+// no fixed length: refused, as are the other IntervalStyles. A day counts 24 hours, as
+// extract(epoch from ...) counts it.
+bool parse_interval(std::string_view t, std::int64_t& out) {
+    constexpr std::int64_t us_per_second = 1'000'000, us_per_day = 86'400 * us_per_second;
+    std::int64_t total = 0;
+    bool any = false;
+    auto add = [&](std::int64_t part) { return !__builtin_add_overflow(total, part, &total); };
+    while (!t.empty()) {
+        if (t.front() == ' ') {
+            t.remove_prefix(1);
+            continue;
+        }
+        const std::size_t end = t.find(' ');
+        std::string_view token = t.substr(0, end);
+        t = end == std::string_view::npos ? std::string_view() : t.substr(end + 1);
+        if (token.find(':') != std::string_view::npos) {  // [-+]H:MM:SS[.ffffff]
+            bool negative = false;
+            if (token.front() == '-' || token.front() == '+') {
+                negative = token.front() == '-';
+                token.remove_prefix(1);
+            }
+            std::int64_t h = 0, m = 0, sec = 0, frac = 0;
+            const char* p = token.data();
+            const char* const e = token.data() + token.size();
+            auto number = [&](std::int64_t& v, std::size_t min_digits, std::size_t max_digits) {
+                const char* start = p;
+                v = 0;
+                while (p != e && *p >= '0' && *p <= '9' && static_cast<std::size_t>(p - start) < max_digits) {
+                    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *p - '0', &v))
+                        return false;
+                    ++p;
+                }
+                return static_cast<std::size_t>(p - start) >= min_digits;
+            };
+            if (!number(h, 1, 19) || p == e || *p++ != ':' || !number(m, 2, 2) || p == e || *p++ != ':' ||
+                !number(sec, 2, 2) || m > 59 || sec > 59)
+                return false;
+            if (p != e) {
+                if (*p++ != '.') return false;
+                const char* start = p;
+                if (!number(frac, 1, 6)) return false;
+                for (auto digits = p - start; digits < 6; ++digits) frac *= 10;
+            }
+            if (p != e) return false;
+            std::int64_t us = 0;
+            if (__builtin_mul_overflow(h, 3600 * us_per_second, &us) ||
+                __builtin_add_overflow(us, (m * 60 + sec) * us_per_second + frac, &us))
+                return false;
+            if (!add(negative ? -us : us)) return false;
+            any = true;
+            continue;
+        }
+        // "N day[s]": a number, then its unit as the next token.
+        std::int64_t n = 0;
+        const auto [q, ec] = std::from_chars(token.data(), token.data() + token.size(), n);
+        if (ec != std::errc() || q != token.data() + token.size()) return false;
+        const std::size_t unit_end = t.find(' ');
+        const std::string_view unit = t.substr(0, unit_end);
+        t = unit_end == std::string_view::npos ? std::string_view() : t.substr(unit_end + 1);
+        if (unit != "day" && unit != "days") return false;  // years, months, other styles
+        std::int64_t us = 0;
+        if (__builtin_mul_overflow(n, us_per_day, &us) || !add(us)) return false;
+        any = true;
+    }
+    if (!any) return false;
+    out = total;
+    return true;
+}
+
+}  // namespace
+
+void result::parse(std::size_t row, std::size_t col, std::chrono::microseconds& out) const {
+    const std::string_view t = text(row, col);
+    std::int64_t us = 0;
+    if (!parse_interval(t, us))
+        not_a(res_.get(), col, t,
+              "an interval of days and time ([N days] HH:MM:SS[.ffffff]; years and months have no fixed "
+              "length; "
+              "std::chrono::microseconds)");
+    out = std::chrono::microseconds(us);
+}
+
 }  // namespace respool::pg

@@ -248,4 +248,13 @@ void result::parse(std::size_t row, std::size_t col, chr::system_clock::time_poi
           "std::chrono::system_clock::time_point)");
 }
 
+// A duration is bound as INTEGER microseconds (params), so that is what reads back as one.
+void result::parse(std::size_t row, std::size_t col, chr::microseconds& out) const {
+    const auto& c = cell_at(data_.get(), row, col);
+    const std::string_view t = text(row, col);
+    if (c.kind != value_kind::integer)
+        not_a(*data_, row, col, t, "an INTEGER count of microseconds (std::chrono::microseconds)");
+    out = chr::microseconds(c.integer);
+}
+
 }  // namespace respool::sqlite

@@ -63,6 +63,14 @@ TEST_F(pg_rows, integers_durations_and_arrays_as_the_server_reads_them) {
         EXPECT_EQ(r.text(0, 6), "interval");
         EXPECT_EQ(r.text(0, 7), "integer[]");
 
+        // A duration comes back as itself, and the server's own intervals read as durations.
+        auto back =
+            co_await c.async_query("SELECT $1::interval, interval '1 day 1 hour', interval '-1 day 2 hours'",
+                                   pg::params(90min), asio::use_awaitable);
+        EXPECT_EQ(back.get<std::chrono::minutes>(0, 0), 90min);
+        EXPECT_EQ(back.get<std::chrono::hours>(0, 1), 25h);
+        EXPECT_EQ(back.get<std::chrono::hours>(0, 2), -22h) << back.text(0, 2);
+
         const std::vector<std::string> words{"pen", "ink", "it's \"quoted\", {braced}"};
         const std::vector<std::int64_t> ids{1, 2, 3};
         const std::vector<double> reals{0.5, -1};

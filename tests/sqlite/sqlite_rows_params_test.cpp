@@ -94,6 +94,16 @@ TEST_F(sqlite_rows, durations_bind_as_integer_microseconds) {
     EXPECT_EQ(r.get<std::int64_t>(0, 1), -2000000);
     EXPECT_EQ(r.get<std::int64_t>(0, 2), 3);
     EXPECT_EQ(r.get<std::string>(0, 3), "integer");
+    EXPECT_EQ(r.get<std::chrono::milliseconds>(0, 0), 1500ms) << "a duration reads back as itself";
+    EXPECT_EQ(r.get<std::chrono::microseconds>(0, 2), 3us);
+    EXPECT_EQ(
+        message_of<std::out_of_range>([&] { (void)r.get<std::chrono::seconds>(0, 0); }),
+        "respool::sqlite::result: column \"?\" holds 1500000 microseconds, which a duration of 1/1 s ticks "
+        "cannot hold exactly; read a finer one (std::chrono::microseconds)");
+    EXPECT_EQ(
+        message_of<std::invalid_argument>([&] { (void)r.get<std::chrono::seconds>(0, 3); }),
+        "respool::sqlite::result: column \"typeof(?)\" value \"integer\" (TEXT) is not an INTEGER count of "
+        "microseconds (std::chrono::microseconds)");
     sqlite::params p(1);
     const std::string f = message_of<std::invalid_argument>([&] { p.add(std::chrono::nanoseconds(1)); });
     EXPECT_TRUE(

@@ -250,3 +250,31 @@ TEST(pg_result, other_aggregates_are_filled_by_position) {
     EXPECT_TRUE(contains(m, "point has 2 fields and the result 3 columns")) << m;
     EXPECT_TRUE(contains(m, "filled by position")) << m;
 }
+
+TEST(pg_result, intervals_read_as_durations_exactly) {
+    constexpr Oid interval = 1186;
+    const pg::result r =
+        make({{"a", interval},
+              {"b", interval},
+              {"c", interval},
+              {"d", interval},
+              {"e", interval},
+              {"f", interval}},
+             {{"36:00:01.5", "-00:00:00.000001", "3 days", "-1 days +02:00:00", "1 mon", "P1D"}});
+    EXPECT_EQ(r.get<std::chrono::microseconds>(0, "a"), 36h + 1500ms);
+    EXPECT_EQ(r.get<std::chrono::milliseconds>(0, "a"), 36h + 1500ms);
+    EXPECT_EQ(r.get<std::chrono::nanoseconds>(0, "b"), -1us);
+    EXPECT_EQ(r.get<std::chrono::hours>(0, "c"), 72h) << "a day of an interval counts 24 hours";
+    EXPECT_EQ(r.get<std::chrono::seconds>(0, "d"), -22h);
+    EXPECT_EQ(
+        message_of<std::out_of_range>([&] { (void)r.get<std::chrono::seconds>(0, "a"); }),
+        "respool::pg::result: column \"a\" holds 129601500000 microseconds, which a duration of 1/1 s ticks "
+        "cannot hold exactly; read a finer one (std::chrono::microseconds)");
+    const std::string months =
+        message_of<std::invalid_argument>([&] { (void)r.get<std::chrono::seconds>(0, "e"); });
+    EXPECT_TRUE(contains(months, "column \"e\" (interval) holds \"1 mon\", not an interval of days and time"))
+        << months;
+    EXPECT_TRUE(
+        contains(message_of<std::invalid_argument>([&] { (void)r.get<std::chrono::seconds>(0, "f"); }),
+                 "holds \"P1D\""));
+}

@@ -14,6 +14,7 @@
 #include <iterator>
 #include <limits>
 #include <optional>
+#include <ratio>
 #include <span>
 #include <string>
 #include <string_view>
@@ -67,6 +68,10 @@ template <class T>
 struct is_optional : std::false_type {};
 template <class T>
 struct is_optional<std::optional<T>> : std::true_type {};
+template <class T>
+struct is_duration : std::false_type {};
+template <class Rep, class Period>
+struct is_duration<std::chrono::duration<Rep, Period>> : std::true_type {};
 
 // The errors of the reading side, built once in src/common/db_rows.cpp. `who` names the result type
 // ("respool::pg::result").
@@ -77,6 +82,8 @@ struct is_optional<std::optional<T>> : std::true_type {};
                                     std::size_t columns);
 [[noreturn]] void throw_integer_range(const char* who, std::string_view column, std::int64_t value,
                                       const char* type);
+[[noreturn]] void throw_duration_inexact(const char* who, std::string_view column, std::int64_t microseconds,
+                                         std::intmax_t num, std::intmax_t den);
 // The position of the column called `name` (the first, when several share it); std::out_of_range naming
 // it, the columns there are and, when `type` is given, the struct that wanted it.
 std::size_t find_column(const char* who, std::string_view name, std::size_t columns,
@@ -128,6 +135,26 @@ public:
                  static_cast<std::uint64_t>(v) > static_cast<std::uint64_t>(std::numeric_limits<T>::max())))
                 throw_integer_range(Result::reader_name, r.column_name(col), v, integer_name<T>());
             return static_cast<T>(v);
+        } else if constexpr (is_duration<T>::value && !std::is_same_v<T, std::chrono::microseconds>) {
+            // Any other duration: read as microseconds, then it must be held exactly (never truncated).
+            static_assert(std::is_integral_v<typename T::rep>, "respool: read an integer duration");
+            std::chrono::microseconds us{};
+            r.parse(row, col, us);
+            using from_us = std::ratio_divide<std::micro, typename T::period>;
+            const std::int64_t n = us.count();
+            if constexpr (from_us::den == 1) {  // T is finer: a multiple, which must fit
+                if (n > std::numeric_limits<typename T::rep>::max() / from_us::num ||
+                    n < std::numeric_limits<typename T::rep>::min() / from_us::num)
+                    throw_duration_inexact(Result::reader_name, r.column_name(col), n, T::period::num,
+                                           T::period::den);
+                return T(static_cast<typename T::rep>(n * from_us::num));
+            } else {  // T is coarser: whole units of it only
+                if (n % from_us::den != 0 || n / from_us::den > std::numeric_limits<typename T::rep>::max() ||
+                    n / from_us::den < std::numeric_limits<typename T::rep>::min())
+                    throw_duration_inexact(Result::reader_name, r.column_name(col), n, T::period::num,
+                                           T::period::den);
+                return T(static_cast<typename T::rep>(n / from_us::den));
+            }
         } else {
             static_assert(!is_character_v<T>, "respool: read a char as std::string or as an integer type");
             T out{};

@@ -165,7 +165,8 @@ public:
     // std::string, std::vector<std::byte> (bytea), std::chrono::system_clock::time_point (timestamptz,
     // timestamp read as UTC, date at midnight UTC; the server's ISO DateStyle, its default), or std::optional
     // of one of them (nullopt for NULL); any other integer type is read as int64 and must fit
-    // (std::out_of_range). Throws std::logic_error for NULL into a non-optional, std::invalid_argument
+    // (std::out_of_range); a std::chrono duration from an interval of days and time (a day as 24 h; years
+    // and months are refused), held exactly or std::out_of_range. Throws std::logic_error for NULL into a non-optional, std::invalid_argument
     // (naming the column, its server type, the text and the C++ type) when the text is not such a value.
     // By name and by row (result_reader, respool/detail/db_values.hpp): get<T>(row, "name"),
     // column("name"), row(i) and `for (pg::row row : result)`, one() / one<T>() (exactly one row),
@@ -185,6 +186,7 @@ private:
     void parse(std::size_t row, std::size_t col, std::string& out) const;
     void parse(std::size_t row, std::size_t col, std::vector<std::byte>& out) const;
     void parse(std::size_t row, std::size_t col, std::chrono::system_clock::time_point& out) const;
+    void parse(std::size_t row, std::size_t col, std::chrono::microseconds& out) const;
     friend class respool::detail::db::row_view<result>;
     static constexpr const char* reader_name = "respool::pg::result";
     std::shared_ptr<const ::pg_result> res_;  // libpq's PGresult, freed with the last copy

@@ -133,7 +133,7 @@ public:
     // std::optional of one of them (nullopt for NULL). Throws std::logic_error for NULL into a
     // non-optional, std::invalid_argument (naming the column and the value) when the field is not
     // such a value, std::out_of_range when an integer does not fit (any other integer type is read as
-    // std::int64_t and must fit).
+    // std::int64_t and must fit; a std::chrono duration from INTEGER microseconds, held exactly).
     // By name and by row (result_reader, respool/detail/db_values.hpp): get<T>(row, "name"),
     // column("name"), row(i) and `for (sqlite::row row : result)`, one() / one<T>() (exactly one row),
     // scalar<T>() (one row of one column), all<T>() (every row into a struct, see row_view::as).
@@ -157,6 +157,7 @@ private:
     void parse(std::size_t row, std::size_t col, std::string& out) const;
     void parse(std::size_t row, std::size_t col, std::vector<std::byte>& out) const;
     void parse(std::size_t row, std::size_t col, std::chrono::system_clock::time_point& out) const;
+    void parse(std::size_t row, std::size_t col, std::chrono::microseconds& out) const;
     friend class respool::detail::db::row_view<result>;
     static constexpr const char* reader_name = "respool::sqlite::result";
     std::shared_ptr<const data> data_;
