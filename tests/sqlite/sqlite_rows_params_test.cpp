@@ -129,8 +129,8 @@ TEST_F(sqlite_rows, columns_by_name_and_rows_to_iterate) {
 
 TEST_F(sqlite_rows, one_and_scalar_say_how_many_rows_there_were) {
     EXPECT_EQ(query("SELECT count(*) FROM items").scalar<std::size_t>(), 3u);
-    EXPECT_EQ(query("SELECT name FROM items WHERE id = ?", sqlite::params(2)).one().get<std::string>("name"),
-              "ink");
+    const auto ink = query("SELECT name FROM items WHERE id = ?", sqlite::params(2));
+    EXPECT_EQ(ink.one().get<std::string>("name"), "ink");  // one() is a view: not offered on a temporary
     const auto none = query("SELECT name FROM items WHERE id = 99");
     const auto all = query("SELECT name FROM items");
     EXPECT_EQ(message_of<std::logic_error>([&] { (void)none.one(); }),

@@ -28,7 +28,8 @@ template <class T>
 inline constexpr bool dependent_false = false;
 
 // Character types: a char is a letter to some readers and a small number to others, so neither params
-// nor a read guesses; say which by the type (std::string_view, or an integer type).
+// nor a read guesses; say which by the type (std::string_view, or an integer type). Each params refuses
+// them in its own integer template (a base-class template would be hidden by it in clang 14).
 template <class T>
 inline constexpr bool is_character_v =
     std::is_same_v<T, char> || std::is_same_v<T, wchar_t> || std::is_same_v<T, char8_t> ||
@@ -50,14 +51,6 @@ public:
     template <class T>
     Params& add(const std::optional<T>& v) {
         return v ? self().add(*v) : self().add(std::nullopt);
-    }
-    template <class C>
-    requires is_character_v<C> Params& add(C) {
-        static_assert(
-            dependent_false<C>,
-            "respool: a char is not a parameter (a letter or a number?): bind std::string_view(&c, 1) "
-            "for text, or an integer type such as std::int16_t for a number");
-        return self();
     }
 
 private:
@@ -170,11 +163,14 @@ public:
     // The position of the column called `name`; std::out_of_range naming it and the columns there are.
     [[nodiscard]] std::size_t column(std::string_view name) const { return column_for(name, nullptr); }
 
-    // Row `i` (std::out_of_range past the last), and the rows to iterate: for (auto row : result).
-    [[nodiscard]] row_type row(std::size_t i) const {
+    // Row `i` (std::out_of_range past the last), and the rows to iterate: for (auto row : result). A row
+    // is a view into its result, so neither row() nor one() is offered on a temporary result (that row
+    // would dangle): keep the result, or map the row at once with one<T>().
+    [[nodiscard]] row_type row(std::size_t i) const& {
         if (i >= self().rows()) throw_no_row(Result::reader_name, i, self().rows());
         return row_type(self(), i);
     }
+    row_type row(std::size_t i) const&& = delete;
     class iterator {
     public:
         using value_type = row_type;
@@ -203,13 +199,15 @@ public:
 
     // The one row of a statement that must return exactly one: std::logic_error saying "no rows" or
     // how many otherwise. one<T>() maps it as row.as<T>() does.
-    [[nodiscard]] row_type one() const {
+    [[nodiscard]] row_type one() const& {
         if (self().rows() != 1) throw_row_count(Result::reader_name, self().rows(), "exactly one row");
         return row_type(self(), 0);
     }
+    row_type one() const&& = delete;
     template <class T>
     [[nodiscard]] T one() const {
-        return one().template as<T>();
+        const result_reader& r = *this;
+        return r.one().template as<T>();
     }
     // The single value of a statement that returns one row of one column (SELECT count(*) ...):
     // std::logic_error when there are no rows, several, or not exactly one column.

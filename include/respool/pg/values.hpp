@@ -55,10 +55,14 @@ public:
     params& add(std::string_view v);
     params& add(std::span<const std::byte> v);                        // bytea
     params& add(std::chrono::sys_time<std::chrono::microseconds> t);  // timestamptz
-    // Every other integer type (long long, unsigned, std::size_t, std::uint64_t, std::uint8_t, ...).
+    // Every other integer type (long long, unsigned, std::size_t, std::uint64_t, std::uint8_t, ...). A
+    // char type does not compile: a letter or a number? say which by the type.
     template <class I>
-    requires(std::is_integral_v<I> && !std::is_same_v<I, bool> &&
-             !respool::detail::db::is_character_v<I>) params& add(I v) {
+    requires(std::is_integral_v<I> && !std::is_same_v<I, bool>) params& add(I v) {
+        static_assert(
+            !respool::detail::db::is_character_v<I>,
+            "respool: a char is not a parameter (a letter or a number?): bind std::string_view(&c, 1) for "
+            "text, or an integer type such as std::int16_t for a number");
         static_assert(sizeof(I) <= sizeof(std::int64_t), "respool: an integer wider than 64 bits");
         if constexpr (std::is_signed_v<I> ? sizeof(I) <= 2 : sizeof(I) < 2)
             return add(static_cast<std::int16_t>(v));
@@ -166,11 +170,11 @@ public:
     // timestamp read as UTC, date at midnight UTC; the server's ISO DateStyle, its default), or std::optional
     // of one of them (nullopt for NULL); any other integer type is read as int64 and must fit
     // (std::out_of_range); a std::chrono duration from an interval of days and time (a day as 24 h; years
-    // and months are refused), held exactly or std::out_of_range. Throws std::logic_error for NULL into a non-optional, std::invalid_argument
-    // (naming the column, its server type, the text and the C++ type) when the text is not such a value.
-    // By name and by row (result_reader, respool/detail/db_values.hpp): get<T>(row, "name"),
-    // column("name"), row(i) and `for (pg::row row : result)`, one() / one<T>() (exactly one row),
-    // scalar<T>() (one row of one column), all<T>() (every row into a struct, see row_view::as).
+    // and months are refused), held exactly or std::out_of_range. Throws std::logic_error for NULL into a
+    // non-optional, std::invalid_argument (naming the column, its server type, the text and the C++ type)
+    // when the text is not such a value. By name and by row (result_reader, respool/detail/db_values.hpp):
+    // get<T>(row, "name"), column("name"), row(i) and `for (pg::row row : result)`, one() / one<T>() (exactly
+    // one row), scalar<T>() (one row of one column), all<T>() (every row into a struct, see row_view::as).
     [[nodiscard]] std::uint64_t affected_rows() const noexcept { return affected_; }
     [[nodiscard]] std::string_view command_tag() const noexcept;  // "INSERT 0 3", "SELECT 1"
 
