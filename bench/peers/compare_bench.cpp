@@ -1,5 +1,5 @@
 // The C++ side of bench/compare: respool (a shared thread_safe pool with FIFO idle order, the same with
-// the thread-affinity cache, and one pool per thread as in SPEC.md §3) and the naive pool a C++ developer
+// the thread-affinity cache, and one pool per thread) and the naive pool a C++ developer
 // would otherwise hand-roll, on the workloads of the Java peer harness, measured the same way (threads cycle
 // for a fixed time after a warm-up; median of reps).
 //

@@ -1,4 +1,4 @@
-// Circuit breaker (SPEC.md §1.7): manual control plus a pluggable strategy.
+// Circuit breaker: manual control plus a pluggable strategy.
 #pragma once
 
 #include <respool/error.hpp>
@@ -37,7 +37,7 @@ public:
     virtual void report_failure(circuit_breaker& cb, const error_code& ec) = 0;
 };
 
-// The working default (SPEC.md §1.7): opens after `failures_to_open` consecutive failures (failed
+// The working default: opens after `failures_to_open` consecutive failures (failed
 // creations, broken or poisoned releases, failed validations), half-opens after `cool_down` letting at
 // most `probes` acquires through, closes after `successes_to_close` accepted releases, reopens on a
 // failure while half-open. Thread-safe; one instance per pool.

@@ -4,7 +4,7 @@
 // A pool has one alarm on its clock, set to its earliest timer. When it rings, the pool posts its
 // timer work to its own executor: a clock never runs pool code on its own thread, and an alarm holds
 // no work on any executor (a pool's timers never keep an event loop alive). Closing a pool cancels its
-// alarm; once close() returns, nothing of the pool's timers touches the executor again (SPEC.md §1.5).
+// alarm; once close() returns, nothing of the pool's timers touches the executor again.
 //
 //   auto clock = std::make_shared<respool::manual_clock>();
 //   respool::pool<conn> p(io.get_executor(), {.acquire_timeout = 5s, .clock = clock}, hooks);

@@ -1,5 +1,5 @@
-// Hooks of a pool<T> (SPEC.md §1.1). Each check accepts a plain callable or a coroutine returning
-// asio::awaitable<...> (creating, pinging or resetting a connection is I/O), with or without a
+// Hooks of a pool<T> (docs/02-operations.md, Hooks). Each check accepts a plain callable or a coroutine
+// returning asio::awaitable<...> (creating, pinging or resetting a connection is I/O), with or without a
 // hook_context; callables may be move-only. before_acquire runs on every resource taken from idle,
 // pre-warmed ones included, never on one created for that very acquire.
 //   factory        T()                      or awaitable<T>()          failure: throw (system_error keeps its

@@ -1,4 +1,4 @@
-// Events (SPEC.md §1.9). Install an observer with pool::set_observer; with none installed the pool
+// Events. Install an observer with pool::set_observer; with none installed the pool
 // pays nothing (no clock reads, no calls). Callbacks run on whatever thread made the decision, outside
 // the pool's lock; they must not block and must not throw (exceptions are swallowed).
 #pragma once
@@ -37,7 +37,7 @@ public:
     virtual void on_creation_retry(const error_code& /*cause*/, std::chrono::nanoseconds /*delay*/) {}
 };
 
-// Logging sink (SPEC.md §1.9). The default pool has none and formats nothing. Messages never contain
+// Logging sink. The default pool has none and formats nothing. Messages never contain
 // resource data or credentials.
 enum class log_level { debug = 0, info = 1, warning = 2, error = 3 };
 const char* to_string(log_level) noexcept;

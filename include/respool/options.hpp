@@ -1,5 +1,5 @@
-// Pool options (SPEC.md §1.1). validate() rejects bad values with std::invalid_argument whose
-// message names the option and the rule; pool constructors call it before creating anything.
+// Pool options (docs/02-operations.md, Options). validate() rejects bad values with std::invalid_argument
+// whose message names the option and the rule; pool constructors call it before creating anything.
 #pragma once
 
 #include <respool/clock.hpp>
@@ -34,8 +34,8 @@ struct pool_options {
     // circuit strategy or observer is set; see docs/03-design.md.
     bool thread_affinity = false;
 
-    // Lifecycle (SPEC.md §2). Off in the generic pool; the database layer turns them on (300 s, 30 s).
-    // `min` is the warm baseline (min_idle): re-created in the background after losses.
+    // Lifecycle (docs/01-concepts.md, Lifecycle). Off in the generic pool; the database layer turns them on
+    // (300 s, 30 s). `min` is the warm baseline (min_idle): re-created in the background after losses.
     duration idle_ttl{};      // evict resources idle longer, never below min; checked every idle_ttl/4
     duration max_lifetime{};  // retire older resources (minus up to 2.5 % jitter): when idle or on release
     duration acquire_ttl{};   // a lease held longer is reported once (leak_suspected) and again on return
@@ -46,7 +46,7 @@ struct pool_options {
     // demand remains; the failure itself reaches the oldest waiter at once. 0 = retry at once.
     duration create_retry_initial = std::chrono::milliseconds(10);
     duration create_retry_max = std::chrono::seconds(10);
-    // Bounds of the coroutine hooks (SPEC.md §1.1). A hook past its bound, or running when close() is
+    // Bounds of the coroutine hooks. A hook past its bound, or running when close() is
     // called, gets a terminal cancellation through its cancellation slot and counts as a failure of that
     // hook at once: a creation frees its slot (errc::hook_timeout reaches the waiter it was for and the
     // circuit strategy), a check or reset destroys its resource, and the place is free again. A hook

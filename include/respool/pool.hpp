@@ -1,4 +1,5 @@
-// respool::pool<T>: an asynchronous resource pool on Boost.Asio (SPEC.md §1).
+// respool::pool<T>: an asynchronous resource pool on Boost.Asio (docs/01-concepts.md,
+// docs/02-operations.md).
 //
 //   respool::pool<conn> p(io.get_executor(), {.min = 2, .max = 16}, {.factory = [] { return conn{}; }});
 //   auto lease = co_await p.async_acquire(boost::asio::use_awaitable);    // or a callback, use_future,
@@ -529,7 +530,7 @@ public:
             detail::initiate_signal{impl_.get(), facts_}, token, false, duration{});
     }
 
-    // Circuit breaker, manual control (SPEC.md §1.7).
+    // Circuit breaker, manual control (circuit_breaker.hpp).
     [[nodiscard]] circuit_state state() const {
         return impl_ ? detail::breaker(*impl_).state() : circuit_state::closed;
     }

@@ -1,4 +1,4 @@
-// A consistent snapshot of a pool (SPEC.md §1.9). Contains no resource data and no credentials:
+// A consistent snapshot of a pool. Contains no resource data and no credentials:
 // safe to expose on a /metrics endpoint.
 #pragma once
 
@@ -50,7 +50,7 @@ struct histogram {
     }
 };
 
-// The monotonic counters (SPEC.md §1.9), defined once: the sans-io core counts into this struct and
+// The monotonic counters, defined once: the sans-io core counts into this struct and
 // stats() hands out a copy. The first two are the ones every take writes (kept together, first).
 struct pool_counters {
     std::uint64_t acquires = 0;         // leases handed out

@@ -1,4 +1,4 @@
-// The default circuit strategy (SPEC.md §1.7): consecutive failures open the circuit, a cool-down
+// The default circuit strategy: consecutive failures open the circuit, a cool-down
 // half-opens it with a probe budget, accepted probes close it, a failed probe reopens it.
 #include <respool/circuit_breaker.hpp>
 

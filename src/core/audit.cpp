@@ -1,4 +1,4 @@
-// The invariants of SPEC.md §5 that are visible from inside the core, for the tests.
+// The invariants (docs/01-concepts.md) that are visible from inside the core, for the tests.
 #include "pool_core.hpp"
 
 #include <sstream>

@@ -1,5 +1,5 @@
 // Creation on behalf of the queue and the floor: factory outcomes, back-off after failures, the
-// inline creation of try_acquire (SPEC.md §1.2).
+// inline creation of try_acquire.
 #include "pool_core.hpp"
 
 #include <cassert>

@@ -6,7 +6,7 @@
 // Appending to it and taking its head are O(1), and the heap above only sees a change when a lane's
 // head changes, which with one shared timeout is a heap of one. A heap of every waiter cost a sift through
 // ~8 cache-missing levels per hand-off with 100,000 waiters, for a queue that was already in order.
-// Why a heap of heads: per-request deadlines are all different (SPEC §1.3), so lanes alone degrade to
+// Why a heap of heads: per-request deadlines are all different, so lanes alone degrade to
 // one lane per waiter and a scan of the lanes per look at the earliest deadline. With the heads in a
 // heap any mix costs O(log lanes) per change, and distinct timeouts cost what a heap of waiters did.
 // Why lanes are found through a small set-associative table: a lane is looked up by its key (the

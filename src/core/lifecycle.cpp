@@ -1,5 +1,5 @@
 // Background work on idle resources: the health check, one resource at a time, and housekeeping
-// (eviction, lifetimes, leak reports, the min floor; SPEC.md §1.5 and §2).
+// (eviction, lifetimes, leak reports, the min floor).
 #include "pool_core.hpp"
 
 namespace respool::core {

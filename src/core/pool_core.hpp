@@ -1,4 +1,5 @@
-// The sans-io pool: every rule of SPEC.md §1.2-1.8 as a plain state machine. No Asio, no threads, no
+// The sans-io pool: every rule of acquire, waiting, release, health checks, the idle store, the circuit
+// and close (docs/01-concepts.md) as a plain state machine. No Asio, no threads, no
 // clock reads (time comes in as arguments), no allocation on the take/release path. Callers (the Asio
 // driver, the unit and model tests) feed it events and execute the effects it emits:
 //   wake     - post the resumption of waiter w; it then calls resume(w) to learn its outcome
@@ -39,7 +40,7 @@ struct config {
     bool lifo = false;
     bool before_acquire = false;  // a before_acquire hook exists: resources lent before pass it
     bool reports = false;         // emit report_success / report_failure effects
-    // Lifecycle (SPEC §2), all measured on the core's clock and applied by housekeep(now):
+    // Lifecycle, all measured on the core's clock and applied by housekeep(now):
     duration idle_ttl{};              // 0 = off: idle longer is evicted, never below min
     duration acquire_ttl{};           // 0 = off: a lease held longer is reported once (leak_suspected)
     bool validate_on_borrow = false;  // take_result::validate for resources idle >= validate_after
@@ -88,7 +89,8 @@ public:
     // over (at once when min is 0).
     void start(effects& fx);
 
-    // Steps 1-3 of SPEC §1.2 for a newcomer. Never takes a reserved place. A resource that needs a
+    // An acquire's first steps for a newcomer (an idle resource, else a creation in a free place, else
+    // park). Never takes a reserved place. A resource that needs a
     // check comes back with it: the caller runs it and calls check_done (a synchronous caller), or
     // first wait_for_check (an acquire that may be cancelled or time out meanwhile). Every resource
     // taken from idle is due for before_acquire: a newcomer finds none made for it.
@@ -107,7 +109,7 @@ public:
                         std::optional<duration> timeout);
     // The verdict of the check r is under. Passed: the next check, or the resource is lent (a closed
     // pool destroys it instead: closed). Failed: r is destroyed (rejected) and its borrower takes
-    // again in its arrival position (SPEC §1.2): another resource (perhaps with checks), parked, or an
+    // again in its arrival position: another resource (perhaps with checks), parked, or an
     // error; a synchronous caller gets {ok, nullptr} and takes again itself. When the borrower left, a
     // pass gives r back to idle.
     verdict check_done(resource* r, bool passed, time_point now, effects& fx);
@@ -253,7 +255,7 @@ public:
     // creation could serve it at once): count it.
     void count_timeout() noexcept { ++c_.timeouts; }
 
-    // Checks SPEC §5 invariants that are visible from inside; returns "" or a description.
+    // Checks the invariants (docs/01-concepts.md) that are visible from inside; returns "" or a description.
     [[nodiscard]] std::string audit() const;
 
 private:

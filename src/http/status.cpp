@@ -1,4 +1,4 @@
-// The error -> HTTP mapping (SPEC.md §6; the table with its reasons is in docs/08-http.md). respool's
+// The error -> HTTP mapping (the table with its reasons is in docs/08-http.md). respool's
 // own codes are listed one by one: a new errc falls through to 500 until someone decides, and the table
 // test names each of them. A database's codes are read through what they mean (respool::db::condition):
 // respool::pg and respool::sqlite decide which conditions each of their codes matches, so this file

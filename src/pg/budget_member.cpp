@@ -9,6 +9,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -134,6 +135,16 @@ std::string budget_member::table() const {
     return quoted_schema_ + ".respool_budget";
 }
 
+std::string budget_member::channel() const {
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(lock_key_));
+    return std::string("respool_budget_") + hex;
+}
+
+std::string budget_member::notify() const {
+    return "SELECT pg_notify('" + channel() + "', '" + cfg_.instance_id + "')";
+}
+
 void budget_member::start() {
     apply_cap(0);
     asio::co_spawn(ex_, run(shared_from_this()), asio::detached);
@@ -208,6 +219,23 @@ void budget_member::degrade(const std::string& reason) {
     }
 }
 
+void budget_member::on_read_only_server() {
+    // A standby cannot write the table, and its connections are not the primary's to share: the pool
+    // keeps its configured max. Each heartbeat tries again, so that a promoted standby's pool joins
+    // within one heartbeat of the promotion (pg::cluster gives every host's pool the same budget).
+    table_ready_ = false;
+    apply_cap(configured_max_);
+    const std::string reason = "the server is read-only (a standby): its connections are not in the budget";
+    {
+        std::lock_guard lock(mutex_);
+        stats_.degraded = reason;
+    }
+    if (reason != last_note_) {
+        last_note_ = reason;
+        pool_.log(log_level::info, "budget: " + reason + "; keeping max " + std::to_string(configured_max_));
+    }
+}
+
 void budget_member::waiting(const std::string& reason) {
     {
         std::lock_guard lock(mutex_);
@@ -227,33 +255,76 @@ asio::awaitable<void> budget_member::run(std::shared_ptr<budget_member> /*keeps 
         recent_totals_[recent_at_++ % recent_totals_.size()] = ps.total;
         peak_busy_ = std::max<std::size_t>(
             peak_busy_, ps.active + ps.waiting - std::min<std::size_t>(ps.active, gate_waiters_.load()));
-        if (clock::now() >= next_tick) {
+        const clock::time_point now = clock::now();
+        // News does not wait for the heartbeat: a demand that grew past what the table says (the
+        // others must make room), or another member's notification (one joined or asked for more, one
+        // gave connections back or left). At most one tick per min_gap.
+        const bool demand_grew =
+            table_ready_ && budget::demand_of(peak_busy_, configured_max_) > written_demand_;
+        const auto min_gap = std::max<clock::duration>(cfg_.heartbeat / 20, std::chrono::milliseconds(10));
+        if (now >= next_tick || ((demand_grew || poked_) && now >= last_tick_ + min_gap)) {
+            last_tick_ = now;
+            poked_ = false;
             co_await tick();
-            // While its share is on its way to the target (a shrink waiting for leases to come back, a
-            // grow waiting for others to shrink) it looks again sooner: a change settles in a
-            // heartbeat or so, not in several.
+            // While some member's share (its own included) is on its way to its target (a shrink
+            // waiting for leases to come back, a grow waiting for others to shrink) it looks again
+            // sooner: a change settles in a heartbeat or so, not in several.
             const budget_stats st = stats();
-            const bool moving = st.degraded.empty() && st.granted != st.target;
-            next_tick = clock::now() + (moving ? cfg_.heartbeat / 4 : cfg_.heartbeat);
-            const pool_stats now = pool_.stats();
-            peak_busy_ = now.active + now.waiting;
+            const bool moving = st.degraded.empty() && !settled_;
+            next_tick = clock::now() + (moving ? cfg_.heartbeat / 8 : cfg_.heartbeat);
+            const pool_stats ps_now = pool_.stats();
+            peak_busy_ = ps_now.active + ps_now.waiting;
             continue;
         }
-        timer_.expires_after(std::min<clock::duration>(sample_every, next_tick - clock::now()));
-        co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+        co_await pause(std::min<clock::duration>(sample_every, next_tick - clock::now()));
     }
     if (vanished_) {
         if (conn_) conn_->close();
         conn_.reset();
         leave_keepalive_.reset();
+        left_ = true;
         co_return;
     }
     co_await finish(std::move(leave_keepalive_));
+    left_ = true;
+}
+
+asio::awaitable<void> budget_member::wait_left() {
+    // Bounded by run(): finish() waits at most lease for the connections, then one DELETE under the
+    // member connection's statement deadline. Looked at every 10 ms: a close is rare.
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    while (!left_) {
+        t.expires_after(std::chrono::milliseconds(10));
+        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+}
+
+asio::awaitable<void> budget_member::pause(clock::duration d) {
+    timer_.expires_after(d);
+    if (!listening_ || !conn_ || !conn_->is_open()) {
+        co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+        co_return;
+    }
+    // The timer or a notification, whichever comes first (the other is cancelled; leave() and
+    // vanish() cancel the timer). Named locals: GCC 12 mishandles temporaries in co_await's operand.
+    using namespace asio::experimental::awaitable_operators;
+    auto note = conn_->async_wait_notification(asio::as_tuple(asio::use_awaitable));
+    auto time = timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+    auto either = std::move(note) || std::move(time);
+    auto first = co_await std::move(either);
+    if (first.index() != 0) co_return;
+    auto& [ec, n] = std::get<0>(first);
+    if (ec) {
+        if (ec != asio::error::operation_aborted) listening_ = false;  // the next tick reconnects
+        co_return;
+    }
+    if (n.payload != cfg_.instance_id) poked_ = true;  // its own come back too
 }
 
 asio::awaitable<bool> budget_member::ensure_connection() {
     if (conn_ && conn_->is_open()) co_return true;
     conn_.emplace(ex_);
+    listening_ = false;
     auto [ec] = co_await conn_->async_connect(member_conninfo(conninfo_), connect_timeout_,
                                               asio::as_tuple(asio::use_awaitable));
     if (ec) {
@@ -269,6 +340,11 @@ asio::awaitable<bool> budget_member::ensure_connection() {
     conn_->set_statement_timeout(limit);
     conn_->set_cancel_drain_limit(limit);
     conn_->set_statement_mode(statement_mode::unnamed, 0);
+    // Members tell each other about changes on this channel (best effort: behind a transaction
+    // pooler nothing arrives, and the heartbeat alone moves the shares).
+    std::string listen = "LISTEN " + channel();
+    auto [lec, lr] = co_await conn_->async_query(std::move(listen), asio::as_tuple(asio::use_awaitable));
+    listening_ = !lec;
     co_return true;
 }
 
@@ -276,7 +352,9 @@ asio::awaitable<void> budget_member::tick() {
     if (!co_await ensure_connection()) co_return;
     connection& c = *conn_;
     const std::uint32_t demand = budget::demand_of(peak_busy_, configured_max_);
+    bool read_only = false;  // 25006: a standby (or a server whose transactions are read-only)
     auto failed = [&](const error_code& ec, const std::string& step) {
+        read_only = read_only || c.last_error().sqlstate == "25006";
         std::string why = step + ": " + describe(ec, c.last_error());
         if (!c.is_open() || ec == condition::connection_broken) conn_.reset();
         return why;
@@ -309,6 +387,7 @@ asio::awaitable<void> budget_member::tick() {
             if (ec2) {
                 const std::string why = failed(ec2, "creating the table");
                 co_await rollback();
+                if (read_only) co_return on_read_only_server();
                 co_return degrade(why);
             }
         }
@@ -375,17 +454,26 @@ asio::awaitable<void> budget_member::tick() {
         step = budget::next_step(b, rows, own, total > gated ? total - gated : 0);
         step.pool_cap = std::min(step.pool_cap, configured_max_);
         if (step.pool_cap < cap_) apply_cap(step.pool_cap);  // lower now, before the row says so
-        auto [ec, r] =
-            co_await c.async_query("UPDATE " + table() + " SET granted = " + std::to_string(step.granted) +
-                                       " WHERE instance = '" + cfg_.instance_id + "'; COMMIT",
-                                   asio::as_tuple(asio::use_awaitable));
+        // News for the others (delivered at commit): it joined or asks for more (they must make
+        // room), or it gave connections back (room for those waiting to grow).
+        const bool news =
+            written_demand_ == 0 || demand > written_demand_ || step.granted < rows[own].granted;
+        // (A named local: GCC 12 destroys some temporaries of a co_await's arguments twice.)
+        std::string sql = "UPDATE " + table() + " SET granted = " + std::to_string(step.granted) +
+                          " WHERE instance = '" + cfg_.instance_id + "'; ";
+        if (news) sql += notify() + "; ";
+        sql += "COMMIT";
+        auto [ec, r] = co_await c.async_query(std::move(sql), asio::as_tuple(asio::use_awaitable));
         if (ec) why = failed(ec, "writing its share");
     }
     if (!why.empty()) {
         co_await rollback();
+        if (read_only) co_return on_read_only_server();
         co_return degrade(why);
     }
     last_commit_ = clock::now();
+    written_demand_ = demand;
+    settled_ = step.settled;
     apply_cap(step.pool_cap);  // raised only once the larger share is committed
     if (!last_note_.empty()) {
         pool_.log(log_level::info, "budget: sharing " + cfg_.schema + ".respool_budget");
@@ -413,9 +501,9 @@ asio::awaitable<void> budget_member::finish(std::shared_ptr<void> keepalive) {
     timer_.expires_after(std::chrono::milliseconds(50));
     co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
     if (in_table_ && conn_ && conn_->is_open() && pool_.stats().total == 0) {
-        auto [ec, r] = co_await conn_->async_query(
-            "DELETE FROM " + table() + " WHERE instance = '" + cfg_.instance_id + "'",
-            asio::as_tuple(asio::use_awaitable));
+        std::string sql =
+            "DELETE FROM " + table() + " WHERE instance = '" + cfg_.instance_id + "'; " + notify();
+        auto [ec, r] = co_await conn_->async_query(std::move(sql), asio::as_tuple(asio::use_awaitable));
         (void)ec;  // else it expires after lease
     }
     if (conn_) conn_->close();

@@ -49,6 +49,8 @@ public:
     // Graceful leave, after the pool closed: waits (up to lease) for the pool's connections to be
     // gone, deletes its row, closes the member connection. `keepalive` is held until then.
     void leave(std::shared_ptr<void> keepalive);
+    // Completes once leave() (or vanish()) has finished: the row deleted, or left to expire.
+    boost::asio::awaitable<void> wait_left();
     // A crash, for tests: the loop ends and the member connection closes without touching the row
     // (it expires after lease).
     void vanish();
@@ -66,9 +68,14 @@ private:
     boost::asio::awaitable<bool> ensure_connection();
     boost::asio::awaitable<void> finish(std::shared_ptr<void> keepalive);
     void degrade(const std::string& reason);
+    void on_read_only_server();
     void waiting(const std::string& reason);
     void apply_cap(std::size_t cap);
     std::string table() const;
+    std::string channel() const;  // where members notify each other of changes
+    std::string notify() const;   // the statement that does
+    // Waits `d`, or less when another member's notification arrives (poked_).
+    boost::asio::awaitable<void> pause(std::chrono::steady_clock::duration d);
 
     boost::asio::any_io_executor ex_;
     std::string conninfo_;
@@ -84,11 +91,17 @@ private:
     bool in_table_ = false;  // a row of ours may exist
     bool stopping_ = false;
     bool vanished_ = false;
+    std::atomic<bool> left_{false};  // run() has ended: nothing more will touch the table
     std::shared_ptr<void> leave_keepalive_;
     std::size_t peak_busy_ = 0;
     std::array<std::size_t, 3> recent_totals_{};  // the pool's connections at the last samples
     std::size_t recent_at_ = 0;
     std::optional<std::chrono::steady_clock::time_point> last_commit_;  // of its last share
+    std::chrono::steady_clock::time_point last_tick_{};                 // when the last tick began
+    std::uint32_t written_demand_ = 0;  // the demand its row holds (as of its last commit)
+    bool settled_ = false;              // every row at its target at the last commit
+    bool listening_ = false;            // the member connection LISTENs on channel()
+    bool poked_ = false;                // another member notified a change since the last tick
     std::size_t cap_ = 0;
     std::string last_note_;  // the last log line's reason (each reason is logged once)
     std::atomic<std::size_t> allowed_{0};

@@ -62,10 +62,10 @@ std::vector<std::uint32_t> fair_targets(std::uint32_t budget, const std::vector<
     return given;
 }
 
-own_step next_step(std::uint32_t budget, const std::vector<member_row>& rows, std::size_t own,
-                   std::size_t pool_total) {
-    own_step s;
-    s.target = fair_targets(budget, rows).at(own);
+namespace {
+// The member's own move toward s.target (see next_step).
+own_step own_move(own_step s, std::uint32_t budget, const std::vector<member_row>& rows, std::size_t own,
+                  std::size_t pool_total) {
     const std::uint32_t had = rows[own].granted;
     if (s.target < had) {
         // Shrink: the pool's cap now; the row says what the pool still holds (never less), and reaches
@@ -90,6 +90,21 @@ own_step next_step(std::uint32_t budget, const std::vector<member_row>& rows, st
         s.granted = had;
     }
     s.pool_cap = pool_cap_of(s.granted);
+    return s;
+}
+
+}  // namespace
+
+own_step next_step(std::uint32_t budget, const std::vector<member_row>& rows, std::size_t own,
+                   std::size_t pool_total) {
+    own_step s;
+    const std::vector<std::uint32_t> targets = fair_targets(budget, rows);
+    s.target = targets.at(own);
+    s.settled = true;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        if (i != own && rows[i].granted != targets[i]) s.settled = false;
+    s = own_move(s, budget, rows, own, pool_total);
+    s.settled = s.settled && s.granted == s.target;
     return s;
 }
 

@@ -42,6 +42,9 @@ struct own_step {
     std::uint32_t target = 0;   // its place in the division
     std::uint32_t granted = 0;  // what it writes into its row now
     std::size_t pool_cap = 0;   // pooled connections it may hold after this tick (its pool's max; 0: none)
+    // Every row (this one as written now) at its place in the division: nothing to move. While some
+    // member is not, every member looks again sooner, so that a change settles in a heartbeat or so.
+    bool settled = false;
 };
 
 // `own` is this member's index in `rows` (its row with its demand of this tick and the granted it has

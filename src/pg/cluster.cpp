@@ -725,6 +725,7 @@ cluster_stats cluster::stats() const {
         h.statements = s.hosts[i]->statements;
         h.last_failure = v.last_failure;
         h.pool = s.hosts[i]->db->stats();
+        h.budget = s.hosts[i]->db->budget_stats();
         out.hosts.push_back(std::move(h));
     }
     out.primary = s.topo.primary();

@@ -200,8 +200,14 @@ void connection::start_wait_notification(notification_handler handler) {
 
 void connection::start_ping(connect_handler handler) {
     auto hex = asio::get_associated_executor(handler, impl_->ex);  // the ping's handler runs there
-    start_query("", asio::bind_executor(
-                        hex, [h = std::move(handler)](error_code ec, result) mutable { std::move(h)(ec); }));
+    detail::start_query(impl_, "", std::nullopt,
+                        asio::bind_executor(hex, [h = std::move(handler)](
+                                                     error_code ec, result) mutable { std::move(h)(ec); }),
+                        true);
+}
+
+void connection::set_tracer(std::shared_ptr<statement_tracer> tracer) noexcept {
+    impl_->tracer = std::move(tracer);
 }
 
 }  // namespace respool::pg

@@ -5,6 +5,7 @@
 #include "statement_cache.hpp"
 
 #include <respool/pg/connection.hpp>
+#include <respool/trace.hpp>
 
 #include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/any_completion_handler.hpp>
@@ -78,6 +79,8 @@ struct connection::impl {
     std::vector<std::string> to_deallocate;  // evicted or stale statements, sent with the next query
     std::string key;                         // reused buffer for cache keys (no allocation per query)
     session_state session;
+    std::shared_ptr<statement_tracer> tracer;  // set_tracer: told of every statement as it ends
+    std::string trace_host;                    // host:port for the tracer, made at the first trace
     // The reported settings as the connect left them (the client's startup values). RESET ALL brings a
     // setting back to the server session's default, which behind a pooler (PgBouncer in transaction
     // mode) is the pooler's, not this client's: the reset puts these back when they differ.
@@ -145,9 +148,16 @@ void defer_begin(connection& c, std::string begin_sql);
 bool drop_deferred_begin(connection& c) noexcept;
 
 // Starts a query on `c` (query.cpp): the simple protocol when `p` is null, else bound parameters
-// through the statement cache (or the unnamed statement, statement_mode::unnamed).
+// through the statement cache (or the unnamed statement, statement_mode::unnamed). `pool_statement`:
+// the pool's own (a reset, a liveness check), so marked for the tracer.
 void start_query(const std::shared_ptr<connection::impl>& c, std::string sql, std::optional<params> p,
-                 query_handler handler);
+                 query_handler handler, bool pool_statement = false);
+
+// Tells the connection's tracer (when it has one) that a statement ended: `started` is when it was
+// sent, `r` its result (nullptr on failure). Never throws.
+void trace_statement(connection::impl& c, std::string_view sql, std::size_t parameters,
+                     std::chrono::steady_clock::time_point started, const result* r, const error_code& ec,
+                     bool pool_statement) noexcept;
 
 }  // namespace detail
 

@@ -1,6 +1,6 @@
 // The errors of the PostgreSQL layer: the connection's own (pg::error), the server's SQLSTATEs, and
-// pg::condition, what a failure means, matched against both (docs/06-postgresql.md). SPEC §3.1 names
-// what counts as connection-level.
+// pg::condition, what a failure means, matched against both (docs/06-postgresql.md). Only
+// connection-level failures (condition::connection_broken) poison a pooled connection.
 #include <respool/pg/connection.hpp>
 
 #include <string>

@@ -69,6 +69,7 @@ void pipeline::submit(std::string sql, params p, query_handler h, respool::diagn
     }
     auto s = std::make_shared<statement>(std::move(sql), std::move(p), std::move(h));
     s->diag = diag;
+    if (c_->tracer) s->started = std::chrono::steady_clock::now();
     auto slot = s->handler.get_cancellation_slot();
     if (slot.is_connected())
         slot.assign(
@@ -298,6 +299,7 @@ void pipeline::complete_front() {
         s->diag->message = describe(ec, words);
         s->diag->error = std::make_exception_ptr(error_with_diagnostics(ec, std::move(words)));
     }
+    if (c_->tracer) trace_statement(*c_, s->sql, s->p.size(), s->started, ec ? nullptr : &s->out, ec, false);
     complete_here(c_->ex, std::move(s->handler), ec, std::move(s->out));
 }
 
@@ -309,6 +311,7 @@ void pipeline::abandon(const statement_ptr& s, error_code why) {
     s->early = why;
     auto slot = s->handler.get_cancellation_slot();
     if (slot.is_connected()) slot.clear();
+    if (c_->tracer) trace_statement(*c_, s->sql, s->p.size(), s->started, nullptr, why, false);
     complete(c_->ex, std::move(s->handler), why, result{});  // leaves s->handler empty
     watch_head();
 }
@@ -374,6 +377,9 @@ void pipeline::broke(const char* why) {
         if (s->handler) {
             auto slot = s->handler.get_cancellation_slot();
             if (slot.is_connected()) slot.clear();
+            if (c_->tracer)
+                trace_statement(*c_, s->sql, s->p.size(), s->started, nullptr, error::connection_broken,
+                                false);
             complete(c_->ex, std::move(s->handler), error_code(error::connection_broken), result{});
         }
     c_->busy = false;

@@ -83,6 +83,7 @@ private:
         error_code early;                       // why it completed early
         bool cancel_sent = false;
         bool retried = false;
+        std::chrono::steady_clock::time_point started{};  // with a tracer: when it was submitted
         [[nodiscard]] bool internal() const noexcept { return !deallocating.empty(); }
     };
     using statement_ptr = std::shared_ptr<statement>;

@@ -21,8 +21,10 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <libpq-fe.h>
 
@@ -133,7 +135,8 @@ hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner
     hooks<connection> h;
     h.factory = [info = c.conninfo, timeout = c.connect_timeout, mode = c.statements,
                  capacity = c.statement_cache_capacity, statement_timeout = c.statement_timeout,
-                 drain_limit = c.cancel_drain_limit, owner]() -> asio::awaitable<connection> {
+                 drain_limit = c.cancel_drain_limit, tracer = c.tracer,
+                 owner]() -> asio::awaitable<connection> {
         duration left = timeout;
         if (std::shared_ptr<detail::budget_member> b = [&] {
                 auto s = owner.lock();
@@ -157,11 +160,14 @@ hooks<connection> hooks_of(const pool_config& c, std::weak_ptr<pool_state> owner
         conn.set_statement_mode(mode, capacity);
         conn.set_statement_timeout(statement_timeout);
         conn.set_cancel_drain_limit(drain_limit);
+        conn.set_tracer(tracer);
         co_return conn;
     };
-    auto ping = [query = c.validation_query](connection& conn) -> asio::awaitable<bool> {
+    auto ping = [query = c.validation_query, tracer = c.tracer](connection& conn) -> asio::awaitable<bool> {
         if (!conn.alive_nowait()) co_return false;
+        conn.set_tracer(nullptr);  // the pool's own check, not a borrower's statement: not traced
         auto [ec, r] = co_await conn.async_query(query, asio::as_tuple(asio::use_awaitable));
+        conn.set_tracer(tracer);
         co_return !ec;
     };
     h.validate = ping;
@@ -454,6 +460,18 @@ void pool::close() noexcept {
 }
 respool::pool<connection>& pool::base() noexcept {
     return *state_->p;
+}
+
+void pool::start_close(duration grace, asio::any_completion_handler<void(error_code)> handler) {
+    std::shared_ptr<detail::pool_state> s = state_.shared();
+    auto closing = [](std::shared_ptr<detail::pool_state> st, duration g) -> asio::awaitable<error_code> {
+        auto [ec] = co_await st->p->async_close(g, asio::as_tuple(asio::use_awaitable));
+        st->close();  // the budget's leave (idempotent: the pool is closed already)
+        if (st->budget) co_await st->budget->wait_left();
+        co_return ec;
+    };
+    asio::co_spawn(s->p->get_executor(), closing(s, grace),
+                   [h = std::move(handler)](std::exception_ptr, error_code ec) mutable { std::move(h)(ec); });
 }
 
 void pool::start_acquire(respool::detail::db::borrow_deadline when, respool::diagnostics* diag,

@@ -39,8 +39,15 @@ constexpr const char* copy_refusal =
     "read or write a file (COPY ... FROM/TO 'path')";
 
 struct query_op : std::enable_shared_from_this<query_op> {
-    query_op(std::shared_ptr<connection::impl> i, query_handler h, std::string s, std::optional<params> q)
-        : c(std::move(i)), handler(std::move(h)), sql(std::move(s)), p(std::move(q)) {}
+    query_op(std::shared_ptr<connection::impl> i, query_handler h, std::string s, std::optional<params> q,
+             bool pool_stmt)
+        : c(std::move(i)),
+          handler(std::move(h)),
+          sql(std::move(s)),
+          p(std::move(q)),
+          pool_statement(pool_stmt) {
+        if (c->tracer) started = std::chrono::steady_clock::now();  // no clock read without a tracer
+    }
     ~query_op() {
         if (box) box->close();
         if (!done && c->abort_current_of == this) {  // destroyed unrun (its event loop went away)
@@ -74,6 +81,8 @@ struct query_op : std::enable_shared_from_this<query_op> {
     bool refused = false;           // send() refused the statement before sending anything
     detail::statement_facts facts;  // what its text says (scanned unless the statement was cached)
     int nulls_at_sync = 0;
+    bool pool_statement = false;                    // the pool's own (for the tracer)
+    std::chrono::steady_clock::time_point started;  // with a tracer: when it was sent
 
     void finish(error_code ec) {
         done = true;
@@ -86,6 +95,9 @@ struct query_op : std::enable_shared_from_this<query_op> {
         // the caller sees why it was cancelled.
         if (cancel_reason && (is_sqlstate(ec, "57014") || ec == error::connection_broken)) ec = cancel_reason;
         if (ec) out = result{};
+        if (c->tracer)
+            detail::trace_statement(*c, sql, p ? p->size() : 0, started, ec ? nullptr : &out, ec,
+                                    pool_statement);
         c->op_ended();
         if (initiating)
             complete(c->ex, std::move(handler), ec, std::move(out));  // never inside the initiating call
@@ -412,8 +424,32 @@ struct query_op : std::enable_shared_from_this<query_op> {
 namespace detail {
 
 // A busy or closed connection fails at once; the first step runs after the initiating call returns.
+void trace_statement(connection::impl& c, std::string_view sql, std::size_t parameters,
+                     std::chrono::steady_clock::time_point started, const result* r, const error_code& ec,
+                     bool pool_statement) noexcept {
+    try {
+        if (c.trace_host.empty() && c.conn) {
+            const char* h = PQhost(c.conn);
+            const char* port = PQport(c.conn);
+            c.trace_host = std::string(h ? h : "") + ":" + (port ? port : "");
+        }
+        statement_trace t;
+        t.sql = sql;
+        t.parameters = parameters;
+        t.duration = std::chrono::steady_clock::now() - started;
+        if (r) t.rows = r->rows() > 0 ? r->rows() : r->affected_rows();
+        t.error = ec;
+        if (ec) t.message = c.diag.message.empty() ? std::string_view() : std::string_view(c.diag.message);
+        t.host = c.trace_host;
+        t.backend_pid = c.conn ? PQbackendPID(c.conn) : 0;
+        t.pool_statement = pool_statement;
+        c.tracer->on_statement(t);
+    } catch (...) {  // a tracer must not throw; nothing of the statement's outcome depends on it
+    }
+}
+
 void start_query(const std::shared_ptr<connection::impl>& i, std::string sql, std::optional<params> p,
-                 query_handler handler) {
+                 query_handler handler, bool pool_statement) {
     auto& c = *i;
     if (c.busy) return complete(c.ex, std::move(handler), error_code(error::busy), result{});
     if (c.server_fatal) {  // the server ended the session while it was idle (see alive_nowait)
@@ -422,7 +458,7 @@ void start_query(const std::shared_ptr<connection::impl>& i, std::string sql, st
     }
     if (!c.conn || PQstatus(c.conn) != CONNECTION_OK)
         return complete(c.ex, std::move(handler), error_code(error::not_connected), result{});
-    auto op = std::make_shared<query_op>(i, std::move(handler), std::move(sql), std::move(p));
+    auto op = std::make_shared<query_op>(i, std::move(handler), std::move(sql), std::move(p), pool_statement);
     c.busy = true;
     c.abort_current = [o = op.get()] { o->request_cancel(asio::error::operation_aborted); };  // no allocation
     c.abort_current_of = op.get();

@@ -197,7 +197,8 @@ struct reset_op : std::enable_shared_from_this<reset_op> {
         if (!script) return finish(error::connection_broken);
         if (script->empty()) return finish({});
         detail::start_query(
-            c, std::move(*script), std::nullopt, [self = shared_from_this()](error_code ec, result) {
+            c, std::move(*script), std::nullopt,
+            [self = shared_from_this()](error_code ec, result) {
                 if (!ec && self->full && !self->done) {
                     self->c->session = {};
                     self->c->notifications.clear();  // UNLISTEN *: none is for the next borrower
@@ -209,18 +210,21 @@ struct reset_op : std::enable_shared_from_this<reset_op> {
                     self->c->snapshot_session();
                 }
                 self->finish(ec);
-            });
+            },
+            true);
     }
 
     void restore(std::string script) {
-        detail::start_query(c, std::move(script), std::nullopt,
-                            [self = shared_from_this()](error_code ec, result) {
-                                if (!ec) {
-                                    self->c->session = {};  // its SET tags are not a borrower's change
-                                    self->c->snapshot_session();
-                                }
-                                self->finish(ec);
-                            });
+        detail::start_query(
+            c, std::move(script), std::nullopt,
+            [self = shared_from_this()](error_code ec, result) {
+                if (!ec) {
+                    self->c->session = {};  // its SET tags are not a borrower's change
+                    self->c->snapshot_session();
+                }
+                self->finish(ec);
+            },
+            true);
     }
 };
 

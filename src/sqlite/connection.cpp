@@ -157,6 +157,9 @@ bool connection::in_transaction() const noexcept {
 void connection::set_statement_timeout(std::chrono::steady_clock::duration timeout) noexcept {
     impl_->statement_timeout = timeout;
 }
+void connection::set_tracer(std::shared_ptr<statement_tracer> tracer) noexcept {
+    impl_->tracer = std::move(tracer);
+}
 bool connection::is_open() const noexcept {
     return impl_ && impl_->open;
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <respool/sqlite/connection.hpp>
+#include <respool/trace.hpp>
 
 #include "completion_batch.hpp"
 #include "offload_pool.hpp"
@@ -69,6 +70,7 @@ struct connection::impl {
 
     // Set on the caller's side before a job starts, copied by it.
     std::chrono::steady_clock::duration statement_timeout{};
+    std::shared_ptr<statement_tracer> tracer;  // set_tracer: told of each statement as it ends
 
     // Results of the last job, for the caller.
     std::string path;

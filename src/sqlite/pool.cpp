@@ -88,11 +88,13 @@ hooks<connection> hooks_of(const pool_config& c, role r, std::shared_ptr<workers
     opts.foreign_keys = c.foreign_keys;
     opts.statement_cache_capacity = c.statement_cache_capacity;
     hooks<connection> h;
-    h.factory = [opts, threads, timeout = c.statement_timeout]() -> asio::awaitable<connection> {
+    h.factory = [opts, threads, timeout = c.statement_timeout,
+                 tracer = c.tracer]() -> asio::awaitable<connection> {
         connection conn(co_await asio::this_coro::executor, threads->tp.get_executor(), threads);
         auto [ec] = co_await conn.async_open(opts, asio::as_tuple(asio::use_awaitable));
         if (ec) throw error_with_diagnostics(ec, conn.last_error());  // the path and SQLite's words
         conn.set_statement_timeout(timeout);
+        conn.set_tracer(tracer);
         co_return conn;
     };
     h.before_acquire = [](connection& conn) { return conn.is_open(); };

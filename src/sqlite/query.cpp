@@ -184,9 +184,33 @@ error_code query_on_worker(connection::impl& s, const std::string& sql, const pa
 
 namespace detail {
 
+namespace {
+void trace_statement(connection::impl& s, const std::string& sql, std::size_t parameters,
+                     std::chrono::steady_clock::time_point started, const result& out,
+                     const error_code& ec) noexcept {
+    try {
+        statement_trace t;
+        t.sql = sql;
+        t.parameters = parameters;
+        t.duration = std::chrono::steady_clock::now() - started;
+        if (!ec) t.rows = out.rows() > 0 ? out.rows() : out.affected_rows();
+        t.error = ec;
+        if (ec) t.message = s.last.message;
+        t.host = s.path;
+        s.tracer->on_statement(t);
+    } catch (...) {  // a tracer must not throw; nothing of the statement's outcome depends on it
+    }
+}
+}  // namespace
+
 error_code run_statement(connection::impl& s, const std::string& sql, const params& p, bool bound,
                          result& out) {
+    std::chrono::steady_clock::time_point started;
+    if (s.tracer) started = std::chrono::steady_clock::now();  // no clock read without a tracer
     error_code ec = query_on_worker(s, sql, p, bound, out);
+    // A write refused by a reader never ran (the pool sends it to the writer itself): not traced.
+    if (s.tracer && ec != error::writes_on_reader)
+        trace_statement(s, sql, bound ? p.size() : 0, started, out, ec);
     if (!ec) s.last = {};
     s.has_deadline = false;
     // The deadline was this statement's: the stop it set ends with it, or the next statement of the same

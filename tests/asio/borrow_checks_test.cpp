@@ -1,5 +1,5 @@
 // The checks on the way out (validate, then before_acquire) race the borrower's deadline, its
-// cancellation and close (SPEC.md §1.1, §1.2): the acquire ends at once, and the check's verdict, when
+// cancellation and close: the acquire ends at once, and the check's verdict, when
 // it comes, decides only the resource's fate (a pass puts it back to idle, a failure destroys it;
 // close interrupts the check itself, so its resource goes when the hook returns). The
 // rules live in the core (pool_core::check_done); these cases check that the driver follows them, on a

@@ -1,4 +1,4 @@
-// Bounded hooks (SPEC.md §1.1): every coroutine hook x {honours cancellation, ignores it} x {its
+// Bounded hooks: every coroutine hook x {honours cancellation, ignores it} x {its
 // bound passes, close() interrupts it}, on a manual clock (no wall time decides anything). A hook
 // past its bound or interrupted by close fails at once: the acquire it served moves on, its place is
 // free, health checking goes on, close drains; a hook that ignores the cancellation keeps only its own

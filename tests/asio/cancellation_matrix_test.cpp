@@ -2,7 +2,7 @@
 // {ok, error, slow, never completes} x the acquire ending by {success, timeout, cancel, close}.
 // After each combination: the acquire completed exactly once, no resource was lent twice, total <= max,
 // and once the pool is closed and the stuck hooks are torn down, every created resource was destroyed
-// exactly once (SPEC.md §5).
+// exactly once.
 #include "test_support.hpp"
 
 #include <boost/asio/as_tuple.hpp>

@@ -1,4 +1,4 @@
-// What hooks get (SPEC.md §1.1): a context (age, idle time, uses, why), a validate hook apart from the
+// What hooks get: a context (age, idle time, uses, why), a validate hook apart from the
 // background healthcheck, a synchronous needs_reset that lets clean releases skip before_release,
 // move-only callables, and the factory's own error detail for the acquire it fails. Manual clock.
 #include "test_support.hpp"

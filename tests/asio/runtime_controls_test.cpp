@@ -1,5 +1,5 @@
-// Runtime controls (SPEC.md §1 via the DB layers' needs): set_max at run time and retire_all (soft
-// eviction after a failover). Never takes a resource from its holder; SPEC §5's invariants hold.
+// Runtime controls (what the database layers need): set_max at run time and retire_all (soft
+// eviction after a failover). Never takes a resource from its holder; the pool's invariants hold.
 #include "test_support.hpp"
 
 #include <set>

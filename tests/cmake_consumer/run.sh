@@ -10,6 +10,7 @@
 # link with a message naming the Asio build, and find_package(respool 0.3) is refused. Last, the installed
 # libraries' symbols: librespool.so exports the respool_* C API only; the static C++ libraries define no
 # strong Asio symbol (respool bundles no Asio implementation).
+# The install also carries the license (share/doc/respool/LICENSE).
 # Args: <cmake build dir of respool> <respool source dir>
 set -euo pipefail
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
@@ -21,6 +22,10 @@ mkdir -p "$work"
 cmake --install "$build" --prefix "$prefix" >/dev/null
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 fail() { echo "cmake_consumer: $*" >&2; exit 1; }
+
+echo "--- the license is installed with the package"
+grep -q "Boost Software License - Version 1.0" "$prefix/share/doc/respool/LICENSE" ||
+  fail "no Boost Software License at $prefix/share/doc/respool/LICENSE"
 
 echo "--- 1. find_package(respool 0.2 CONFIG REQUIRED) on the installed tree"
 cmake -S "$src/tests/cmake_consumer/find_package" -B "$work/find_package" -DCMAKE_BUILD_TYPE=Debug \

@@ -5,7 +5,7 @@
 // client half-closes and reads every response until the session closes.
 //
 // Checked for every input:
-//  - every response parses as HTTP/1.1, and its status is one SPEC.md §6 gives (after a 100 Continue
+//  - every response parses as HTTP/1.1, and its status is one docs/09-service.md gives (after a 100 Continue
 //    when the request asked for one): 200, 204, 400, 404,
 //    405, 409, 413, 501 (a transfer coding other than chunked), or 503/504 (the pool's deadline); never
 //    a 500 (a bad request must never reach the database as an error) nor anything else;
@@ -63,7 +63,7 @@ using asio::ip::tcp;
 
 namespace {
 
-constexpr std::size_t body_limit = 1024 * 1024;  // the service's request body limit (SPEC.md §6)
+constexpr std::size_t body_limit = 1024 * 1024;  // the service's request body limit
 
 struct harness {
     std::filesystem::path dir;
@@ -267,7 +267,7 @@ std::vector<response_seen> check_responses(const std::string& bytes) {
             buf.consume(n);
         }
         const unsigned status = p.get().result_int();
-        if (!allowed(status)) fail("status outside SPEC.md §6's set:", std::to_string(status));
+        if (!allowed(status)) fail("status outside the service's documented set:", std::to_string(status));
         bool says_close = false;
         for (const auto& token : bh::token_list(p.get()[bh::field::connection]))
             says_close |= beast::iequals(token, "close");

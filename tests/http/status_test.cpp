@@ -1,4 +1,4 @@
-// The error -> HTTP mapping (SPEC.md §6): every enumerator of respool::errc, pg::error and
+// The error -> HTTP mapping (docs/08-http.md): every enumerator of respool::errc, pg::error and
 // sqlite::error, the SQLSTATEs and SQLite result codes it singles out, and the error response.
 #include <respool/db_condition.hpp>
 #include <respool/http/response.hpp>

@@ -1,4 +1,4 @@
-// Faults under load (issue 14): 64 coroutines on a pool of max 8, each running short transactions with
+// Faults under load: 64 coroutines on a pool of max 8, each running short transactions with
 // a deadline of its own (and every eleventh cancelled by its caller before the deadline), while the
 // network (test::chaos_proxy between the pool and the pg_cluster_faults server) or the server
 // misbehaves, then heals. Each scenario asserts:

@@ -521,6 +521,42 @@ TEST_F(pg_cluster_replicas, a_write_gives_up_after_failover_wait_when_no_primary
     c.expect_nothing_held();
 }
 
+// A cluster whose pools share a connection budget: the primary's pool is a member; a standby cannot
+// write the table, so its pool keeps its configured max and says why; once promoted, its pool joins
+// at its next heartbeat.
+TEST_F(pg_cluster_replicas, only_the_primary_pool_shares_the_budget_and_a_promoted_standby_joins_it) {
+    rs_->query(0, "DROP SCHEMA IF EXISTS cluster_budget CASCADE; CREATE SCHEMA cluster_budget");
+    auto cfg = config();
+    cfg.pool.budget = pg::budget_config{.schema = "cluster_budget", .heartbeat = 200ms, .lease = 600ms};
+    cluster_rig c(cfg);
+    auto budget_of = [&](std::size_t i) { return c.stats().hosts[i].budget; };
+    cluster_rig::pg_test_wait([&] { return budget_of(0).ticks > 0; }, 10s, "node0's pool sharing");
+    EXPECT_TRUE(budget_of(0).degraded.empty()) << budget_of(0).degraded;
+    for (std::size_t i : {1u, 2u}) {
+        cluster_rig::pg_test_wait([&] { return !budget_of(i).degraded.empty(); }, 10s, "a standby's verdict");
+        EXPECT_NE(budget_of(i).degraded.find("read-only (a standby)"), std::string::npos)
+            << budget_of(i).degraded;
+        EXPECT_EQ(budget_of(i).ticks, 0u);
+        EXPECT_EQ(c.stats().hosts[i].pool.max, 4u);  // its configured max
+    }
+    // One row: node0's pool's (a standby's never reached the table).
+    EXPECT_EQ(rs_->query(0, "SELECT count(*) FROM cluster_budget.respool_budget")[0][0].value_or(""), "1");
+    rs_->wait_replayed(1);
+    rs_->crash(0);
+    rs_->promote(1);
+    const auto promoted = clock_type::now();
+    cluster_rig::pg_test_wait([&] { return budget_of(1).ticks > 0; }, 10s,
+                              "node1's pool sharing once promoted");
+    const auto joined = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - promoted);
+    std::printf("node1's pool shared the budget %lld ms after pg_ctl promote returned\n",
+                static_cast<long long>(joined.count()));
+    EXPECT_TRUE(budget_of(1).degraded.empty()) << budget_of(1).degraded;
+    // node0's row (replicated before the crash) expires after its lease: node1's alone remains.
+    cluster_rig::pg_test_wait([&] { return budget_of(1).members == 1; }, 5s, "node0's row expired");
+    EXPECT_NE(budget_of(2).degraded.find("read-only"), std::string::npos) << budget_of(2).degraded;
+    c.expect_nothing_held();
+}
+
 // The sync fixture: node0 and node1, synchronous_commit on.
 class pg_cluster_sync : public pg_cluster_replicas {};
 

@@ -1,4 +1,4 @@
-// respool::pg::pool against a real PostgreSQL server (the pg_cluster fixture): SPEC §2 defaults, queries
+// respool::pg::pool against a real PostgreSQL server (the pg_cluster fixture): its defaults, queries
 // on the pool, with_connection and transaction (commit, rollback, retry of serialization failures),
 // poisoning only on connection-level failures, and the reset on return (nothing of a borrower's
 // session reaches the next one; a clean release costs no round trip: the server's last statement of

@@ -108,7 +108,7 @@ public:
         return error_;
     }
 
-    // Close, run everything to completion, and check SPEC §5.6 plus exactly-once completion.
+    // Close, run everything to completion, and check that close leaves nothing, plus exactly-once completion.
     std::string finish() {
         op_close();
         check_places();
@@ -284,7 +284,7 @@ private:
                 holds_reservation_[e.waiter] = e.st == status::ok;
                 if (e.st == status::ok) {
                     woken_at_[e.waiter] = ++clock_;
-                    // §1.3: a freed place goes to the oldest waiter still parked.
+                    // FIFO: a freed place goes to the oldest waiter still parked.
                     if (older_parked(e.waiter, woken_at_[e.waiter]) >= 0)
                         err("a place went to a younger waiter while an older one was parked");
                 }
@@ -360,7 +360,7 @@ private:
             if (id_of(core_.idle_at(i)) != model_.idle[i])
                 return void(err("idle order differs from the model"));
         if (core_.next_deadline() != model_.next_deadline()) return void(err("next deadline differs"));
-        // §5.4: no lost wake-up.
+        // No lost wake-up.
         if (!model_.parked.empty() && model_.idle.size() > model_.reserved.size())
             return void(err("free idle resource while a waiter is parked"));
     }
@@ -922,8 +922,8 @@ private:
         old_alive_ = alive();
         settle(fx);
         if (!closed_ && idle_count() > reservations()) err("idle resources kept by retire_all");
-        // Places reserved now may be served by old resources later (SPEC: on their way to their
-        // waiters); without any, no old resource is ever taken again or left idle.
+        // Places reserved now may be served by old resources later (they are on their way to
+        // their waiters); without any, no old resource is ever taken again or left idle.
         strict_era_ = reservations() == 0;
     }
 
@@ -956,8 +956,8 @@ private:
         return -1;
     }
     bool deadline_has_come(int s) const { return deadline_[s] && *deadline_[s] <= now_; }
-    // The inline paths are for pools with nothing to check, stamp or report (SPEC-independent: these
-    // are the driver's contract with take_fast / release_fast).
+    // The inline paths are for pools with nothing to check, stamp or report (not a documented rule:
+    // these are the driver's contract with take_fast / release_fast).
     bool plain_take() const {
         return !closed_ && circuit_ == circuit::closed && !cfg_.before_acquire && !cfg_.validate_on_borrow &&
                cfg_.acquire_ttl == duration::zero();
@@ -968,13 +968,13 @@ private:
                cfg_.acquire_ttl == duration::zero() && old_alive_ == 0 &&
                alive() + creations_running() <= static_cast<int>(max_);
     }
-    // §1.3: a newcomer (or a retry) never takes a place while a waiter is parked: every free place is
+    // No barging: a newcomer (or a retry) never takes a place while a waiter is parked: every free place is
     // already reserved for the parked waiters.
     void newcomer_took_a_place() {
         if (parked_count() > 0) err("a newcomer took a place while a waiter was parked");
     }
-    // After every operation (§1.2, §5.1, §5.4, §5.6), from what the harness created, destroyed, holds
-    // and set; the core's audit() and the model are not consulted.
+    // After every operation (the invariants of docs/01-concepts.md), from what the harness created,
+    // destroyed, holds and set; the core's audit() and the model are not consulted.
     void check_places() {
         if (!error_.empty()) return;
         const int parked = parked_count();
@@ -1014,7 +1014,7 @@ private:
     }
     // A lowered max keeps idle resources that back reservations; a reservation that then ends without
     // being served (timeout, cancel, the circuit opening) leaves such a resource idle, unreserved, until
-    // it is next lent and returned (SPEC: never taken from a holder, dropped as it comes back).
+    // it is next lent and returned (never taken from a holder, dropped as it comes back).
     bool reservation_fell_through() const { return lingering_; }
     void reservation_dropped() {
         if (alive() + creations_running() > static_cast<int>(max_)) lingering_ = true;

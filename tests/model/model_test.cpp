@@ -3,15 +3,16 @@
 //      scans, no intrusive lists, no ring, no deadline heap), which must predict every effect. It
 //      follows the core rule for rule, so it is a differential test of the data structures, not an
 //      independent judge of the rules; hence
-//  (b) oracles in the harness, written from SPEC.md and the harness's own records, not from the core
+//  (b) oracles in the harness, written from the documented rules (docs/01-concepts.md) and the harness's own
+//  records, not from the core
 //      or the model: each resource destroyed exactly once and never while a holder has it (lent, under
 //      a borrow check, in a health check); total <= max (creations never exceed it; a lowered max drops
 //      idle resources at once and returned ones while over it); a resource made before retire_all is
 //      not kept when it comes back; every acquire completes exactly once; close leaves nothing; parked
 //      waiters are handed places in arrival order (a waiter whose resource a check rejected goes back
-//      to its arrival position) and a newcomer never takes a place while a waiter is parked (§1.3,
-//      §5.3); no waiter stays parked while a place is idle and unreserved, or while capacity is free
-//      and fewer creations run than the rules require (§1.2, §5.4); a timeout fires exactly when a
+//      to its arrival position) and a newcomer never takes a place while a waiter is parked; no
+//      waiter stays parked while a place is idle and unreserved, or while capacity is free
+//      and fewer creations run than the rules require; a timeout fires exactly when a
 //      waiter's own deadline has come, whether it is parked, woken or waiting for a check's verdict;
 //      before_acquire is due exactly for resources the harness saw lent before or made before the
 //      borrower arrived (pre-warmed ones included), and only after validation; a verdict reaches the borrower

@@ -85,6 +85,27 @@ TEST(cli_bad_flags, serve_refuses_wrong_cluster_values_by_name) {
     });
 }
 
+// The shared connection budget's flags: each wrong value, and each flag without what it needs,
+// refused by name before anything connects.
+TEST(cli_bad_flags, serve_refuses_wrong_budget_values_by_name) {
+    expect_exit_2_naming({
+        {{"serve", "--db", pg_url, "--budget", "on"}, "--budget: on not in {off,auto}"},
+        {{"serve", "--db", pg_url, "--budget", "auto"}, "--budget auto needs --budget-schema NAME"},
+        {{"serve", "--budget", "auto", "--budget-schema", "s"}, "--budget auto is for PostgreSQL"},
+        {{"serve", "--db", pg_url, "--budget-schema", "s"},
+         "--budget-schema is used only with --budget auto"},
+        {{"serve", "--db", pg_url, "--budget-reserve", "-1"}, "--budget-reserve"},
+        {{"serve", "--db", pg_url, "--budget-reserve", "10001"}, "--budget-reserve"},
+        {{"serve", "--db", pg_url, "--budget-heartbeat", "1"}, "--budget-heartbeat"},  // no unit
+        {{"serve", "--db", pg_url, "--budget-heartbeat", "0"}, "--budget-heartbeat"},
+        {{"serve", "--db", pg_url, "--budget-lease", "0"}, "--budget-lease"},
+        {{"serve", "--db", pg_url, "--budget", "auto", "--budget-schema", "s", "--budget-heartbeat", "3s"},
+         "--budget-lease (3s) must exceed --budget-heartbeat (3s)"},
+        {{"serve", "--db", pg_url, "--budget", "auto", "--budget-schema", std::string(64, 's')},
+         "--budget-schema '" + std::string(64, 's') + "' is longer than 63 bytes"},
+    });
+}
+
 // Without a multi-host PostgreSQL URL the cluster flags are accepted and change nothing: the same
 // deployment flags work whatever --db says.
 TEST(cli_bad_flags, serve_takes_the_cluster_flags_on_one_database_without_effect) {

@@ -1,7 +1,9 @@
-// /metrics' cluster families (tools/respool/cluster_metrics.hpp) without a cluster: what a multi-host
+// /metrics' cluster families (tools/respool/cluster_metrics.hpp) without a cluster (and the shared
+// budget's, at the end): what a multi-host
 // service writes for every role, an unknown lag, two loops and a host name that needs escaping, and
 // that promtool accepts it.
 #include "cluster_metrics.hpp"
+#include "budget_metrics.hpp"
 #include "serve_support.hpp"
 
 #include <gtest/gtest.h>
@@ -79,3 +81,30 @@ TEST(cluster_metrics, no_cluster_writes_nothing) {
     write_cluster_metrics(out, {std::nullopt, std::nullopt});
     EXPECT_EQ(out, "");
 }
+
+namespace {
+
+// The shared connection budget's families (tools/respool/budget_metrics.hpp): one sample per pool in
+// the budget, labelled by loop and pool, and promtool accepts them.
+TEST(budget_metrics, every_family_per_loop_and_pool_passes_promtool) {
+    respool::pg::budget_stats sharing{
+        .enabled = true, .budget = 34, .members = 3, .granted = 12, .target = 13, .demand = 21, .ticks = 40};
+    respool::pg::budget_stats standby{.enabled = true, .degraded = "the server is read-only (a standby)"};
+    std::string out;
+    write_budget_metrics(out,
+                         {{0, "db1:5432", sharing}, {0, "db\"2:5432", standby}, {1, "db1:5432", sharing}});
+    EXPECT_EQ(promtool_problems(out), "") << out;
+    EXPECT_EQ(sample(out, R"(respool_pg_budget_connections{thread="0",pool="db1:5432"})"), 34);
+    EXPECT_EQ(sample(out, R"(respool_pg_budget_members{thread="1",pool="db1:5432"})"), 3);
+    EXPECT_EQ(sample(out, R"(respool_pg_budget_granted_connections{thread="0",pool="db1:5432"})"), 12);
+    EXPECT_EQ(sample(out, R"(respool_pg_budget_target_connections{thread="0",pool="db1:5432"})"), 13);
+    EXPECT_EQ(sample(out, R"(respool_pg_budget_demand_connections{thread="0",pool="db1:5432"})"), 21);
+    EXPECT_EQ(sample(out, R"(respool_pg_budget_degraded{thread="0",pool="db1:5432"})"), 0);
+    EXPECT_EQ(sample(out, R"(respool_pg_budget_degraded{thread="0",pool="db\"2:5432"})"), 1);
+    EXPECT_EQ(sample(out, R"(respool_pg_budget_heartbeats_total{thread="0",pool="db1:5432"})"), 40);
+    std::string none;
+    write_budget_metrics(none, {});
+    EXPECT_EQ(none, "");
+}
+
+}  // namespace

@@ -149,3 +149,30 @@ TEST(health_json, a_cluster_client_lists_its_hosts_and_primary_up_or_down) {
     EXPECT_TRUE(v.at("cluster").at("primary").is_null());
     EXPECT_EQ(v.at("cluster").at("hosts").as_array().size(), 2u);
 }
+
+namespace {
+
+TEST(health_json, a_pool_in_the_shared_budget_shows_its_share_and_why_it_does_not_share) {
+    const std::vector<health_pool> pools{
+        {.thread = 0,
+         .name = "postgresql",
+         .total = 3,
+         .max = 11,
+         .circuit = "closed",
+         .budget = health_budget{.connections = 34, .members = 3, .granted = 12, .target = 12, .demand = 9}},
+        {.thread = 1,
+         .name = "postgresql",
+         .max = 16,
+         .circuit = "closed",
+         .budget = health_budget{.degraded = "cannot use fleet.respool_budget: permission denied"}}};
+    EXPECT_EQ(
+        health_up_body("postgresql", 2, pools),
+        R"({"status":"up","database":"postgresql","threads":2,"pools":[)"
+        R"({"thread":0,"pool":"postgresql","idle":0,"active":0,"total":3,"max":11,"waiting":0,"circuit":"closed",)"
+        R"("budget":{"connections":34,"members":3,"granted":12,"target":12,"demand":9,"degraded":null}},)"
+        R"({"thread":1,"pool":"postgresql","idle":0,"active":0,"total":0,"max":16,"waiting":0,"circuit":"closed",)"
+        R"("budget":{"connections":0,"members":0,"granted":0,"target":0,"demand":0,)"
+        R"("degraded":"cannot use fleet.respool_budget: permission denied"}}]})");
+}
+
+}  // namespace

@@ -1,4 +1,4 @@
-// `respool serve` on PostgreSQL while the database misbehaves (issue 14): for each fault, four HTTP
+// `respool serve` on PostgreSQL while the database misbehaves: for each fault, four HTTP
 // clients run GET and POST incr before, during and after it, and the test checks what a service's users
 // rely on:
 //   - every status is one of 200, 204, 404, 503, 504 (never a 500, never a dropped connection);

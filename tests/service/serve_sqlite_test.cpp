@@ -1,8 +1,8 @@
 // `respool serve` on an SQLite file, as a user runs it: the real binary, a real HTTP client, every row
-// of SPEC.md §6's table, the 400/404/405/413 cases, exact concurrent increments, 503 + Retry-After when
-// another process holds the write lock, /metrics checked by promtool against the requests sent, a
-// database that is unreachable at startup and then appears, SIGTERM with a request in flight, and exit
-// status 2 for bad flags.
+// of docs/09-service.md's endpoint table, the 400/404/405/413 cases, exact concurrent increments, 503 +
+// Retry-After when another process holds the write lock, /metrics checked by promtool against the requests
+// sent, a database that is unreachable at startup and then appears, SIGTERM with a request in flight, and
+// exit status 2 for bad flags.
 #include "serve_support.hpp"
 
 #include <gtest/gtest.h>

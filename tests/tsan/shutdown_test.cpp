@@ -1,5 +1,5 @@
 // Shutdown races under ThreadSanitizer / ASan: the pool's timers (health ticks, lifecycle ticks)
-// against the destruction of the pool and of the io_context it ran on (SPEC.md §1.5). Each round
+// against the destruction of the pool and of the io_context it ran on. Each round
 // destroys the pool and then, at once, its io_context while the pool's timers are due every
 // millisecond; a timer thread that still posts into the dead context is a data race and a
 // use-after-free. Bounded: a fixed number of short rounds.

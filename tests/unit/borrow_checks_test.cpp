@@ -1,4 +1,4 @@
-// The borrow-check pipeline of the core (validate, then before_acquire, SPEC §1.1), the race of a
+// The borrow-check pipeline of the core (validate, then before_acquire), the race of a
 // check's verdict with the borrower's deadline, a cancel and close, and the ready / drained effects.
 // Driven by hand on a fake clock, like core_test.cpp.
 #include "core_harness.hpp"

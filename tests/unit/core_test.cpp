@@ -1,5 +1,5 @@
 // The sans-io core driven by hand: a fake clock, resumptions run when the test says so, factories
-// that finish when the test says so. Each test names the rule of SPEC.md it pins down.
+// that finish when the test says so. Each test names the rule (docs/01-concepts.md) it pins down.
 #include "core_harness.hpp"
 
 #include <gtest/gtest.h>

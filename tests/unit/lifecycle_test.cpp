@@ -1,4 +1,4 @@
-// Lifecycle knobs of the core (SPEC.md §2), each through its edge cases on a fake clock: idle_ttl
+// Lifecycle knobs of the core (docs/01-concepts.md), each through its edge cases on a fake clock: idle_ttl
 // eviction, max_lifetime retirement, acquire_ttl leak reports, validation on borrow, creation back-off,
 // half-open probe limits. No sleeps: time moves only when a test calls housekeep(now).
 #include "core/pool_core.hpp"

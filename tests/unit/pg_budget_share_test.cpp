@@ -98,6 +98,22 @@ TEST(NextStep, AGrowerTakesOnlyWhatIsFree) {
     EXPECT_EQ(s.pool_cap, 4u);
 }
 
+TEST(NextStep, SettledOnlyWhenEveryRowIsAtItsTarget) {
+    // "b" has joined: "a" must shrink and "b" grow. Each member sees that someone is moving (and looks
+    // again sooner), even the one whose own share is already right.
+    std::vector<member_row> rows{row("a", 20, 20), row("b", 20, 2), row("c", 1, 1)};
+    EXPECT_FALSE(next_step(23, rows, 2, 0).settled);  // "c" is at its target, the others are not
+    EXPECT_FALSE(next_step(23, rows, 0, 19).settled);
+    rows = {row("a", 20, 11), row("b", 20, 11), row("c", 1, 1)};
+    EXPECT_TRUE(next_step(23, rows, 2, 0).settled);
+    EXPECT_TRUE(next_step(23, rows, 0, 10).settled);
+    // Its own move is part of it: a grower that can take its target now is settled after this tick.
+    rows = {row("a", 20, 11), row("b", 20, 5), row("c", 1, 1)};
+    const own_step s = next_step(23, rows, 1, 4);
+    EXPECT_EQ(s.granted, 11u);
+    EXPECT_TRUE(s.settled);
+}
+
 // A randomized run: members join, leave (after draining), crash (row and connections gone at once)
 // and change demand; their pools take every connection their cap allows at once and give connections
 // back only now and then. After every tick the sum of granted is within B, and every member's pooled

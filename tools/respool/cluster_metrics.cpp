@@ -1,7 +1,8 @@
 #include "cluster_metrics.hpp"
 
+#include "exposition.hpp"
+
 #include <array>
-#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <string_view>
@@ -9,44 +10,18 @@
 namespace respool_cli {
 namespace {
 
-// A label value as the format escapes it (\\, \", \n).
-void append_label(std::string& out, std::string_view name, std::string_view value) {
-    if (out.back() != '{') out += ',';
-    out.append(name).append("=\"");
-    for (const char c : value) {
-        if (c == '\\' || c == '"') {
-            out += '\\';
-            out += c;
-        } else if (c == '\n') {
-            out += "\\n";
-        } else {
-            out += c;
-        }
-    }
-    out += '"';
-}
-
-void append_family(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
-    out.append("# HELP ").append(name).append(" ").append(help).append("\n");
-    out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
-}
-
-void append_number(std::string& out, double v) {
-    char buf[32];
-    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    out.append(buf, ec == std::errc() ? end : buf);
-}
-
 // name{thread="i"[,host="h"][,extra="v"]} value
 void append_sample(std::string& out, std::string_view name, std::size_t thread, std::string_view host,
                    std::string_view extra_name, std::string_view extra_value, double value) {
-    out.append(name).append("{");
-    append_label(out, "thread", std::to_string(thread));
-    if (!host.empty()) append_label(out, "host", host);
-    if (!extra_name.empty()) append_label(out, extra_name, extra_value);
-    out.append("} ");
-    append_number(out, value);
-    out += '\n';
+    const std::string t = std::to_string(thread);
+    if (host.empty() && extra_name.empty())
+        exposition::sample(out, name, {{"thread", t}}, value);
+    else if (extra_name.empty())
+        exposition::sample(out, name, {{"thread", t}, {"host", host}}, value);
+    else if (host.empty())
+        exposition::sample(out, name, {{"thread", t}, {extra_name, extra_value}}, value);
+    else
+        exposition::sample(out, name, {{"thread", t}, {"host", host}, {extra_name, extra_value}}, value);
 }
 
 constexpr std::array<std::string_view, 5> roles{"unknown", "primary", "standby", "fenced", "down"};
@@ -61,7 +36,7 @@ void write_cluster_metrics(std::string& out, const std::vector<std::optional<clu
     using host_value = std::function<std::optional<double>(const cluster_host_view&)>;
     auto per_host = [&](std::string_view name, std::string_view type, std::string_view help,
                         const host_value& f) {
-        append_family(out, name, type, help);
+        exposition::family(out, name, type, help);
         for (std::size_t t = 0; t < loops.size(); ++t)
             if (loops[t])
                 for (const cluster_host_view& h : loops[t]->hosts)
@@ -70,13 +45,13 @@ void write_cluster_metrics(std::string& out, const std::vector<std::optional<clu
     using loop_value = std::function<double(const cluster_view&)>;
     auto per_loop = [&](std::string_view name, std::string_view type, std::string_view help,
                         const loop_value& f) {
-        append_family(out, name, type, help);
+        exposition::family(out, name, type, help);
         for (std::size_t t = 0; t < loops.size(); ++t)
             if (loops[t]) append_sample(out, name, t, {}, {}, {}, f(*loops[t]));
     };
 
-    append_family(out, "respool_pg_host_role", "gauge",
-                  "The host's role as the cluster sees it (1 for its role, 0 for the others).");
+    exposition::family(out, "respool_pg_host_role", "gauge",
+                       "The host's role as the cluster sees it (1 for its role, 0 for the others).");
     for (std::size_t t = 0; t < loops.size(); ++t)
         if (loops[t])
             for (const cluster_host_view& h : loops[t]->hosts)
@@ -106,7 +81,7 @@ void write_cluster_metrics(std::string& out, const std::vector<std::optional<clu
     per_loop("respool_pg_cluster_failover_timeouts_total", "counter",
              "Writes that gave up waiting for a primary (503).",
              [](const cluster_view& c) { return static_cast<double>(c.failover_timeouts); });
-    append_family(out, "respool_pg_cluster_reads_total", "counter", "Reads routed, by where they went.");
+    exposition::family(out, "respool_pg_cluster_reads_total", "counter", "Reads routed, by where they went.");
     for (std::size_t t = 0; t < loops.size(); ++t)
         if (loops[t]) {
             append_sample(out, "respool_pg_cluster_reads_total", t, {}, "to", "primary",

@@ -22,6 +22,8 @@
 //                                      with the store's value of it (where reads go), not where writes go
 //   cluster_of(pool)                   the hosts and their roles, for /health and /metrics
 //   learns_roles_first = true          the first probe waits for pool.async_wait_ready (roles known)
+//   close(pool, grace)                 an awaitable closing it all, instead of each generic pool's
+//                                      async_close (a PostgreSQL pool also leaves the shared budget)
 //
 // incr rolls its transaction back for a 409 (a stored non-integer, an overflow): the function ends
 // with refused, which the pool's transaction treats as any exception (ROLLBACK, the lease back).
@@ -175,8 +177,12 @@ public:
 
     boost::asio::awaitable<void> close(std::chrono::nanoseconds grace) override {
         const auto g = std::chrono::duration_cast<respool::duration>(grace);
-        for (auto [name, p] : Dialect::pools_of(db_)) co_await p->async_close(g, tuple_awaitable);
-        db_.close();
+        if constexpr (requires { Dialect::close(db_, g); }) {
+            co_await Dialect::close(db_, g);  // PostgreSQL: also the budget's leave (its row deleted)
+        } else {
+            for (auto [name, p] : Dialect::pools_of(db_)) co_await p->async_close(g, tuple_awaitable);
+            db_.close();
+        }
     }
 
 private:

@@ -1,4 +1,4 @@
-// `respool demo` (SPEC.md §6, the README's main job): `respool serve` on a temporary SQLite database
+// `respool demo` (the README's main job): `respool serve` on a temporary SQLite database
 // (or --db postgresql://...) inside this process, driven for about 10 s by the built-in load generator,
 // with a live progress line and a summary that checks every acknowledged increment is in the database.
 #pragma once

@@ -1,5 +1,5 @@
 // Duration flags of the CLI: a number and a unit ("250ms", "5s", "2min", "1.5s"); "0" alone means
-// zero (a setting turned off). SPEC.md §6: a duration without a unit is refused, so that "5" is never
+// zero (a setting turned off). A duration without a unit is refused, so that "5" is never
 // silently five nanoseconds or five hours.
 #pragma once
 

@@ -1,5 +1,6 @@
 #include "handlers.hpp"
 
+#include "budget_metrics.hpp"
 #include "cluster_health.hpp"
 #include "cluster_metrics.hpp"
 #include "health_json.hpp"
@@ -29,7 +30,7 @@ struct route {
     std::string_view key;
 };
 
-// The path without its query. Keys are not percent-decoded (SPEC.md §6): "%41" is a bad key, not "A".
+// The path without its query. Keys are not percent-decoded: "%41" is a bad key, not "A".
 route match(std::string_view target) {
     const auto q = target.find('?');
     const std::string_view path = target.substr(0, q);
@@ -103,16 +104,25 @@ asio::awaitable<std::vector<std::optional<cluster_view>>> all_clusters(service& 
     co_return out;
 }
 
-// A pool's row of /health; `name` is viewed, not copied.
-health_pool health_row(std::size_t thread, std::string_view name, const respool::pool_stats& s) {
-    return {.thread = thread,
-            .name = name,
-            .idle = s.idle,
-            .active = s.active,
-            .total = s.total,
-            .max = s.max,
-            .waiting = s.waiting,
-            .circuit = respool::to_string(s.circuit)};
+// A pool's row of /health; `name` (and the budget's reason) are viewed, not copied.
+health_pool health_row(std::size_t thread, std::string_view name, const respool::pool_stats& s,
+                       const std::optional<respool::pg::budget_stats>& b = std::nullopt) {
+    health_pool row{.thread = thread,
+                    .name = name,
+                    .idle = s.idle,
+                    .active = s.active,
+                    .total = s.total,
+                    .max = s.max,
+                    .waiting = s.waiting,
+                    .circuit = respool::to_string(s.circuit)};
+    if (b)
+        row.budget = health_budget{.connections = b->budget,
+                                   .members = b->members,
+                                   .granted = b->granted,
+                                   .target = b->target,
+                                   .demand = b->demand,
+                                   .degraded = b->degraded};
+    return row;
 }
 
 // A cluster client's /health: up or down as judge_cluster says (writes can be served or not), the
@@ -147,7 +157,7 @@ asio::awaitable<response> cluster_health(service& svc, worker& self, const reque
     }
     std::vector<health_pool> rows;
     for (std::size_t i = 0; i < pools.size(); ++i)
-        for (const auto& p : pools[i]) rows.push_back(health_row(i, p.name, p.stats));
+        for (const auto& p : pools[i]) rows.push_back(health_row(i, p.name, p.stats, p.budget));
     co_return make_response(bh::status::ok, req, health_up_body("postgresql", svc.workers.size(), rows, &hc),
                             "application/json");
 }
@@ -193,7 +203,7 @@ asio::awaitable<response> health(service& svc, worker& self, const request& req)
     }
     std::vector<health_pool> rows;
     for (std::size_t i = 0; i < pools.size(); ++i)
-        for (const auto& p : pools[i]) rows.push_back(health_row(i, p.name, p.stats));
+        for (const auto& p : pools[i]) rows.push_back(health_row(i, p.name, p.stats, p.budget));
     const char* database = svc.target.kind == db_kind::sqlite ? "sqlite" : "postgresql";
     co_return make_response(bh::status::ok, req, health_up_body(database, svc.workers.size(), rows),
                             "application/json");
@@ -213,6 +223,11 @@ asio::awaitable<response> metrics(service& svc, worker& self, const request& req
     for (auto& w : svc.workers) shards.push_back(&w->metrics);
     std::string out;
     respool::http::write_pool_metrics(out, samples);
+    std::vector<budget_sample> budgets;
+    for (std::size_t i = 0; i < pools.size(); ++i)
+        for (const auto& p : pools[i])
+            if (p.budget) budgets.push_back({i, p.name, *p.budget});
+    write_budget_metrics(out, budgets);
     if (svc.target.cluster) write_cluster_metrics(out, co_await all_clusters(svc, self));
     respool::http::write_request_metrics(out, shards);
     co_return make_response(bh::status::ok, req, std::move(out), respool::http::exposition_content_type);

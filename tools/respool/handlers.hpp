@@ -1,4 +1,5 @@
-// The endpoints of SPEC.md §6: routing, key checks and the responses of /health, /metrics and /kv.
+// The endpoints of `respool serve` (docs/09-service.md): routing, key checks and the responses of /health,
+// /metrics and /kv.
 #pragma once
 
 #include "service.hpp"

@@ -29,6 +29,14 @@ json::object pool_counts(const health_pool& p) {
                         {"max", p.max},   {"waiting", p.waiting}, {"circuit", p.circuit}};
 }
 
+json::object budget_json(const health_budget& b) {
+    json::value degraded = nullptr;
+    if (!b.degraded.empty()) degraded = b.degraded;
+    return json::object{{"connections", b.connections}, {"members", b.members},
+                        {"granted", b.granted},         {"target", b.target},
+                        {"demand", b.demand},           {"degraded", std::move(degraded)}};
+}
+
 json::object cluster_json(const health_cluster& c) {
     json::array hosts;
     hosts.reserve(c.hosts.size());
@@ -54,15 +62,13 @@ std::string health_up_body(std::string_view database, std::size_t threads,
                            const std::vector<health_pool>& pools, const health_cluster* cluster) {
     json::array list;
     list.reserve(pools.size());
-    for (const health_pool& p : pools)
-        list.push_back(json::object{{"thread", p.thread},
-                                    {"pool", p.name},
-                                    {"idle", p.idle},
-                                    {"active", p.active},
-                                    {"total", p.total},
-                                    {"max", p.max},
-                                    {"waiting", p.waiting},
-                                    {"circuit", p.circuit}});
+    for (const health_pool& p : pools) {
+        json::object entry{{"thread", p.thread},   {"pool", p.name},      {"idle", p.idle},
+                           {"active", p.active},   {"total", p.total},    {"max", p.max},
+                           {"waiting", p.waiting}, {"circuit", p.circuit}};
+        if (p.budget) entry["budget"] = budget_json(*p.budget);
+        list.push_back(std::move(entry));
+    }
     // Insertion order is the order written: status first, as clients matching a prefix expect.
     json::object body{
         {"status", "up"}, {"database", database}, {"threads", threads}, {"pools", std::move(list)}};

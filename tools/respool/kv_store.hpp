@@ -1,4 +1,4 @@
-// The database adapter of `respool serve`: the four key-value operations of SPEC.md §6 over
+// The database adapter of `respool serve`: the four key-value operations of docs/09-service.md over
 // respool::sqlite::pool, respool::pg::pool or (a multi-host URL) respool::pg::cluster, one store per
 // event loop (its pool lives on that loop: every member is called on the loop's thread only).
 //
@@ -13,6 +13,7 @@
 
 #include <respool/error.hpp>
 #include <respool/http/metrics.hpp>
+#include <respool/pg/budget.hpp>
 #include <respool/stats.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -53,6 +54,7 @@ struct kv_result {
 struct pool_view {
     std::string name;  // "postgresql", "writer", "reader"
     respool::pool_stats stats;
+    std::optional<respool::pg::budget_stats> budget{};  // a PostgreSQL pool with --budget auto
 };
 
 class kv_store {
@@ -111,7 +113,7 @@ private:
 std::unique_ptr<kv_store> make_store(boost::asio::any_io_executor ex, const db_target& target,
                                      const serve_config& cfg, std::size_t worker = 0);
 
-// The increment rule of SPEC.md §6 on a stored value: `[+-]?[0-9]+` within signed 64 bits, plus one
+// The increment rule on a stored value: `[+-]?[0-9]+` within signed 64 bits, plus one
 // without overflow. `current` is nullptr for a missing key (which starts at 0).
 kv_result increment(const std::string* current);
 

@@ -1,8 +1,8 @@
 // respool — the command-line tool.
 //   respool demo      the service on a temporary SQLite database, driven by built-in HTTP clients
-//   respool serve     the HTTP key-value service of SPEC.md §6 on SQLite or PostgreSQL
+//   respool serve     the HTTP key-value service (docs/09-service.md) on SQLite or PostgreSQL
 //   respool simulate  simulated resources, to explore pool sizing without a database
-// Exit status 2 for a malformed flag or URL, with a message naming it (SPEC.md §6).
+// Exit status 2 for a malformed flag or URL, with a message naming it.
 #include "demo.hpp"
 #include "serve_flags.hpp"
 #include "server.hpp"
@@ -54,8 +54,9 @@ int main(int argc, char** argv) {
 
     serve_config serve_cfg;
     auto* serve = app.add_subcommand("serve",
-                                     "an HTTP/1.1 key-value service whose handlers borrow database "
-                                     "connections (SPEC.md §6)");
+                                     "an HTTP/1.1 key-value service (GET/PUT/DELETE /kv/{key}, POST "
+                                     "/kv/{key}/incr, /health, /metrics) whose handlers borrow database "
+                                     "connections");
     add_serve_flags(*serve, serve_cfg);
 
     simulate_config sim_cfg;
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
         }
         current = serve;
         check_pool_flags(serve_cfg.db, serve_cfg);
+        check_budget_flags(serve_cfg.db, serve_cfg);
         return run_serve(serve_cfg);
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);

@@ -29,10 +29,17 @@ struct pg_cluster_dialect : pg_dialect {
             out.emplace_back("postgresql " + s.hosts[i].name, &db.host_pool(i).base());
         return out;
     }
+    // Each host's pool closed as pg_dialect closes one (the primary's leaves the shared budget).
+    static boost::asio::awaitable<void> close(pool& db, respool::duration grace) {
+        for (std::size_t i = 0; i < db.hosts(); ++i)
+            co_await db.host_pool(i).async_close(grace, boost::asio::as_tuple(boost::asio::use_awaitable));
+        db.close();
+    }
     // One pool per host, named by the host (host:port): /health's pools and /metrics' pool label.
     static std::vector<pool_view> views_of(const pool& db) {
         std::vector<pool_view> out;
-        for (const pg::cluster_host_stats& h : db.stats().hosts) out.push_back({h.name, h.pool});
+        for (const pg::cluster_host_stats& h : db.stats().hosts)
+            out.push_back({h.name, h.pool, budget_view(h.budget)});
         return out;
     }
     static cluster_view cluster_of(const pool& db) {

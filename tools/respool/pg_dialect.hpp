@@ -47,7 +47,19 @@ struct pg_dialect : dialect_types<respool::pg::pool, respool::pg::connection, re
     static std::vector<std::pair<const char*, respool::pool<connection>*>> pools_of(pool& db) {
         return {{"postgresql", &db.base()}};
     }
-    static std::vector<pool_view> views_of(const pool& db) { return {{"postgresql", db.stats()}}; }
+    // The pool's own async_close: the connections gone, then its row of the shared budget deleted
+    // (--budget auto), so that the other instances take its share without waiting for its lease.
+    static boost::asio::awaitable<void> close(pool& db, respool::duration grace) {
+        co_await db.async_close(grace, boost::asio::as_tuple(boost::asio::use_awaitable));
+    }
+    static std::vector<pool_view> views_of(const pool& db) {
+        return {{"postgresql", db.stats(), budget_view(db.budget_stats())}};
+    }
+    // A pool's budget for /health and /metrics: only with --budget auto.
+    static std::optional<respool::pg::budget_stats> budget_view(respool::pg::budget_stats b) {
+        if (!b.enabled) return std::nullopt;
+        return b;
+    }
 };
 
 // The service's connections carry an application_name unless the URL gives one, so that an operator

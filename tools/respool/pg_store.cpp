@@ -25,6 +25,12 @@ pg::pool_config pg_pool_config(const db_target& target, const serve_config& cfg)
     c.connect_retry_max = d(cfg.connect_retry_max);
     c.connect_retry_initial = std::min(c.connect_retry_initial, c.connect_retry_max);  // a cap below 100 ms
     if (cfg.unnamed_statements) c.statements = pg::statement_mode::unnamed;
+    if (cfg.budget_auto)
+        c.budget = pg::budget_config{
+            .schema = cfg.budget_schema,
+            .reserve = cfg.budget_reserve,
+            .heartbeat = std::chrono::duration_cast<std::chrono::milliseconds>(cfg.budget_heartbeat),
+            .lease = std::chrono::duration_cast<std::chrono::milliseconds>(cfg.budget_lease)};
     c.record_timings = true;  // /metrics' wait and hold histograms
     if (cfg.breaker_failures == 0)
         c.circuit.reset();

@@ -1,5 +1,6 @@
 #include "serve_flags.hpp"
 
+#include "duration.hpp"
 #include "duration_flag.hpp"
 #include "log.hpp"
 
@@ -185,9 +186,52 @@ void add_cluster_flags(CLI::App& cmd, serve_config& cfg) {
                       "0 = fail at once");
 }
 
+void add_budget_flags(CLI::App& cmd, serve_config& cfg) {
+    cmd.add_option_function<std::string>(
+           "--budget", [&cfg](const std::string& s) { cfg.budget_auto = s == "auto"; },
+           "PostgreSQL: off, or auto: share the server's connections with every other instance through "
+           "a table in --budget-schema (each pool's max follows its share)")
+        ->default_str("off")
+        ->check(CLI::IsMember({"off", "auto"}));
+    cmd.add_option("--budget-schema", cfg.budget_schema,
+                   "with --budget auto: the schema that holds respool_budget (the role needs USAGE and "
+                   "CREATE on it, or the table made by an operator)");
+    cmd.add_option("--budget-reserve", cfg.budget_reserve,
+                   "with --budget auto: connections left to non-members (admin sessions, migrations)")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t{0}, std::size_t{10000}));
+    add_duration_flag(cmd, "--budget-heartbeat", cfg.budget_heartbeat,
+                      "with --budget auto: how often the share is renewed", zero_duration::refused);
+    add_duration_flag(cmd, "--budget-lease", cfg.budget_lease,
+                      "with --budget auto: an instance not heard of this long is gone (its share returns)",
+                      zero_duration::refused);
+}
+
+void check_budget_flags(const std::string& db, const serve_config& cfg) {
+    if (!cfg.budget_auto) {
+        if (!cfg.budget_schema.empty())
+            throw std::invalid_argument("--budget-schema is used only with --budget auto");
+        return;
+    }
+    if (parse_db_url(db).kind != db_kind::postgresql)
+        throw std::invalid_argument(
+            "--budget auto is for PostgreSQL (an SQLite database has no server connections to share)");
+    if (cfg.budget_schema.empty())
+        throw std::invalid_argument(
+            "--budget auto needs --budget-schema NAME (the schema of respool_budget)");
+    if (cfg.budget_schema.size() > 63)
+        throw std::invalid_argument("--budget-schema '" + cfg.budget_schema +
+                                    "' is longer than 63 bytes (PostgreSQL's longest name)");
+    if (cfg.budget_lease <= cfg.budget_heartbeat)
+        throw std::invalid_argument("--budget-lease (" + format_duration(cfg.budget_lease) +
+                                    ") must exceed --budget-heartbeat (" +
+                                    format_duration(cfg.budget_heartbeat) + ")");
+}
+
 void add_serve_flags(CLI::App& cmd, serve_config& cfg) {
     add_pool_flags(cmd, cfg);
     add_cluster_flags(cmd, cfg);
+    add_budget_flags(cmd, cfg);
     cmd.add_option("--listen", cfg.listen, "HOST:PORT to listen on (port 0 picks a free port)")
         ->capture_default_str()
         ->check(CLI::Validator(listen_error, "HOST:PORT"));

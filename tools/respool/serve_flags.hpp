@@ -1,4 +1,4 @@
-// `respool serve`'s settings: the flags (SPEC.md §6), the --db URL and the --listen address. Parsing
+// `respool serve`'s settings: the flags (docs/09-service.md), the --db URL and the --listen address. Parsing
 // is CLI11's; a malformed value is a CLI11 validation error naming the flag, which main() turns into
 // exit status 2. Nothing here prints a connection string unmasked.
 #pragma once
@@ -75,13 +75,20 @@ struct serve_config {
     std::chrono::nanoseconds request_timeout = std::chrono::seconds(30);  // body read, response write
     std::chrono::nanoseconds idle_timeout = std::chrono::seconds(60);     // keep-alive wait for a header
     std::chrono::nanoseconds shutdown_timeout = std::chrono::seconds(10);
-    std::size_t body_limit = 1024 * 1024;  // SPEC.md §6: 1 MiB, 413 beyond
+    std::size_t body_limit = 1024 * 1024;  // 1 MiB, 413 beyond
     std::string log_level = "info";        // error, warn, info, debug (log.hpp)
     // A multi-host PostgreSQL URL only (no effect otherwise): where GET goes, how stale a standby may
     // be, how long a write waits for a new primary.
     read_from read_route = read_from::primary;
     std::chrono::nanoseconds max_replica_lag = std::chrono::seconds(1);
     std::chrono::nanoseconds failover_wait = std::chrono::seconds(5);
+    // PostgreSQL: the connection budget shared by every instance (--budget auto), kept in
+    // <budget_schema>.respool_budget. Each loop's pool (each host's, with a multi-host URL) is a member.
+    bool budget_auto = false;
+    std::string budget_schema;
+    std::size_t budget_reserve = 3;
+    std::chrono::nanoseconds budget_heartbeat = std::chrono::seconds(1);
+    std::chrono::nanoseconds budget_lease = std::chrono::seconds(3);
 };
 
 // Adds serve's flags to `cmd`, filling `cfg` (validated: durations, URL, address, ranges).
@@ -90,5 +97,9 @@ void add_serve_flags(CLI::App& cmd, serve_config& cfg);
 void add_pool_flags(CLI::App& cmd, serve_config& cfg);
 // The cluster flags alone (--read-from, --max-replica-lag, --failover-wait).
 void add_cluster_flags(CLI::App& cmd, serve_config& cfg);
+// The budget flags alone (--budget, --budget-schema, --budget-reserve, --budget-heartbeat,
+// --budget-lease), and what they need of each other and of --db (std::invalid_argument naming them).
+void add_budget_flags(CLI::App& cmd, serve_config& cfg);
+void check_budget_flags(const std::string& db, const serve_config& cfg);
 
 }  // namespace respool_cli

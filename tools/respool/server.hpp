@@ -1,4 +1,4 @@
-// `respool serve` (SPEC.md §6): the workers, the acceptor, the ready line, the shutdown.
+// `respool serve` (docs/09-service.md): the workers, the acceptor, the ready line, the shutdown.
 #pragma once
 
 #include "serve_flags.hpp"

@@ -2,7 +2,7 @@
 //  Keep-alive: requests are read one after another until the client or the response says close.
 //  Timeouts: a request's header must arrive within --idle-timeout of the previous response (the
 //  keep-alive wait and a slow header share it); its body and its response get --request-timeout.
-//  Body limit: 1 MiB (SPEC.md §6). A larger Content-Length is refused after the header alone, a
+//  Body limit: 1 MiB (serve_config::body_limit). A larger Content-Length is refused after the header alone, a
 //  chunked body once it grows past it: 413, then the connection is closed.
 //  Line endings: CRLF only. A header line ending in a bare LF (or a bare CR) is refused (400, RFC 9112
 //  §2.2 lets a server refuse it), however the header was split across reads (read_header); so is a

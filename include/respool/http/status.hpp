@@ -1,4 +1,4 @@
-// respool::http: what an error means to an HTTP client (SPEC.md §6). A request that failed with an
+// respool::http: what an error means to an HTTP client. A request that failed with an
 // error_code from respool, respool::pg or respool::sqlite gets a status, maybe `Retry-After: 1`, and a
 // JSON body; docs/08-http.md has the whole table.
 //
@@ -24,7 +24,7 @@ struct error_mapping {
     bool operator==(const error_mapping&) const = default;
 };
 
-// The mapping of `ec` (SPEC.md §6): the pool could not lend in time, the circuit is open, the pool is
+// The mapping of `ec`: the pool could not lend in time, the circuit is open, the pool is
 // closed, the database cannot be reached -> 503 + Retry-After; a statement ran past its deadline -> 504;
 // any other database error, and an error this table does not know (or no error at all) -> 500.
 // respool::pg's and respool::sqlite's codes are read through the conditions they match

@@ -86,6 +86,9 @@ struct cluster_host_stats {
     std::uint64_t statements = 0;  // operations routed to it
     std::string last_failure;      // why its last probe failed (masked); empty after a success
     pool_stats pool;
+    // Its pool's share of the shared connection budget (pool_config::budget). Only the primary's pool
+    // shares: a standby's keeps its configured max (degraded says so) and joins when promoted.
+    budget_stats budget;
 };
 
 struct cluster_stats {

@@ -31,6 +31,10 @@
 #include <string_view>
 #include <vector>
 
+namespace respool {
+class statement_tracer;
+}
+
 namespace respool::pg {
 
 // How statements with bound parameters are sent. `cache` (the default): each connection prepares a
@@ -166,6 +170,9 @@ public:
     // asio::error::operation_aborted. Either way the connection is drained and stays usable, or, when
     // the server has not ended the statement within the cancel drain limit, it is closed.
     void set_statement_timeout(std::chrono::steady_clock::duration timeout) noexcept;
+    // Every statement this connection runs is shown to `tracer` as it ends (respool/trace.hpp);
+    // nullptr: none. pool_config::tracer sets it on each of the pool's connections.
+    void set_tracer(std::shared_ptr<statement_tracer> tracer) noexcept;
     // How long after a cancel request (a deadline, an Asio cancellation) the server gets to end the
     // statement, its reply read and every cancel request returned, before the connection is closed
     // instead (1 s by default): the query completes at most this long after it was cancelled, also when

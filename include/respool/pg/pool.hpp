@@ -1,5 +1,6 @@
-// respool::pg::pool: PostgreSQL connections lent to coroutines (SPEC.md §3): respool::pool<pg::connection>
-// with the hooks that connect, check, reset and retire them, and the operations a service writes.
+// respool::pg::pool: PostgreSQL connections lent to coroutines (docs/06-postgresql.md):
+// respool::pool<pg::connection> with the hooks that connect, check, reset and retire them, and the operations
+// a service writes.
 //
 //   pg::pool db(io.get_executor(), {.conninfo = "host=127.0.0.1 dbname=app user=app password=..."});
 //   pg::result r = co_await db.async_query("SELECT name FROM users WHERE id = $1", pg::params(42),
@@ -20,6 +21,7 @@
 #include <respool/pg/connection.hpp>
 #include <respool/pg/roles.hpp>
 #include <respool/pool.hpp>
+#include <respool/trace.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -35,7 +37,7 @@
 
 namespace respool::pg {
 
-// The pool's settings. Defaults are SPEC.md §2's for a database pool.
+// The pool's settings. Defaults are chosen for a database pool (docs/06-postgresql.md has the table).
 struct pool_config {
     std::string conninfo;  // libpq keyword/value or URI; checked at construction (masked in every message)
     std::size_t max = 16;
@@ -76,10 +78,13 @@ struct pool_config {
     // password or a server that is down is not hammered.
     duration connect_retry_initial = std::chrono::milliseconds(100);
     duration connect_retry_max = std::chrono::seconds(10);
-    // The failure-threshold circuit (SPEC.md §1.7); nullopt turns it off.
+    // The failure-threshold circuit (circuit_breaker.hpp); nullopt turns it off.
     std::optional<breaker_options> circuit = breaker_options{};
     bool thread_safe = false;     // acquire and release from any thread (a strand as executor, then)
     bool record_timings = false;  // stats() fills the wait and hold histograms (pool_options::record_timings)
+    // Shown every statement of every connection as it ends (respool/trace.hpp): the borrowers' and the
+    // session reset on return (pool_statement); the pool's validation checks are not. nullptr: none.
+    std::shared_ptr<statement_tracer> tracer{};
     // Share the server's connections with every other pool (of this or other processes) that names the
     // same schema: the pool's max follows its share (at most `max`), its connects wait for room instead
     // of failing with "too many connections", and min_idle is not kept warm (idle connections would
@@ -228,9 +233,16 @@ public:
     // Soft eviction: every connection that exists now is closed when next idle or returned.
     void retire_all() noexcept;
     void close() noexcept;
+    // Closes, then completes once every connection is gone (or after `grace` with errc::timeout, as
+    // respool::pool::async_close) and, with pool_config::budget, once the pool has left the budget:
+    // its row deleted after its connections closed (so that the others may take its share at once),
+    // which takes up to budget_config::lease more. A process that exits after this leaves nothing
+    // behind for the others to wait for.
+    //  Handler: void(error_code), exactly once, on its associated executor; never inline.
     template <class Token = boost::asio::deferred_t>
     auto async_close(duration grace, Token&& token = {}) {
-        return base().async_close(grace, std::forward<Token>(token));
+        return boost::asio::async_initiate<Token, void(error_code)>(
+            [this](auto handler, duration g) { start_close(g, std::move(handler)); }, token, grace);
     }
     // Completes when the pre-warm of min_idle connections is done (or the first connect failed).
     template <class Token = boost::asio::deferred_t>
@@ -260,6 +272,7 @@ private:
                        boost::asio::any_completion_handler<void(error_code, lease<connection>)> handler);
     void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
                      boost::asio::any_completion_handler<void(error_code, result)> handler);
+    void start_close(duration grace, boost::asio::any_completion_handler<void(error_code)> handler);
 
     template <class R, class F>
     static boost::asio::awaitable<R> run_with_connection(std::shared_ptr<detail::pool_state> s, F fn) {

@@ -32,6 +32,10 @@
 
 struct sqlite3;  // SQLite's connection handle (sqlite3.h stays out of respool's headers)
 
+namespace respool {
+class statement_tracer;
+}
+
 namespace respool::sqlite {
 
 namespace detail {
@@ -173,6 +177,10 @@ public:
     // A deadline for every statement from now on (zero: none, the default), checked by a progress
     // handler every few thousand virtual-machine steps and by the busy handler.
     void set_statement_timeout(std::chrono::steady_clock::duration timeout) noexcept;
+    // Every statement this connection runs is shown to `tracer` as it ends, on the thread that ran it
+    // (respool/trace.hpp); nullptr: none. Set it between operations. pool_config::tracer sets it on
+    // each of the pool's connections.
+    void set_tracer(std::shared_ptr<statement_tracer> tracer) noexcept;
 
     [[nodiscard]] bool is_open() const noexcept;
     [[nodiscard]] bool is_reader() const noexcept;

@@ -1,4 +1,4 @@
-// respool::sqlite::pool: an SQLite database lent to coroutines (SPEC.md §3.3): one writer connection
+// respool::sqlite::pool: an SQLite database lent to coroutines (docs/07-sqlite.md): one writer connection
 // (a respool::pool<sqlite::connection> of max 1, transactions BEGIN IMMEDIATE) and `readers` reader
 // connections (a second pool, query_only) on a thread pool of its own, so that no SQLite call runs on
 // the caller's event loop, writers never meet SQLITE_BUSY inside the process, and reads run in
@@ -20,6 +20,7 @@
 #include <respool/detail/db_state_handle.hpp>
 #include <respool/pool.hpp>
 #include <respool/sqlite/connection.hpp>
+#include <respool/trace.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -58,6 +59,10 @@ struct pool_config {
     std::size_t statement_cache_capacity = 128;
     bool record_timings =
         false;  // the stats fill the wait and hold histograms (pool_options::record_timings)
+    // Shown every statement the borrowers run on any connection as it ends (respool/trace.hpp), on the
+    // thread that ran it; those of group commits and read batches one by one (a write first tried on a
+    // reader, which refuses it before it runs, is shown once, from the writer). nullptr: none.
+    std::shared_ptr<statement_tracer> tracer{};
 };
 
 struct transaction_options {

@@ -163,7 +163,7 @@ func increment(stored string) (next string, status int, code, message string) {
 	return strconv.FormatInt(v+1, 10), http.StatusOK, "", ""
 }
 
-// jsonError writes SPEC.md §6's error body. The texts are fixed, so no credential can leak into them.
+// jsonError writes respool serve's error body (docs/08-http.md). The texts are fixed, so no credential can leak into them.
 func jsonError(w http.ResponseWriter, status int, code, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
