@@ -34,6 +34,17 @@ void params::refuse_integer(std::uint64_t v) const {
                             " (" + std::to_string(v) +
                             ") does not fit SQLite's INTEGER (64-bit signed, at most 9223372036854775807)");
 }
+void params::refuse_duration(long long count, std::intmax_t num, std::intmax_t den, bool fraction) const {
+    const std::string spelled =
+        std::to_string(count) + " x " + std::to_string(num) + "/" + std::to_string(den) + " s";
+    if (fraction)
+        throw std::invalid_argument("respool::sqlite::params: parameter " +
+                                    std::to_string(values_.size() + 1) + " is a duration of " + spelled +
+                                    " with a fraction of a microsecond; durations are bound as whole "
+                                    "microseconds, round it (std::chrono::round<std::chrono::microseconds>)");
+    throw std::out_of_range("respool::sqlite::params: parameter " + std::to_string(values_.size() + 1) +
+                            " is a duration of " + spelled + ", beyond 64 bits of microseconds");
+}
 params& params::add(double v) {
     if (std::isnan(v))
         throw std::invalid_argument("respool::sqlite::params: parameter " +
@@ -83,9 +94,24 @@ const result::data::cell& cell_at(const result::data* d, std::size_t row, std::s
     return d->cells[row * d->names.size() + col];
 }
 
-[[noreturn]] void not_a(const result::data& d, std::size_t col, std::string_view field, const char* what) {
+const char* kind_name(value_kind k) {
+    switch (k) {
+    case value_kind::null: return "NULL";
+    case value_kind::integer: return "INTEGER";
+    case value_kind::real: return "REAL";
+    case value_kind::text: return "TEXT";
+    case value_kind::blob: return "BLOB";
+    }
+    return "?";
+}
+
+// Names the column, the value's storage class (SQLite types each value, not the column), the value
+// and the C++ type asked for.
+[[noreturn]] void not_a(const result::data& d, std::size_t row, std::size_t col, std::string_view field,
+                        const char* what) {
     throw std::invalid_argument("respool::sqlite::result: column \"" + d.names[col] + "\" value \"" +
-                                std::string(field) + "\" is not " + what);
+                                std::string(field.substr(0, 64)) + "\" (" +
+                                kind_name(d.cells[row * d.names.size() + col].kind) + ") is not " + what);
 }
 
 bool parse_int(std::string_view s, std::int64_t& out) {
@@ -120,7 +146,8 @@ value_kind result::kind(std::size_t row, std::size_t col) const {
 std::string_view result::text(std::size_t row, std::size_t col) const {
     const auto& c = cell_at(data_.get(), row, col);
     if (c.kind == value_kind::null)
-        throw std::logic_error("respool::sqlite::result: column \"" + data_->names[col] + "\" is NULL");
+        throw std::logic_error("respool::sqlite::result: column \"" + data_->names[col] +
+                               "\" is NULL (read it as std::optional)");
     return std::string_view(data_->bytes).substr(c.offset, c.size);
 }
 std::uint64_t result::affected_rows() const noexcept {
@@ -146,14 +173,15 @@ void result::parse(std::size_t row, std::size_t col, std::int64_t& out) const {
         break;
     default: break;
     }
-    not_a(*data_, col, t, "an integer");
+    not_a(*data_, row, col, t, "an integer (std::int64_t)");
 }
 
 template <class Small>
 static void narrow(std::int64_t v, Small& out, std::string_view column) {
     if (v < std::numeric_limits<Small>::min() || v > std::numeric_limits<Small>::max())
         throw std::out_of_range("respool::sqlite::result: column \"" + std::string(column) + "\" value " +
-                                std::to_string(v) + " does not fit");
+                                std::to_string(v) + " does not fit " +
+                                respool::detail::db::integer_name<Small>());
     out = static_cast<Small>(v);
 }
 
@@ -179,7 +207,7 @@ void result::parse(std::size_t row, std::size_t col, bool& out) const {
     } else if (t == "0" || t == "false" || t == "FALSE") {
         out = false;
     } else {
-        not_a(*data_, col, t, "a boolean");
+        not_a(*data_, row, col, t, "a boolean (bool)");
     }
 }
 void result::parse(std::size_t row, std::size_t col, double& out) const {
@@ -191,7 +219,7 @@ void result::parse(std::size_t row, std::size_t col, double& out) const {
         out = static_cast<double>(c.integer);
     } else {
         auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
-        if (ec != std::errc() || p != t.data() + t.size()) not_a(*data_, col, t, "a number");
+        if (ec != std::errc() || p != t.data() + t.size()) not_a(*data_, row, col, t, "a number (double)");
     }
 }
 void result::parse(std::size_t row, std::size_t col, float& out) const {
@@ -215,7 +243,18 @@ void result::parse(std::size_t row, std::size_t col, chr::system_clock::time_poi
         return;
     }
     if (c.kind == value_kind::text && detail::parse_time(t, out)) return;
-    not_a(*data_, col, t, "a time (YYYY-MM-DD HH:MM:SS[.ffffff][Z|+HH:MM] or Unix seconds)");
+    not_a(*data_, row, col, t,
+          "a time (YYYY-MM-DD HH:MM:SS[.ffffff][Z|+HH:MM] or Unix seconds; "
+          "std::chrono::system_clock::time_point)");
+}
+
+// A duration is bound as INTEGER microseconds (params), so that is what reads back as one.
+void result::parse(std::size_t row, std::size_t col, chr::microseconds& out) const {
+    const auto& c = cell_at(data_.get(), row, col);
+    const std::string_view t = text(row, col);
+    if (c.kind != value_kind::integer)
+        not_a(*data_, row, col, t, "an INTEGER count of microseconds (std::chrono::microseconds)");
+    out = chr::microseconds(c.integer);
 }
 
 }  // namespace respool::sqlite

@@ -7,8 +7,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <ratio>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +31,12 @@ namespace respool::sqlite {
 // 64-bit signed INTEGER such as an unsigned value above INT64_MAX (std::out_of_range; never wrapped),
 // a NaN (std::invalid_argument; SQLite would store NULL), a time point outside the years 0000-9999
 // (std::out_of_range). The message names the parameter's position (1 for the first).
+// A std::chrono duration is bound as an INTEGER count of microseconds (the precision of the time
+// points; read it back with get<std::int64_t> or use it as microseconds in SQL); a duration with a
+// fraction of a microsecond, or beyond 64 bits of them, is refused (std::invalid_argument /
+// std::out_of_range). SQLite has no arrays: a std::vector or std::span of values does not compile (bind
+// each element, or a JSON text for json_each()). A char does not compile either (a letter or a number?
+// bind std::string_view or an integer type).
 //   c.async_query("SELECT name FROM users WHERE id = ? AND active = ?", sqlite::params(42, true), token);
 class params : public respool::detail::db::params_builder<params> {
 public:
@@ -42,11 +50,13 @@ public:
     }
     params& add(std::nullopt_t);
     params& add(bool v);
-    // Every integer type (char, char8_t, ... are not: text or number? say which by their type).
+    // Every integer type. A char type does not compile: a letter or a number? say which by the type.
     template <class I>
-    requires(std::is_integral_v<I> && !std::is_same_v<I, bool> && !std::is_same_v<I, char> &&
-             !std::is_same_v<I, wchar_t> && !std::is_same_v<I, char8_t> && !std::is_same_v<I, char16_t> &&
-             !std::is_same_v<I, char32_t>) params& add(I v) {
+    requires(std::is_integral_v<I> && !std::is_same_v<I, bool>) params& add(I v) {
+        static_assert(
+            !respool::detail::db::is_character_v<I>,
+            "respool: a char is not a parameter (a letter or a number?): bind std::string_view(&c, 1) for "
+            "text, or an integer type such as std::int16_t for a number");
         static_assert(sizeof(I) <= sizeof(std::int64_t), "an integer wider than 64 bits");
         if constexpr (std::is_unsigned_v<I>) {
             if (static_cast<std::uint64_t>(v) > static_cast<std::uint64_t>(INT64_MAX))
@@ -59,12 +69,44 @@ public:
     params& add(std::string_view v);
     params& add(std::span<const std::byte> v);                        // BLOB
     params& add(std::chrono::sys_time<std::chrono::microseconds> t);  // TEXT, UTC, see above
+    // INTEGER microseconds, see above
+    template <class Rep, class Period>
+    params& add(std::chrono::duration<Rep, Period> d) {
+        static_assert(
+            std::is_integral_v<Rep>,
+            "respool: bind an integer duration (std::chrono::milliseconds, ...), not a floating one");
+        using to_us = std::ratio_divide<Period, std::micro>;
+        if constexpr (to_us::den == 1) {  // as coarse as a microsecond or coarser: a multiple of it
+            constexpr auto limit = std::numeric_limits<std::int64_t>::max() / to_us::num;
+            if (d.count() > limit || (std::is_signed_v<Rep> && d.count() < -limit))
+                refuse_duration(static_cast<long long>(d.count()), Period::num, Period::den, false);
+            return add_integer(static_cast<std::int64_t>(d.count()) * to_us::num);
+        } else {  // finer: whole microseconds only
+            if (d.count() % to_us::den != 0)
+                refuse_duration(static_cast<long long>(d.count()), Period::num, Period::den, true);
+            return add_integer(static_cast<std::int64_t>(d.count() / to_us::den));
+        }
+    }
+    template <class T>
+    requires(!std::is_same_v<T, std::byte>) params& add(const std::vector<T>&) {
+        static_assert(respool::detail::db::dependent_false<T>,
+                      "respool: SQLite has no arrays; bind each element, or a JSON text for json_each()");
+        return *this;
+    }
+    template <class T, std::size_t N>
+    requires(!std::is_same_v<std::remove_cv_t<T>, std::byte>) params& add(std::span<T, N>) {
+        static_assert(respool::detail::db::dependent_false<T>,
+                      "respool: SQLite has no arrays; bind each element, or a JSON text for json_each()");
+        return *this;
+    }
     [[nodiscard]] std::size_t size() const noexcept { return values_.size(); }
     [[nodiscard]] const std::vector<value>& values() const noexcept { return values_; }
 
 private:
     params& add_integer(std::int64_t v);
     [[noreturn]] void refuse_integer(std::uint64_t v) const;
+    [[noreturn]] void refuse_duration(long long count, std::intmax_t num, std::intmax_t den,
+                                      bool fraction) const;
     std::vector<value> values_;
 };
 
@@ -92,7 +134,11 @@ public:
     // with 'T' or a space, optional fraction and optional "Z"/"+HH:MM"; or INTEGER Unix seconds), or
     // std::optional of one of them (nullopt for NULL). Throws std::logic_error for NULL into a
     // non-optional, std::invalid_argument (naming the column and the value) when the field is not
-    // such a value, std::out_of_range when an integer does not fit.
+    // such a value, std::out_of_range when an integer does not fit (any other integer type is read as
+    // std::int64_t and must fit; a std::chrono duration from INTEGER microseconds, held exactly).
+    // By name and by row (result_reader, respool/detail/db_values.hpp): get<T>(row, "name"),
+    // column("name"), row(i) and `for (sqlite::row row : result)`, one() / one<T>() (exactly one row),
+    // scalar<T>() (one row of one column), all<T>() (every row into a struct, see row_view::as).
     // Rows inserted, updated or deleted by the statement itself (sqlite3_changes; 0 for statements
     // that change none, such as SELECT and DDL).
     [[nodiscard]] std::uint64_t affected_rows() const noexcept;
@@ -113,7 +159,13 @@ private:
     void parse(std::size_t row, std::size_t col, std::string& out) const;
     void parse(std::size_t row, std::size_t col, std::vector<std::byte>& out) const;
     void parse(std::size_t row, std::size_t col, std::chrono::system_clock::time_point& out) const;
+    void parse(std::size_t row, std::size_t col, std::chrono::microseconds& out) const;
+    friend class respool::detail::db::row_view<result>;
+    static constexpr const char* reader_name = "respool::sqlite::result";
     std::shared_ptr<const data> data_;
 };
+
+// One row of a result: get<T>(col) or get<T>("name"), is_null, text, and as<T>() into a struct.
+using row = respool::detail::db::row_view<result>;
 
 }  // namespace respool::sqlite
