@@ -88,7 +88,9 @@ TEST_F(pg_trace, every_statement_is_told_with_its_text_rows_time_error_host_and_
             EXPECT_EQ(x->backend_pid, backend) << x->sql;  // one connection (max 1)
             EXPECT_EQ(x->host.rfind("127.0.0.1:", 0), 0u) << x->host;
             EXPECT_GT(x->duration.count(), 0) << x->sql;
-            if (x != user[3]) EXPECT_FALSE(x->error) << x->sql;
+            if (x != user[3]) {
+                EXPECT_FALSE(x->error) << x->sql;
+            }
         }
         if (!reset) co_return ADD_FAILURE() << "the reset on return was not traced";
         EXPECT_NE(reset->sql.find("RESET ALL"), std::string::npos) << reset->sql;
