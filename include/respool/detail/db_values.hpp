@@ -27,6 +27,26 @@ namespace respool::detail::db {
 template <class T>
 inline constexpr bool dependent_false = false;
 
+// A duration parameter in whole microseconds, as both databases bind one (PostgreSQL an interval,
+// SQLite an INTEGER). `refuse(count, num, den, fraction)` must throw: for a value past 64 bits of
+// microseconds (fraction false) or one with a fraction of a microsecond (fraction true).
+template <class Rep, class Period, class Refuse>
+std::int64_t whole_microseconds(std::chrono::duration<Rep, Period> d, Refuse&& refuse) {
+    static_assert(std::is_integral_v<Rep>,
+                  "respool: bind an integer duration (std::chrono::milliseconds, ...), not a floating one");
+    using to_us = std::ratio_divide<Period, std::micro>;
+    if constexpr (to_us::den == 1) {  // as coarse as a microsecond or coarser: a multiple of it
+        constexpr auto limit = std::numeric_limits<std::int64_t>::max() / to_us::num;
+        if (d.count() > limit || (std::is_signed_v<Rep> && d.count() < -limit))
+            refuse(static_cast<long long>(d.count()), Period::num, Period::den, false);
+        return static_cast<std::int64_t>(d.count()) * to_us::num;
+    } else {  // finer: whole microseconds only
+        if (d.count() % to_us::den != 0)
+            refuse(static_cast<long long>(d.count()), Period::num, Period::den, true);
+        return static_cast<std::int64_t>(d.count() / to_us::den);
+    }
+}
+
 // Character types: a char is a letter to some readers and a small number to others, so neither params
 // nor a read guesses; say which by the type (std::string_view, or an integer type). Each params refuses
 // them in its own integer template (a base-class template would be hidden by it in clang 14).

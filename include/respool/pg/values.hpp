@@ -76,20 +76,10 @@ public:
     // interval
     template <class Rep, class Period>
     params& add(std::chrono::duration<Rep, Period> d) {
-        static_assert(
-            std::is_integral_v<Rep>,
-            "respool: bind an integer duration (std::chrono::milliseconds, ...), not a floating one");
-        using to_us = std::ratio_divide<Period, std::micro>;
-        if constexpr (to_us::den == 1) {  // as coarse as a microsecond or coarser: a multiple of it
-            constexpr auto limit = std::numeric_limits<std::int64_t>::max() / to_us::num;
-            if (d.count() > limit || (std::is_signed_v<Rep> && d.count() < -limit))
-                refuse_duration(static_cast<long long>(d.count()), Period::num, Period::den, false);
-            return add_interval(static_cast<std::int64_t>(d.count()) * to_us::num);
-        } else {  // finer: whole microseconds only
-            if (d.count() % to_us::den != 0)
-                refuse_duration(static_cast<long long>(d.count()), Period::num, Period::den, true);
-            return add_interval(static_cast<std::int64_t>(d.count() / to_us::den));
-        }
+        return add_interval(respool::detail::db::whole_microseconds(
+            d, [this](long long count, std::intmax_t num, std::intmax_t den, bool fraction) {
+                refuse_duration(count, num, den, fraction);
+            }));
     }
     // One-dimensional arrays.
     params& add(std::span<const bool> v);
