@@ -55,6 +55,17 @@ inline constexpr bool is_character_v =
     std::is_same_v<T, char> || std::is_same_v<T, wchar_t> || std::is_same_v<T, char8_t> ||
     std::is_same_v<T, char16_t> || std::is_same_v<T, char32_t>;
 
+// What every params' integer template checks first (each params has its own template: a base-class
+// one would be hidden by it in clang 14). A char: a letter or a number? say which by the type.
+template <class I>
+constexpr void check_integer_parameter() noexcept {
+    static_assert(
+        !is_character_v<I>,
+        "respool: a char is not a parameter (a letter or a number?): bind std::string_view(&c, 1) for "
+        "text, or an integer type such as std::int16_t for a number");
+    static_assert(sizeof(I) <= sizeof(std::int64_t), "respool: an integer wider than 64 bits");
+}
+
 // Base of a params builder (CRTP): Params binds std::nullopt, std::string_view, std::span<const
 // std::byte> and std::chrono::sys_time<std::chrono::microseconds>, and says `using
 // params_builder<Params>::add;`.

@@ -53,11 +53,7 @@ public:
     // Every integer type. A char type does not compile: a letter or a number? say which by the type.
     template <class I>
     requires(std::is_integral_v<I> && !std::is_same_v<I, bool>) params& add(I v) {
-        static_assert(
-            !respool::detail::db::is_character_v<I>,
-            "respool: a char is not a parameter (a letter or a number?): bind std::string_view(&c, 1) for "
-            "text, or an integer type such as std::int16_t for a number");
-        static_assert(sizeof(I) <= sizeof(std::int64_t), "an integer wider than 64 bits");
+        respool::detail::db::check_integer_parameter<I>();
         if constexpr (std::is_unsigned_v<I>) {
             if (static_cast<std::uint64_t>(v) > static_cast<std::uint64_t>(INT64_MAX))
                 refuse_integer(static_cast<std::uint64_t>(v));
