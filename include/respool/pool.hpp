@@ -328,7 +328,7 @@ struct initiate_acquire {
                                                       make_error_code(errc::closed), lease<T>{}));
             return;
         }
-        if (facts->acquire_inline) {
+        if (facts->take_now) {
             error_code ec;
             resource_node* n = acquire_now(*impl, ec, req.where);
             if (n || ec) {  // decided now; completes through the handler's executor, never inline
@@ -380,6 +380,8 @@ struct initiate_signal {
             async_wait_ready(*impl, std::move(done));
     }
 };
+
+struct pool_access;
 
 }  // namespace detail
 
@@ -618,8 +620,25 @@ private:
             detail::initiate_acquire<T>{impl_.get(), facts_}, token, req);
     }
 
+    friend struct detail::pool_access;
     std::shared_ptr<detail::pool_impl> impl_;
     const detail::pool_facts* facts_ = nullptr;  // lives in *impl_
 };
+
+namespace detail {
+// For the layers that borrow on their callers' behalf inside an operation of their own (the database
+// pools' async_query): the part of async_acquire that needs no waiting, without a completion of its
+// own. An empty lease when the acquire would have to wait or fail; then nothing was decided or
+// counted, and async_acquire is the way.
+struct pool_access {
+    template <class T>
+    static lease<T> take_now(pool<T>& p,
+                             respool::source_location where = respool::source_location::current()) noexcept {
+        if (!p.impl_) return {};
+        resource_node* n = detail::take_now(*p.impl_, where);
+        return n ? lease_access::adopt<T>(p.impl_.get(), n) : lease<T>{};
+    }
+};
+}  // namespace detail
 
 }  // namespace respool

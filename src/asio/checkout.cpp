@@ -70,16 +70,31 @@ resource_node* pool_impl::acquire_now(error_code& ec, const respool::source_loca
     return acquire_general(ec, where);
 }
 
+// A lease free now and in no need of a coroutine check, or nullptr with nothing decided: no error
+// reported or counted (the caller's general way, an async_acquire, decides and counts those).
+resource_node* pool_impl::take_now_quietly(const respool::source_location& where) noexcept {
+    if (!take_now) return nullptr;
+    if (resource_node* n = take_inline(*this)) return n;
+    error_code ec;
+    return acquire_general(ec, where, true);
+}
+
 // Steps 1-3 through the core's general take, for a synchronous caller: every check on the way out is
 // synchronous here (acquire_inline) and runs inline; a resource a check refuses is destroyed, and
 // the caller takes again (a replacement made meanwhile was made for it: no before_acquire).
-resource_node* pool_impl::acquire_general(error_code& ec, const respool::source_location& where) noexcept {
+resource_node* pool_impl::acquire_general(error_code& ec, const respool::source_location& where,
+                                         bool only_if_free) noexcept {
     std::uint64_t arrival = core::pool_core::newcomer;
     for (;;) {
         core::pool_core::take_result t;
         {
             guard g(*state_);
+            if (only_if_free && !state_->core.lends_now()) return nullptr;  // the general way decides
             if (arrival == core::pool_core::newcomer) arrival = state_->core.arrive();
+            if (validate_waits_) {  // a coroutine validation: only the general path can wait for it
+                state_->core.set_now(now());
+                if (state_->core.next_take_validates()) return nullptr;
+            }
             t = state_->core.try_take(arrival);
         }
         bool refused = false;
@@ -264,6 +279,9 @@ void pool_impl::cancel(acquire_op_base* op) noexcept {
 
 namespace respool::detail {
 
+resource_node* take_now(pool_impl& p, const respool::source_location& where) noexcept {
+    return p.take_now_quietly(where);
+}
 resource_node* acquire_now(pool_impl& p, error_code& ec, const respool::source_location& where) noexcept {
     return p.acquire_now(ec, where);
 }

@@ -45,6 +45,8 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
                                        opts_.thread_safe, opts_.clock ? opts_.clock : default_clock());
     const bool validate = opts_.health_check_on_borrow && validate_ != hook_mode::none;
     acquire_inline = before_acquire_ != hook_mode::async && !(validate && validate_ == hook_mode::async);
+    validate_waits_ = validate && validate_ == hook_mode::async;
+    take_now = before_acquire_ != hook_mode::async;
     // Housekeeping runs at a quarter of the shortest lifecycle period (at least every 10 ms): that is
     // the precision of idle_ttl, max_lifetime, acquire_ttl and validate_after.
     duration period{};

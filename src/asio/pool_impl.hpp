@@ -63,9 +63,13 @@ public:
     // The common take (no checks, stamps or observer; an unreserved idle resource): nullptr otherwise.
     friend resource_node* take_inline(pool_impl& p) noexcept;
     // The immediate part of async_acquire: a node, an error, or (nullptr, no error) = must wait.
-    // Only when no check on the way out is a coroutine (pool_facts::acquire_inline).
+    // Only when no check on the way out but validation is a coroutine (pool_facts::take_now).
     resource_node* acquire_now(error_code& ec, const respool::source_location& where = {}) noexcept;
-    resource_node* acquire_general(error_code& ec, const respool::source_location& where) noexcept;
+    // only_if_free: nothing when the core would not lend an idle resource now (closed, circuit not
+    // closed, nothing idle for a newcomer), without counting a rejection.
+    resource_node* acquire_general(error_code& ec, const respool::source_location& where,
+                                   bool only_if_free = false) noexcept;
+    resource_node* take_now_quietly(const respool::source_location& where) noexcept;
 
     // Slow path: steps 1-3 again, then park. Completion is posted.
     void start_acquire(acquire_op_base* op) noexcept;
@@ -177,6 +181,7 @@ private:
     hook_mode factory_, validate_, before_acquire_, healthcheck_, needs_reset_, before_release_;
     bool context_ = false;             // a check reads its hook_context: stamp uses and idle times
     bool plain_ = true;                // no per-lease stamps wanted: core take_fast/release_fast may serve
+    bool validate_waits_ = false;      // validation on borrow is a coroutine: acquire_now leaves it to ops
     affinity_cache* cache_ = nullptr;  // thread_affinity (owned by the driver state), or none
     duration housekeeping_period_{};
     std::unique_ptr<driver_state> state_;  // core, lock, timers: kept out of this header

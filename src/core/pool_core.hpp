@@ -101,6 +101,14 @@ public:
     // says no costs one creation per refused resource, not a loop.
     take_result try_take(std::uint64_t arrival) noexcept { return try_take(arrival, true); }
     [[nodiscard]] std::uint64_t arrive() noexcept { return next_seq_++; }
+    // Whether the resource try_take would lend now must be validated first (it idled past
+    // validate_after at now()): a caller that cannot wait for a coroutine validation takes nothing
+    // then, and waits its turn as an acquire that can.
+    [[nodiscard]] bool next_take_validates() const noexcept {
+        if (!cfg_.validate_on_borrow || idle_.size() <= reserved_) return false;
+        const resource* r = cfg_.lifo ? idle_.back() : idle_.front();
+        return now_ - r->idle_since > cfg_.validate_after;
+    }
     static constexpr std::uint64_t newcomer = ~std::uint64_t{0};  // arrived after every resource
     // The newcomer w waits for the verdict on r (take_result::check) like a parked waiter: expire(),
     // cancel() and close() end its wait; check_done() gives the verdict. `now`, `deadline` and
@@ -232,6 +240,11 @@ public:
     // the idle resources; the rest go as they come back, and the drained effect follows the last.
     bool close(effects& fx);
     [[nodiscard]] bool closed() const noexcept { return closed_; }
+    // try_take would lend an idle resource now, and count nothing but the acquire: open, circuit
+    // closed, an idle resource that no waiter has reserved.
+    [[nodiscard]] bool lends_now() const noexcept {
+        return !closed_ && circuit_ == circuit::closed && idle_.size() > reserved_;
+    }
     // Closed, every resource gone and no creation under way (the drained effect was emitted).
     [[nodiscard]] bool drained() const noexcept { return drained_; }
     // The pre-warm is over (the ready effect was emitted).

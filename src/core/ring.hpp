@@ -53,6 +53,10 @@ public:
         assert(size_ > 0);
         return buf_[head_];
     }
+    [[nodiscard]] T back() const noexcept {
+        assert(size_ > 0);
+        return buf_[(head_ + size_ - 1) & mask_];
+    }
     // i-th element in idle order (0 = front).
     [[nodiscard]] T at(std::size_t i) const noexcept {
         assert(i < size_);

@@ -546,6 +546,16 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
     }
     auto op =
         std::make_shared<pool_query>(state_.shared(), std::move(handler), std::move(sql), std::move(p), diag);
+    // A connection free now goes straight to the statement, on this thread: the caller of a pool that
+    // is not thread_safe is on the pool's executor, where the borrow's completion would run it. The
+    // handler still never runs inside this call (the statement completes after its round trip, an
+    // immediate failure is posted). Otherwise, or from any thread, the borrow goes as async_acquire.
+    if (!state_->cfg.thread_safe) {
+        if (lease<connection> l = respool::detail::pool_access::take_now(*state_->p)) {
+            op->l = std::move(l);
+            return run_on_lease(op);
+        }
+    }
     auto acquired = [op](error_code ec, lease<connection> l) {
         if (ec) return pool_query::deliver(op, ec, {});  // its words: the shared borrow's
         op->l = std::move(l);

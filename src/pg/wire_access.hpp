@@ -15,16 +15,26 @@
 namespace respool::pg {
 
 // What PQsendQueryParams takes, pointing into the params (which must outlive the call).
+// A params' values, in the arrays libpq takes: up to 4 parameters without a further allocation.
+struct params::values {
+    boost::container::small_vector<unsigned, 4> types;  // OIDs; 0 = let the server infer
+    boost::container::small_vector<int, 4> formats;     // 1 = binary
+    boost::container::small_vector<int, 4> lengths;
+    boost::container::small_vector<std::size_t, 4> offsets;  // into data; npos = NULL
+    std::string data;                                        // the values, back to back
+};
+
 struct params_access {
     const params& p;
     boost::container::small_vector<const char*, 8> values;  // into p.data_, which must outlive the send
     explicit params_access(const params& q) : p(q), values(q.size()) {
         for (std::size_t i = 0; i < q.size(); ++i)
-            values[i] = q.offsets_[i] == std::string::npos ? nullptr : q.data_.data() + q.offsets_[i];
+            values[i] =
+                q.v_->offsets[i] == std::string::npos ? nullptr : q.v_->data.data() + q.v_->offsets[i];
     }
-    [[nodiscard]] const Oid* types() const noexcept { return p.types_.data(); }
-    [[nodiscard]] const int* formats() const noexcept { return p.formats_.data(); }
-    [[nodiscard]] const int* lengths() const noexcept { return p.lengths_.data(); }
+    [[nodiscard]] const Oid* types() const noexcept { return p.v_ ? p.v_->types.data() : nullptr; }
+    [[nodiscard]] const int* formats() const noexcept { return p.v_ ? p.v_->formats.data() : nullptr; }
+    [[nodiscard]] const int* lengths() const noexcept { return p.v_ ? p.v_->lengths.data() : nullptr; }
 };
 
 struct result_access {

@@ -1,8 +1,10 @@
 // What hooks get: a context (age, idle time, uses, why), a validate hook apart from the
 // background healthcheck, a synchronous needs_reset that lets clean releases skip before_release,
-// move-only callables, and the factory's own error detail for the acquire it fails. Manual clock.
+// move-only callables, the factory's own error detail for the acquire it fails, and a coroutine
+// validation that leaves borrows of recently used resources undelayed. Manual clock.
 #include "test_support.hpp"
 
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -305,4 +307,74 @@ TEST(hooks, before_acquire_runs_on_pre_warmed_resources_never_lent) {
     ASSERT_TRUE(c);
     EXPECT_EQ(c->id, 3);
     EXPECT_EQ(*asked, 2) << "made for this acquire: no before_acquire";
+}
+
+namespace {
+
+// An allocator that counts what the pool allocates through a handler's associated allocator: an
+// acquire that has to wait (or to wait for a coroutine check) keeps its operation there.
+template <class T>
+struct counting_allocator {
+    using value_type = T;
+    int* count;
+    explicit counting_allocator(int* c) noexcept : count(c) {}
+    template <class U>
+    counting_allocator(const counting_allocator<U>& o) noexcept : count(o.count) {}
+    T* allocate(std::size_t n) {
+        ++*count;
+        return std::allocator<T>().allocate(n);
+    }
+    void deallocate(T* p, std::size_t n) noexcept { std::allocator<T>().deallocate(p, n); }
+    template <class U>
+    bool operator==(const counting_allocator<U>& o) const noexcept {
+        return count == o.count;
+    }
+};
+
+}  // namespace
+
+TEST(hooks, a_coroutine_validation_leaves_borrows_of_recently_used_resources_undelayed) {
+    fixture f;
+    int validations = 0;
+    auto h = test::counting_hooks(f.t);
+    h.validate = [&](conn&) -> asio::awaitable<bool> {
+        ++validations;
+        co_return true;
+    };
+    auto o = f.options();
+    o.min = 1;
+    o.max = 1;
+    o.health_check_on_borrow = true;
+    o.validate_after = 1s;
+    pool<conn> p(f.io.get_executor(), o, std::move(h));
+    test::step(f.io, *f.clock, 0ms);
+
+    int ops = 0;
+    lease<conn> got;
+    auto borrow = [&] {
+        error_code result = make_error_code(respool::errc::closed);
+        p.async_acquire(
+            5s, asio::bind_allocator(counting_allocator<void>(&ops), [&](error_code ec, lease<conn> l) {
+                result = ec;
+                got = std::move(l);
+            }));
+        test::step(f.io, *f.clock, 0ms);
+        EXPECT_FALSE(result) << result.message();
+    };
+
+    borrow();  // idle 0 s: nothing to validate, decided at once
+    EXPECT_EQ(validations, 0);
+    EXPECT_EQ(ops, 0) << "an acquire decided at once makes no operation";
+    got.release();
+
+    test::step(f.io, *f.clock, 2s);
+    borrow();  // idle 2 s > validate_after: the coroutine validates it, the acquire waits for the verdict
+    EXPECT_EQ(validations, 1);
+    EXPECT_EQ(ops, 1) << "an acquire that waits for a coroutine check keeps its operation";
+    EXPECT_TRUE(got);
+    got.release();
+
+    borrow();  // just returned: no validation, at once again
+    EXPECT_EQ(validations, 1);
+    EXPECT_EQ(ops, 1);
 }

@@ -116,6 +116,10 @@ struct pool_facts {
     boost::asio::any_io_executor post_executor;  // with blocking.never: a post without a prefer() copy
     std::optional<std::chrono::steady_clock::duration> acquire_timeout;  // pool_options::acquire_timeout
     bool acquire_inline = true;  // no coroutine check between taking a resource and lending it
+    // async_acquire decides at once (acquire_now) before it makes an operation: with acquire_inline,
+    // or when validation is the only coroutine check (acquire_now then takes nothing while the
+    // resource next in line is due for it).
+    bool take_now = true;
 };
 const pool_facts& facts_of(const pool_impl& p) noexcept;
 
@@ -132,9 +136,12 @@ std::shared_ptr<pool_impl> make_pool_impl(boost::asio::any_io_executor ex, const
 const pool_options& options_of(const pool_impl& p) noexcept;
 std::shared_ptr<pool_impl> shared_from(pool_impl& p);
 
-// The immediate part of async_acquire when no check on the way out is a coroutine (pool_facts::
-// acquire_inline): a node, an error, or (nullptr, no error) = must wait.
+// The immediate part of async_acquire (pool_facts::take_now): a node, an error, or (nullptr, no error)
+// = must wait (nothing free, or the resource next in line is due for a coroutine validation).
 resource_node* acquire_now(pool_impl& p, error_code& ec, const respool::source_location& where) noexcept;
+// A free resource lent now when no coroutine check is due on it, else nullptr with nothing decided or
+// counted (pool_access::take_now).
+resource_node* take_now(pool_impl& p, const respool::source_location& where) noexcept;
 // The waiting path: steps 1-3 again, then park. Completion is posted.
 void start_acquire(pool_impl& p, acquire_op_base* op) noexcept;
 void resume(pool_impl& p, acquire_op_base* op, bool on_handler_executor) noexcept;

@@ -4,8 +4,6 @@
 
 #include <respool/detail/db_values.hpp>
 
-#include <boost/container/small_vector.hpp>
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -40,9 +38,14 @@ namespace respool::pg {
 class params : public respool::detail::db::params_builder<params> {
 public:
     using params_builder::add;
-    params() = default;
+    params() noexcept;
+    params(const params& o);
+    params(params&& o) noexcept;
+    params& operator=(const params& o);
+    params& operator=(params&& o) noexcept;
+    ~params();
     template <class... T>
-    explicit params(const T&... v) {
+    explicit params(const T&... v) : params() {  // delegating: a throwing add runs ~params (out of line)
         (add(v), ...);
     }
     params& add(std::nullopt_t);
@@ -116,7 +119,7 @@ public:
         }
         return add(std::span<const target>(wide));
     }
-    [[nodiscard]] std::size_t size() const noexcept { return types_.size(); }
+    [[nodiscard]] std::size_t size() const noexcept { return count_; }
 
 private:
     friend struct params_access;
@@ -130,12 +133,12 @@ private:
     params& add_interval(std::int64_t microseconds);
     params& add_array(unsigned element_type, std::size_t count, std::string_view elements);
     params& push(unsigned type, std::string_view bytes, bool binary, bool null = false);
-    // In the arrays libpq takes; up to 4 parameters and 15 bytes of values without an allocation.
-    boost::container::small_vector<unsigned, 4> types_;  // OIDs; 0 = let the server infer
-    boost::container::small_vector<int, 4> formats_;     // 1 = binary
-    boost::container::small_vector<int, 4> lengths_;
-    boost::container::small_vector<std::size_t, 4> offsets_;  // into data_; npos = NULL
-    std::string data_;                                        // the values, back to back
+    // The values in the arrays libpq takes, made at the first add: a statement's params move from the
+    // call through the pool to the connection several times, and a move is one pointer (no params, no
+    // allocation at all).
+    struct values;
+    std::unique_ptr<values> v_;
+    std::size_t count_ = 0;
 };
 
 // The rows of one statement, read in place from libpq's result (no copy of the fields): as text, or as
