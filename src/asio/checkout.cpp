@@ -83,7 +83,7 @@ resource_node* pool_impl::take_now_quietly(const respool::source_location& where
 // synchronous here (acquire_inline) and runs inline; a resource a check refuses is destroyed, and
 // the caller takes again (a replacement made meanwhile was made for it: no before_acquire).
 resource_node* pool_impl::acquire_general(error_code& ec, const respool::source_location& where,
-                                         bool only_if_free) noexcept {
+                                          bool only_if_free) noexcept {
     std::uint64_t arrival = core::pool_core::newcomer;
     for (;;) {
         core::pool_core::take_result t;

@@ -68,8 +68,8 @@ params& params::push(unsigned type, std::string_view bytes, bool binary, bool nu
         throw std::invalid_argument("respool::pg::params: more than " + std::to_string(max_params) +
                                     " parameters (the protocol's limit)");
     if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-        throw std::invalid_argument("respool::pg::params: parameter $" + std::to_string(count_ + 1) +
-                                    " is " + std::to_string(bytes.size()) +
+        throw std::invalid_argument("respool::pg::params: parameter $" + std::to_string(count_ + 1) + " is " +
+                                    std::to_string(bytes.size()) +
                                     " bytes, above the protocol's limit of 2147483647");
     if (!v_) v_ = std::make_unique<values>();
     v_->types.push_back(type);
@@ -107,9 +107,8 @@ params& params::add(std::string_view v) {
     // Text goes as a C string: libpq would cut it at a NUL and the server would store the rest of the
     // value silently lost. Bytes are bytea (std::span<const std::byte>).
     if (const std::size_t at = v.find('\0'); at != std::string_view::npos)
-        throw std::invalid_argument("respool::pg::params: text parameter $" +
-                                    std::to_string(count_ + 1) + " holds a NUL byte (at byte " +
-                                    std::to_string(at) +
+        throw std::invalid_argument("respool::pg::params: text parameter $" + std::to_string(count_ + 1) +
+                                    " holds a NUL byte (at byte " + std::to_string(at) +
                                     "), which PostgreSQL text cannot store; send bytes as "
                                     "std::span<const std::byte> (bytea)");
     return push(0, v, false);  // text; the server infers the type from the statement
@@ -159,9 +158,9 @@ params& params::add_array(unsigned element_type, std::size_t count, std::string_
     bytes += big_endian(std::uint32_t{element_type});
     if (count != 0) {
         if (count > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
-            throw std::invalid_argument(
-                "respool::pg::params: parameter $" + std::to_string(count_ + 1) + " is an array of " +
-                std::to_string(count) + " elements, above the protocol's limit of 2147483647");
+            throw std::invalid_argument("respool::pg::params: parameter $" + std::to_string(count_ + 1) +
+                                        " is an array of " + std::to_string(count) +
+                                        " elements, above the protocol's limit of 2147483647");
         bytes += big_endian(static_cast<std::uint32_t>(count));
         bytes += big_endian(std::uint32_t{1});
     }
