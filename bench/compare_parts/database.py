@@ -138,9 +138,14 @@ class Pgbench:
         pass
 
 
-def prepare_peers(tmp, only=None):
+BEFORE = "-before"  # the key suffix of a respool peer from an earlier build (--before)
+
+
+def prepare_peers(tmp, only=None, before=None):
     """Builds or installs every peer (with `only`, the other languages' peers are not built); returns a
-    list of (key, label, command, cwd)."""
+    list of (key, label, command, cwd). With `before` (the build folder of an earlier commit), every
+    respool peer runs a second time from that build, keyed KEY-before: measured in the same rotation,
+    the two builds meet the same noise."""
     build_release(["respool_pg_peer"])
     java_out, go_out = os.path.join(tmp, "java"), os.path.join(tmp, "go")
     if not only or any(not k.startswith("respool") for k in only):
@@ -153,13 +158,15 @@ def prepare_peers(tmp, only=None):
         sh([os.path.join(PEERS_DIR, "node", "install.sh")], stdout=subprocess.DEVNULL)
     rp = os.path.join(RELEASE, "bench", "respool_pg_peer")
     pool = ["--pool", str(POOL)]
-    return [
+    specs = [
         ("respool", "respool, one pool, one thread", [rp] + pool + ["--variant", "one-thread"], None),
         ("respool-per-thread", "respool, a pool per thread, 2 threads", [rp] + pool + ["--variant", "per-thread"],
          None),
         ("respool-shared", "respool, one thread_safe pool, 2 threads", [rp] + pool + ["--variant", "shared"], None),
         ("respool-pipelined", "respool, one pool, one thread, pipeline_depth 8",
          [rp] + pool + ["--variant", "one-thread", "--pipeline", "8"], None),
+        ("respool-per-thread-pipelined", "respool, a pool per thread, 2 threads, pipeline_depth 8",
+         [rp] + pool + ["--variant", "per-thread", "--pipeline", "8"], None),
         ("respool-unnamed", "respool, one pool, one thread, unnamed statements",
          [rp] + pool + ["--variant", "one-thread", "--statements", "unnamed"], None),
         (BEHIND_PGBOUNCER, "respool, one pool, one thread, unnamed statements, through PgBouncer 1.18 "
@@ -172,6 +179,14 @@ def prepare_peers(tmp, only=None):
         ("node-pg", "node-postgres pg.Pool (async loops)", ["node", "pgbench.js"] + pool,
          os.path.join(PEERS_DIR, "node")),
     ]
+    if before:
+        old = os.path.join(before, "bench", "respool_pg_peer")
+        if not os.access(old, os.X_OK):
+            raise RuntimeError(f"--before {before}: no bench/respool_pg_peer there (build the release preset's "
+                               "respool_pg_peer target of the earlier commit into it)")
+        specs += [(key + BEFORE, label + " [before]", [old] + cmd[1:], cwd)
+                  for key, label, cmd, cwd in specs if key.startswith("respool") and key != BEHIND_PGBOUNCER]
+    return specs
 
 
 def create_table(cluster):
@@ -181,14 +196,14 @@ def create_table(cluster):
     cluster.psql("VACUUM ANALYZE bench_kv")  # not in the transaction of the statements above
 
 
-def run(cluster, seconds, reps, write, only=None, warmup=3.0):
+def run(cluster, seconds, reps, write, only=None, warmup=3.0, before=None):
     tmp = tempfile.mkdtemp(prefix="respool-compare-pg.")
     peers = []
     sampler = None
     results = {}  # (workload, clients, key) -> list of (qps, p50, p99, errors, cpu_us_per_query, backends)
     bouncer = os.path.join(tmp, "pgbouncer")
     try:
-        specs = prepare_peers(tmp, only)
+        specs = prepare_peers(tmp, only, before)
         create_table(cluster)
         # PgBouncer in front of the same server for the peer behind it (its own process on a free port).
         sh([PGBOUNCER, "start", bouncer, os.path.join(cluster.state, "conninfo")], stdout=subprocess.DEVNULL)
@@ -200,7 +215,7 @@ def run(cluster, seconds, reps, write, only=None, warmup=3.0):
         peers.append(Pgbench(cluster, tmp, sampler))
         peers.append(Pgbench(cluster, tmp, sampler, threads=2))
         for key, label, cmd, cwd in specs:
-            if only and key not in only:
+            if only and key.removesuffix(BEFORE) not in only:
                 continue
             say(f"database: starting {label}")
             env = dict(cluster.env, PGPORT=bouncer_port) if key == BEHIND_PGBOUNCER else cluster.env
@@ -236,14 +251,37 @@ def run(cluster, seconds, reps, write, only=None, warmup=3.0):
         subprocess.run([PGBOUNCER, "stop", bouncer], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
     labels = {p.key: p.label for p in peers}
-    publish("compare-pg", report(results, labels, seconds, reps, warmup), write)
+    text = report(results, labels, seconds, reps, warmup)
+    if before:  # a comparison of two builds, not the published table
+        print(text + "\n" + before_after(results, labels))
+    else:
+        publish("compare-pg", text, write)
     return results
+
+
+def before_after(results, labels):
+    """Each respool variant against the same variant of the earlier build, row by row (medians)."""
+    lines = ["| workload | clients | respool variant | before q/s | after q/s | after ÷ before | "
+             "before CPU/query | after CPU/query |", "|---|---:|---|---:|---:|---:|---:|---:|"]
+    for w in WORKLOADS:
+        for c in CLIENTS:
+            for key in labels:
+                if not key.startswith("respool") or key.endswith(BEFORE):
+                    continue
+                now, then = results.get((w, c, key)), results.get((w, c, key + BEFORE))
+                if not now or not then:
+                    continue
+                q1, q0 = median([r[0] for r in now]), median([r[0] for r in then])
+                c1, c0 = median([r[4] for r in now]), median([r[4] for r in then])
+                lines.append(f"| {w} | {c} | {labels[key]} | {q0:,.0f} | {q1:,.0f} | {q1 / q0:.2f}x | "
+                             f"{c0:.1f} µs | {c1:.1f} µs |")
+    return "\n".join(lines) + "\n"
 
 
 def report(results, labels, seconds, reps, warmup=3.0):
     med = {k: tuple(median([r[i] for r in v]) for i in range(5)) + (max(r[5] for r in v),)
            for k, v in results.items()}
-    pools = [k for k in labels if not k.startswith("pgbench")]
+    pools = [k for k in labels if not k.startswith("pgbench") and not k.endswith(BEFORE)]
     benches = [k for k in labels if k.startswith("pgbench")]
     peers = [k for k in pools if not k.startswith("respool")]
     lines = [f"Generated by `bench/compare` (medians of {reps} interleaved runs of {seconds} s, each peer warmed "

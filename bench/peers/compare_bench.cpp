@@ -1,10 +1,11 @@
 // The C++ side of bench/compare: respool (a shared thread_safe pool with FIFO idle order, the same with
-// the thread-affinity cache, and one pool per thread) and the naive pool a C++ developer
-// would otherwise hand-roll, on the workloads of the Java peer harness, measured the same way (threads cycle
-// for a fixed time after a warm-up; median of reps).
+// the thread-affinity cache, and one pool per thread), the naive pool a C++ developer would otherwise
+// hand-roll, and the floors of any shared FIFO order (fifo_floor.hpp), on the workloads of the Java peer
+// harness, measured the same way (threads cycle for a fixed time after a warm-up; median of reps).
 //
 //   respool_compare <seconds> <reps> [variant...]   prints: cycle <variant> <threads> <pool> <median ops/s>
 // With variant names, only those run (e.g. respool_compare 0.5 5 respool-shared naive-cpp).
+#include "fifo_floor.hpp"
 #include "naive_pool.hpp"
 
 #include "../bench_support.hpp"
@@ -122,6 +123,30 @@ int main(int argc, char** argv) {
 
         naive_pool<resource> naive(size, [] { return resource{1}; });
         vs.push_back({"naive-cpp", [&](int) { naive.release(naive.acquire()); }, {}});
+
+        // The floors of one shared FIFO order (fifo_floor.hpp): take the oldest, put it back.
+        std::vector<resource> items(size, resource{1});
+        bench::lockfree_fifo<resource> lockfree(size);
+        bench::locked_fifo<resource> locked(size);
+        for (auto& r : items) {
+            lockfree.push(&r);
+            locked.push(&r);
+        }
+        vs.push_back({"fifo-floor-lockfree",
+                      [&](int) {
+                          resource* r;
+                          while (!(r = lockfree.pop()))
+                              std::this_thread::yield();  // all lent (pool < threads)
+                          lockfree.push(r);
+                      },
+                      {}});
+        vs.push_back({"fifo-floor-mutex",
+                      [&](int) {
+                          resource* r;
+                          while (!(r = locked.pop())) std::this_thread::yield();
+                          locked.push(r);
+                      },
+                      {}});
 
         if (argc > 3)
             std::erase_if(vs, [&](const variant& v) {
