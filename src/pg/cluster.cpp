@@ -626,7 +626,7 @@ struct routed_query : std::enable_shared_from_this<routed_query> {
         host = h;
         auto self = shared_from_this();
         auto slot = handler.get_cancellation_slot();
-        detail::pool_access::run_query(*s->hosts[host]->db, std::move(l), sql, p, diag,
+        detail::pool_access::run_query(std::move(l), sql, p, diag,
                                        asio::bind_cancellation_slot(slot, [self](error_code qec, result r) {
                                            self->statement_done(qec, std::move(r));
                                        }));

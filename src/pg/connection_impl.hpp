@@ -4,6 +4,7 @@
 
 #include "statement_cache.hpp"
 
+#include <respool/lease.hpp>
 #include <respool/pg/connection.hpp>
 #include <respool/trace.hpp>
 
@@ -152,6 +153,15 @@ bool drop_deferred_begin(connection& c) noexcept;
 // the pool's own (a reset, a liveness check), so marked for the tracer.
 void start_query(const std::shared_ptr<connection::impl>& c, std::string sql, std::optional<params> p,
                  query_handler handler, bool pool_statement = false);
+// pool::async_query's second half, done by the statement's own operation: `sql` on the lease's
+// connection; when it ends, the lease goes back (poisoned after a connection-level failure, else
+// released: reset on the way back), `diag` (when given) gets the failure's words, then `handler` runs.
+// One operation and one type-erased handler for the borrow and the statement.
+void start_query_on_lease(lease<connection> l, std::string sql, std::optional<params> p,
+                          respool::diagnostics* diag, query_handler handler);
+// Fills the caller's diagnostics for a statement that failed on `c` (the server's words when `ec` is
+// the failure c.last_error() describes).
+void report_failure(respool::diagnostics& out, const connection& c, const error_code& ec);
 
 // Tells the connection's tracer (when it has one) that a statement ended: `started` is when it was
 // sent, `r` its result (nullptr on failure). Never throws.

@@ -258,13 +258,6 @@ bool is_last_failure(const connection& c, const error_code& ec) {
     return ec.category() == category() && d.sqlstate.empty();
 }
 
-// Fills the caller's diagnostics for a statement that failed on `c`.
-void report(respool::diagnostics& out, const connection& c, const error_code& ec) {
-    const diagnostics d = is_last_failure(c, ec) ? c.last_error() : diagnostics{};
-    out.message = describe(ec, d);
-    out.error = std::make_exception_ptr(error_with_diagnostics(ec, d));
-}
-
 using query_handler = asio::any_completion_handler<void(error_code, result)>;
 
 // A pipelined statement's handler: a failure the pipeline did not put in words (a server error it
@@ -300,27 +293,21 @@ struct pool_query {
 };
 
 // The statement on op->l, then the lease back (poisoned after a connection-level failure), then the
-// handler.
+// handler: all done by the statement's operation (detail::start_query_on_lease).
 void run_on_lease(const std::shared_ptr<pool_query>& op) {
-    auto done = [op](error_code qec, result r) {
-        if (qec && op->diag) report(*op->diag, *op->l, qec);
-        if (qec == condition::connection_broken)
-            op->l.poison();
-        else
-            op->l.release();  // reset on the way back when the statement changed the session
-        pool_query::deliver(op, qec, std::move(r));
-    };
-    auto qslot = op->handler.get_cancellation_slot();
-    if (op->p)
-        op->l->async_query(std::move(op->sql), std::move(*op->p),
-                           asio::bind_cancellation_slot(qslot, std::move(done)));
-    else
-        op->l->async_query(std::move(op->sql), asio::bind_cancellation_slot(qslot, std::move(done)));
+    detail::start_query_on_lease(std::move(op->l), std::move(op->sql), std::move(op->p), op->diag,
+                                 std::move(op->handler));
 }
 
 }  // namespace
 
 namespace detail {
+
+void report_failure(respool::diagnostics& out, const connection& c, const error_code& ec) {
+    const diagnostics d = is_last_failure(c, ec) ? c.last_error() : diagnostics{};
+    out.message = describe(ec, d);
+    out.error = std::make_exception_ptr(error_with_diagnostics(ec, d));
+}
 
 asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s) {
     return respool::detail::db::acquire_or_throw(*s->p, s->cfg.borrow_timeout, explainer(s));
@@ -433,13 +420,10 @@ pool::~pool() = default;  // closes (state_handle)
 pool::pool(pool&&) noexcept = default;
 pool& pool::operator=(pool&&) noexcept = default;  // closes what it held first
 
-void detail::pool_access::run_query(pool& p, lease<connection> l, std::string sql, std::optional<params> q,
+void detail::pool_access::run_query(lease<connection> l, std::string sql, std::optional<params> q,
                                     respool::diagnostics* diag, query_handler handler) {
     if (diag) diag->clear();
-    auto op = std::make_shared<pool_query>(p.state_.shared(), std::move(handler), std::move(sql),
-                                           std::move(q), diag);
-    op->l = std::move(l);
-    run_on_lease(op);
+    detail::start_query_on_lease(std::move(l), std::move(sql), std::move(q), diag, std::move(handler));
 }
 
 bool detail::pool_access::pipelined(const pool& p, const std::string& sql, const std::optional<params>& q) {
@@ -544,18 +528,17 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
                 d->submit(std::move(s), std::move(q), std::move(h), diag);
             });
     }
-    auto op =
-        std::make_shared<pool_query>(state_.shared(), std::move(handler), std::move(sql), std::move(p), diag);
     // A connection free now goes straight to the statement, on this thread: the caller of a pool that
     // is not thread_safe is on the pool's executor, where the borrow's completion would run it. The
     // handler still never runs inside this call (the statement completes after its round trip, an
     // immediate failure is posted). Otherwise, or from any thread, the borrow goes as async_acquire.
     if (!state_->cfg.thread_safe) {
-        if (lease<connection> l = respool::detail::pool_access::take_now(*state_->p)) {
-            op->l = std::move(l);
-            return run_on_lease(op);
-        }
+        if (lease<connection> l = respool::detail::pool_access::take_now(*state_->p))
+            return detail::start_query_on_lease(std::move(l), std::move(sql), std::move(p), diag,
+                                                std::move(handler));
     }
+    auto op =
+        std::make_shared<pool_query>(state_.shared(), std::move(handler), std::move(sql), std::move(p), diag);
     auto acquired = [op](error_code ec, lease<connection> l) {
         if (ec) return pool_query::deliver(op, ec, {});  // its words: the shared borrow's
         op->l = std::move(l);

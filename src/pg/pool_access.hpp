@@ -21,7 +21,7 @@ struct pool_access {
     // Runs `sql` on the lease's connection; a connection-level failure poisons it, anything else
     // releases it (reset on the way back); then `handler` (on its associated executor). Cancellation:
     // the handler's slot cancels the statement on the server.
-    static void run_query(pool& p, lease<connection> l, std::string sql, std::optional<params> q,
+    static void run_query(lease<connection> l, std::string sql, std::optional<params> q,
                           respool::diagnostics* diag,
                           boost::asio::any_completion_handler<void(error_code, result)> handler);
     // Whether pool::async_query would pipeline this statement (pipeline_depth > 1, bound parameters, a

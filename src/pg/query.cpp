@@ -38,6 +38,16 @@ constexpr const char* copy_refusal =
     "speak: load rows with INSERT (several rows per statement, bound parameters) or let the server "
     "read or write a file (COPY ... FROM/TO 'path')";
 
+// A borrowed connection back to its pool at the end of a statement run for pool::async_query.
+void give_back(lease<connection>& l, respool::diagnostics* diag, const error_code& ec) {
+    if (!l) return;
+    if (ec && diag) detail::report_failure(*diag, *l, ec);
+    if (ec == condition::connection_broken)
+        l.poison();
+    else
+        l.release();  // reset on the way back when the statement changed the session
+}
+
 struct query_op : std::enable_shared_from_this<query_op> {
     query_op(std::shared_ptr<connection::impl> i, query_handler h, std::string s, std::optional<params> q,
              bool pool_stmt)
@@ -83,6 +93,8 @@ struct query_op : std::enable_shared_from_this<query_op> {
     int nulls_at_sync = 0;
     bool pool_statement = false;                    // the pool's own (for the tracer)
     std::chrono::steady_clock::time_point started;  // with a tracer: when it was sent
+    lease<connection> borrowed;                     // pool::async_query's: back before the handler runs
+    respool::diagnostics* diag = nullptr;           // its caller's, filled when the statement fails
 
     void finish(error_code ec) {
         done = true;
@@ -99,6 +111,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
             detail::trace_statement(*c, sql, p ? p->size() : 0, started, ec ? nullptr : &out, ec,
                                     pool_statement);
         c->op_ended();
+        give_back(borrowed, diag, ec);
         if (initiating)
             complete(c->ex, std::move(handler), ec, std::move(out));  // never inside the initiating call
         else  // a reply arrived: the handler runs now, on its executor (posted there when it is another)
@@ -448,17 +461,27 @@ void trace_statement(connection::impl& c, std::string_view sql, std::size_t para
     }
 }
 
-void start_query(const std::shared_ptr<connection::impl>& i, std::string sql, std::optional<params> p,
-                 query_handler handler, bool pool_statement) {
+namespace {
+
+void start(const std::shared_ptr<connection::impl>& i, std::string sql, std::optional<params> p,
+           query_handler handler, bool pool_statement, lease<connection>* borrowed,
+           respool::diagnostics* diag) {
     auto& c = *i;
-    if (c.busy) return complete(c.ex, std::move(handler), error_code(error::busy), result{});
+    auto refuse = [&](error_code ec) {  // before anything was sent
+        if (borrowed) give_back(*borrowed, diag, ec);
+        complete(c.ex, std::move(handler), ec, result{});
+    };
+    if (c.busy) return refuse(error::busy);
     if (c.server_fatal) {  // the server ended the session while it was idle (see alive_nowait)
         c.finish();
-        return complete(c.ex, std::move(handler), error_code(error::connection_broken), result{});
+        return refuse(error::connection_broken);
     }
-    if (!c.conn || PQstatus(c.conn) != CONNECTION_OK)
-        return complete(c.ex, std::move(handler), error_code(error::not_connected), result{});
+    if (!c.conn || PQstatus(c.conn) != CONNECTION_OK) return refuse(error::not_connected);
     auto op = std::make_shared<query_op>(i, std::move(handler), std::move(sql), std::move(p), pool_statement);
+    if (borrowed) {
+        op->borrowed = std::move(*borrowed);
+        op->diag = diag;
+    }
     c.busy = true;
     c.abort_current = [o = op.get()] { o->request_cancel(asio::error::operation_aborted); };  // no allocation
     c.abort_current_of = op.get();
@@ -480,6 +503,19 @@ void start_query(const std::shared_ptr<connection::impl>& i, std::string sql, st
     else
         op->broke();
     op->initiating = false;
+}
+
+}  // namespace
+
+void start_query(const std::shared_ptr<connection::impl>& i, std::string sql, std::optional<params> p,
+                 query_handler handler, bool pool_statement) {
+    start(i, std::move(sql), std::move(p), std::move(handler), pool_statement, nullptr, nullptr);
+}
+
+void start_query_on_lease(lease<connection> l, std::string sql, std::optional<params> p,
+                          respool::diagnostics* diag, query_handler handler) {
+    const auto i = connection_access::impl_of(*l);  // a copy: the lease moves into the operation
+    start(i, std::move(sql), std::move(p), std::move(handler), false, &l, diag);
 }
 
 }  // namespace detail
