@@ -222,6 +222,7 @@ asio::awaitable<response> metrics(service& svc, worker& self, const request& req
     std::vector<const respool::http::request_metrics*> shards;
     for (auto& w : svc.workers) shards.push_back(&w->metrics);
     std::string out;
+    respool::http::write_build_info(out);
     respool::http::write_pool_metrics(out, samples);
     std::vector<budget_sample> budgets;
     for (std::size_t i = 0; i < pools.size(); ++i)
