@@ -13,6 +13,8 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/field.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <cstdio>
 #include <string>
@@ -301,8 +303,7 @@ response json_error(unsigned status, std::string_view error, std::string_view me
     response res(static_cast<bh::status>(status), version);
     res.keep_alive(keep_alive);
     res.set(bh::field::content_type, "application/json");
-    res.body() = std::string(R"({"error":")") + std::string(error) + R"(","message":")" +
-                 std::string(message) + R"("})";
+    res.body() = boost::json::serialize(boost::json::object{{"error", error}, {"message", message}});
     res.prepare_payload();
     return res;
 }
