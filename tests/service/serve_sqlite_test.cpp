@@ -123,6 +123,13 @@ TEST(serve_sqlite, every_row_of_the_spec_table_answers_as_specified) {
         EXPECT_NE(metrics.body.find(line), std::string::npos) << line << "--- in:\n" << metrics.body;
     EXPECT_TRUE(sample(metrics.body, R"(respool_pool_resources_min{pool="writer",thread="0"})"))
         << metrics.body;
+    // Every bound of the pools' and requests' histograms, as /metrics always wrote them (dashboards
+    // select buckets by their le), not the library's shorter default.
+    EXPECT_TRUE(sample(
+        metrics.body, R"(respool_pool_acquire_wait_seconds_bucket{pool="writer",thread="0",le="0.000002"})"));
+    EXPECT_TRUE(sample(
+        metrics.body,
+        R"(respool_http_request_duration_seconds_bucket{route="/kv/{key}",method="GET",le="0.000512"})"));
 
     // Everything above went over one keep-alive connection.
     EXPECT_EQ(c.connects(), 1);
