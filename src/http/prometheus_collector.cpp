@@ -1,4 +1,5 @@
-// The pool families as prometheus-cpp MetricFamily values (respool/http/prometheus_collector.hpp): the
+// The pool families as prometheus-cpp MetricFamily values (respool/http/prometheus_collector.hpp), in the
+// respool::prometheus target only (respool::http does not link prometheus-cpp): the
 // same families the text writer renders (http/metric_families.hpp), converted field by field.
 #include <respool/http/prometheus_collector.hpp>
 
