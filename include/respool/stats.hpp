@@ -88,9 +88,11 @@ struct pool_stats : pool_counters {
     std::uint32_t max = 0;
     std::uint32_t reserved = 0;  // idle resources set aside for woken waiters
     std::uint32_t creating = 0;  // factory calls under way (counted in active)
+    std::uint32_t min = 0;       // the floor of resources kept (pool_options::min)
     // With pool_options::record_timings (empty otherwise):
-    histogram wait_time;  // acquire -> lease (immediate ones count in bucket 0)
-    histogram hold_time;  // lease -> release
+    histogram wait_time;    // acquire -> lease (immediate ones count in bucket 0)
+    histogram hold_time;    // lease -> release
+    histogram create_time;  // factory call -> resource, for the creations that succeeded
     circuit_state circuit = circuit_state::closed;
     bool closed = false;
 };

@@ -38,6 +38,7 @@ void pool_impl::start_creations(int n) noexcept {
                 {
                     guard g(*state_);
                     run = begin_run_locked(run_kind::create, nullptr, opts_.create_timeout);
+                    run->started = creation_start();
                 }
                 auto pending = std::make_shared<pending_creation>(shared_from_this(), run);
                 hooks_->create_async(executor, run->signal.slot(),
@@ -55,8 +56,9 @@ void pool_impl::start_creations(int n) noexcept {
     while (n-- > 0) {
         error_code ec;
         std::exception_ptr error;
+        const auto started = creation_start();
         resource_node* node = hooks_->create_sync(ec, error);
-        n += settle_creation(ec, node, error);
+        n += settle_creation(ec, node, error, started);
     }
 }
 
@@ -75,7 +77,7 @@ void pool_impl::creation_done(const std::shared_ptr<hook_run>& run, error_code e
         if (node && !hooks_->destroy(node)) log(log_level::warning, "destructor hook failed (late creation)");
         return;
     }
-    const int more = settle_creation(ec, node, error);
+    const int more = settle_creation(ec, node, error, run->started);
     if (more) start_creations(more);
     release_self_if_drained();
 }
@@ -93,15 +95,22 @@ void pool_impl::stamp_new(resource_node* n) noexcept {
     }
 }
 
-int pool_impl::settle_creation(const error_code& ec, resource_node* n,
-                               const std::exception_ptr& error) noexcept {
+std::chrono::steady_clock::time_point pool_impl::creation_start() const noexcept {
+    return opts_.record_timings ? now() : std::chrono::steady_clock::time_point{};
+}
+
+int pool_impl::settle_creation(const error_code& ec, resource_node* n, const std::exception_ptr& error,
+                               std::chrono::steady_clock::time_point started) noexcept {
     core::effects fx;
     if (!n && logging(log_level::warning))
         log(log_level::warning, "creation failed: " + exception_message(error, creation_error(ec)));
     {
         if (n) stamp_new(n);
+        const bool timed = n && started != std::chrono::steady_clock::time_point{};
+        const auto took = timed ? now() - started : std::chrono::steady_clock::duration{};
         guard g(*state_);
         if (n) {
+            if (timed) state_->create_time.record(took);
             state_->core.creation_succeeded(core_of(n), fx);
         } else {
             if (auto* op = op_of(state_->core.creation_failed(fx))) {
@@ -141,12 +150,16 @@ resource_node* pool_impl::create_inline(error_code& ec, const respool::source_lo
     }
     error_code cec;
     std::exception_ptr error;
+    const auto started = creation_start();
     resource_node* fresh = hooks_->create_sync(cec, error);
     if (fresh) stamp_new(fresh);
+    const bool timed = fresh && started != std::chrono::steady_clock::time_point{};
+    const auto took = timed ? now() - started : std::chrono::steady_clock::duration{};
     core::effects fx;
     core::status st;
     {
         guard g(*state_);
+        if (timed) state_->create_time.record(took);
         if (fresh) {
             st = state_->core.inline_created(core_of(fresh), fx);  // lent: made for this take, unchecked
         } else {

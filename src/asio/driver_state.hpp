@@ -65,7 +65,7 @@ struct pool_impl::driver_state final : scheduled_alarm {
     std::vector<std::shared_ptr<observer>> observers;
     std::shared_ptr<observer> obs;  // what events go to: the one observer, a fan-out of several, or none
     std::shared_ptr<log_sink> sink;
-    histogram wait_time, hold_time;
+    histogram wait_time, hold_time, create_time;
 
     std::shared_ptr<pool_impl> keep_alive;  // set while the pool object is gone but resources remain
     bool dropped = false;

@@ -22,6 +22,7 @@ struct hook_run {
     hook_context ctx;          // what the hook was told (its coroutine may hold the reference)
     destroy_reason why = destroy_reason::closed;  // decided: what its resource dies of
     bool decided = false;  // past its bound or interrupted by close: the failure is counted
+    std::chrono::steady_clock::time_point started{};  // a creation's start, with record_timings
 };
 
 const char* to_string(run_kind k) noexcept;

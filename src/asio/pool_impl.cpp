@@ -195,6 +195,8 @@ pool_stats pool_impl::stats() const noexcept {
     p.wait_time = state_->wait_time;
     if (opts_.record_timings) p.wait_time.counts[0] += state_->core.stats().immediate_takes;
     p.hold_time = state_->hold_time;
+    p.create_time = state_->create_time;
+    p.min = static_cast<std::uint32_t>(opts_.min);
     return p;
 }
 

@@ -168,9 +168,12 @@ private:
     int process(core::effects& fx, const error_code& create_ec, const resource_node* keep = nullptr) noexcept;
     void process_rare(const core::effect& e, const error_code& create_ec) noexcept;
     void start_creations(int n) noexcept;
-    // Returns how many creations to start next.
-    int settle_creation(const error_code& ec, resource_node* n,
-                        const std::exception_ptr& error = {}) noexcept;
+    // Returns how many creations to start next. `started`: when the factory was called, with
+    // record_timings (the creation time is recorded); the epoch otherwise.
+    int settle_creation(const error_code& ec, resource_node* n, const std::exception_ptr& error = {},
+                        std::chrono::steady_clock::time_point started = {}) noexcept;
+    // When a creation starts: now with record_timings, else the epoch (no clock read).
+    [[nodiscard]] std::chrono::steady_clock::time_point creation_start() const noexcept;
     [[nodiscard]] hook_context context_of(const resource_node& n, hook_reason why) const noexcept;
     bool check(check_kind k, resource_node& n, hook_reason why) noexcept;  // a synchronous check
     void destroy_node(resource_node* n, destroy_reason why) noexcept;

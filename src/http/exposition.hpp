@@ -1,4 +1,4 @@
-// Text of the Prometheus exposition format 0.0.4 that the pool and request writers share.
+// Text of the Prometheus exposition format 0.0.4 (the writer of metric_families.hpp uses these).
 #pragma once
 
 #include <respool/http/metrics.hpp>
@@ -20,9 +20,5 @@ void append_sample(std::string& out, std::string_view name, std::string_view lab
 // Decimal seconds, exact: integer microseconds or nanoseconds, trailing zeros dropped ("0.000512").
 void append_seconds_us(std::string& out, std::uint64_t us);
 void append_seconds_ns(std::string& out, std::uint64_t ns);
-
-// The `_bucket`, `_sum` and `_count` samples of `h`: cumulative buckets with `le` in seconds at each
-// log2 bucket's upper bound (1us, 2us, 4us, ..., 2^24 us), then `+Inf` (== `_count`).
-void append_histogram(std::string& out, std::string_view name, std::string_view labels, const histogram& h);
 
 }  // namespace respool::http::detail

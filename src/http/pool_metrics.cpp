@@ -2,6 +2,9 @@
 #include <respool/http/metrics.hpp>
 
 #include "http/exposition.hpp"
+#include "http/metric_families.hpp"
+
+#include <respool/version.h>
 
 #include <array>
 #include <stdexcept>
@@ -26,6 +29,7 @@ constexpr std::array gauges{
     gauge{"respool_pool_resources_creating", "Creations under way (counted in active).",
           &pool_stats::creating},
     gauge{"respool_pool_waiters", "Acquires waiting for a resource.", &pool_stats::waiting},
+    gauge{"respool_pool_resources_min", "The floor of resources the pool keeps (min).", &pool_stats::min},
 };
 
 struct counter {
@@ -80,56 +84,92 @@ static_assert(sizeof(pool_counters) == counters.size() * sizeof(std::uint64_t));
 constexpr std::array<circuit_state, 3> circuit_states{circuit_state::closed, circuit_state::open,
                                                       circuit_state::half_open};
 
+struct timing {
+    const char* name;
+    const char* help;
+    histogram pool_stats::*field;
+};
+constexpr std::array timings{
+    timing{"respool_pool_acquire_wait_seconds", "Time from acquire to lease (with record_timings).",
+           &pool_stats::wait_time},
+    timing{"respool_pool_hold_seconds", "Time from lease to release (with record_timings).",
+           &pool_stats::hold_time},
+    timing{"respool_pool_create_seconds",
+           "Time the factory took to create a resource, for successful creations (with record_timings).",
+           &pool_stats::create_time},
+};
+
+std::vector<label> with(std::vector<label> labels, const char* name, std::string value) {
+    labels.push_back({name, std::move(value)});
+    return labels;
+}
+
 }  // namespace
 
-void write_pool_metrics(std::string& out, std::span<const pool_sample> pools) {
-    if (pools.empty()) return;
-    std::vector<std::string> labels;  // checked before anything is written
-    labels.reserve(pools.size());
-    for (const auto& p : pools) {
+namespace detail {
+
+std::vector<family> pool_families(std::span<const pool_sample> pools,
+                                  const std::vector<std::uint64_t>& bounds) {
+    std::vector<family> out;
+    if (pools.empty()) return out;
+    for (const auto& p : pools) {  // checked before anything is built
         for (const auto& l : p.labels)
             if (l.name == "state" || l.name == "le")
                 throw std::invalid_argument(
                     "respool::http: label '" + l.name +
                     "' is the pool metrics' own (respool_pool_circuit_state, buckets)");
-        labels.push_back(detail::label_text(p.labels));
+        (void)label_text(p.labels);  // names checked
     }
+    auto add = [&](const char* name, const char* help, family_type type, auto&& each) {
+        family f{name, help, type, {}};
+        f.samples.reserve(pools.size());
+        for (const auto& p : pools) each(f, p);
+        out.push_back(std::move(f));
+    };
 
-    for (const auto& g : gauges) {
-        detail::append_family(out, g.name, "gauge", g.help);
-        for (std::size_t i = 0; i < pools.size(); ++i)
-            detail::append_sample(out, g.name, labels[i], pools[i].stats.*g.field);
-    }
+    for (const auto& g : gauges)
+        add(g.name, g.help, family_type::gauge, [&](family& f, const pool_sample& p) {
+            f.samples.push_back({p.labels, p.stats.*g.field, {}});
+        });
     // One-hot by state (Prometheus' way to expose an enumeration): exactly one of the three is 1.
-    detail::append_family(out, "respool_pool_circuit_state", "gauge",
-                          "Circuit breaker state: 1 for the current state, 0 for the others.");
-    for (std::size_t i = 0; i < pools.size(); ++i) {
-        for (const circuit_state state : circuit_states) {
-            std::string l = labels[i];
-            detail::append_label(l, "state", to_string(state));
-            detail::append_sample(out, "respool_pool_circuit_state", l,
-                                  pools[i].stats.circuit == state ? 1 : 0);
-        }
-    }
-    detail::append_family(out, "respool_pool_closed", "gauge", "1 once the pool is closed, else 0.");
-    for (std::size_t i = 0; i < pools.size(); ++i)
-        detail::append_sample(out, "respool_pool_closed", labels[i], pools[i].stats.closed ? 1 : 0);
+    add("respool_pool_circuit_state", "Circuit breaker state: 1 for the current state, 0 for the others.",
+        family_type::gauge, [&](family& f, const pool_sample& p) {
+            for (const circuit_state state : circuit_states)
+                f.samples.push_back(
+                    {with(p.labels, "state", to_string(state)), p.stats.circuit == state ? 1u : 0u, {}});
+        });
+    add("respool_pool_closed", "1 once the pool is closed, else 0.", family_type::gauge,
+        [&](family& f, const pool_sample& p) {
+            f.samples.push_back({p.labels, p.stats.closed ? 1u : 0u, {}});
+        });
+    for (const auto& c : counters)
+        add(c.name, c.help, family_type::counter, [&](family& f, const pool_sample& p) {
+            f.samples.push_back({p.labels, p.stats.*c.field, {}});
+        });
+    for (const auto& t : timings)
+        add(t.name, t.help, family_type::histogram, [&](family& f, const pool_sample& p) {
+            f.samples.push_back({p.labels, 0, at_bounds(p.stats.*t.field, bounds)});
+        });
+    return out;
+}
 
-    for (const auto& c : counters) {
-        detail::append_family(out, c.name, "counter", c.help);
-        for (std::size_t i = 0; i < pools.size(); ++i)
-            detail::append_sample(out, c.name, labels[i], pools[i].stats.*c.field);
-    }
+family build_info_family() {
+    return {"respool_build_info",
+            "respool's version: 1, labelled with the version.",
+            family_type::gauge,
+            {{{{"version", RESPOOL_VERSION_STRING}}, 1, {}}}};
+}
 
-    detail::append_family(out, "respool_pool_acquire_wait_seconds", "histogram",
-                          "Time from acquire to lease (with record_timings).");
-    for (std::size_t i = 0; i < pools.size(); ++i)
-        detail::append_histogram(out, "respool_pool_acquire_wait_seconds", labels[i],
-                                 pools[i].stats.wait_time);
-    detail::append_family(out, "respool_pool_hold_seconds", "histogram",
-                          "Time from lease to release (with record_timings).");
-    for (std::size_t i = 0; i < pools.size(); ++i)
-        detail::append_histogram(out, "respool_pool_hold_seconds", labels[i], pools[i].stats.hold_time);
+}  // namespace detail
+
+void write_pool_metrics(std::string& out, std::span<const pool_sample> pools,
+                        const metrics_options& options) {
+    const auto bounds = detail::bounds_us(options);
+    detail::append_families(out, detail::pool_families(pools, bounds), bounds);
+}
+
+void write_build_info(std::string& out) {
+    detail::append_families(out, {detail::build_info_family()}, {});
 }
 
 }  // namespace respool::http

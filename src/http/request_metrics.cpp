@@ -2,7 +2,7 @@
 #include <respool/http/request_metrics.hpp>
 #include <respool/stats.hpp>
 
-#include "http/exposition.hpp"
+#include "http/metric_families.hpp"
 
 #include <map>
 #include <mutex>
@@ -94,11 +94,13 @@ void request_metrics::record(std::string_view route, std::string_view method, un
     t->second.record(elapsed);
 }
 
-void request_metrics::write(std::string& out) const {
-    write_request_metrics(out, {this});
+void request_metrics::write(std::string& out, const metrics_options& options) const {
+    write_request_metrics(out, {this}, options);
 }
 
-void write_request_metrics(std::string& out, std::span<const request_metrics* const> shards) {
+void write_request_metrics(std::string& out, std::span<const request_metrics* const> shards,
+                           const metrics_options& options) {
+    const auto bounds = detail::bounds_us(options);
     count_map counts;
     time_map times;
     for (const request_metrics* s : shards) {
@@ -106,24 +108,22 @@ void write_request_metrics(std::string& out, std::span<const request_metrics* co
         for (const auto& [k, n] : s->impl_->counts) counts[k] += n;
         for (const auto& [k, h] : s->impl_->times) add(times[k], h);
     }
-    detail::append_family(out, "respool_http_requests_total", "counter",
-                          "HTTP requests answered, by route pattern, method and status code.");
-    for (const auto& [k, n] : counts) {
-        std::string labels;
-        detail::append_label(labels, "route", k.route);
-        detail::append_label(labels, "method", k.method);
-        detail::append_label(labels, "status", std::to_string(k.status));
-        detail::append_sample(out, "respool_http_requests_total", labels, n);
-    }
-    detail::append_family(out, "respool_http_request_duration_seconds", "histogram",
-                          "Time from reading an HTTP request to its response written, by route pattern "
-                          "and method.");
-    for (const auto& [k, h] : times) {
-        std::string labels;
-        detail::append_label(labels, "route", k.route);
-        detail::append_label(labels, "method", k.method);
-        detail::append_histogram(out, "respool_http_request_duration_seconds", labels, h);
-    }
+    std::vector<detail::family> families(2);
+    families[0] = {"respool_http_requests_total",
+                   "HTTP requests answered, by route pattern, method and status code.",
+                   detail::family_type::counter,
+                   {}};
+    for (const auto& [k, n] : counts)
+        families[0].samples.push_back(
+            {{{"route", k.route}, {"method", k.method}, {"status", std::to_string(k.status)}}, n, {}});
+    families[1] = {"respool_http_request_duration_seconds",
+                   "Time from reading an HTTP request to its response written, by route pattern and method.",
+                   detail::family_type::histogram,
+                   {}};
+    for (const auto& [k, h] : times)
+        families[1].samples.push_back(
+            {{{"route", k.route}, {"method", k.method}}, 0, detail::at_bounds(h, bounds)});
+    detail::append_families(out, families, bounds);
 }
 
 }  // namespace respool::http

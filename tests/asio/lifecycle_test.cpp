@@ -276,6 +276,40 @@ TEST(lifecycle_pool, wait_and_hold_histograms_count_every_lease) {
     EXPECT_EQ(respool::histogram::bucket(std::chrono::hours(1)), respool::histogram::size - 1);
 }
 
+// The creation histogram times each successful factory call on the pool's clock (pre-warm and a
+// creation made for try_acquire alike), only with record_timings; stats report the min option.
+TEST(lifecycle_pool, creation_histogram_times_each_factory_call_and_stats_report_min) {
+    for (const bool timed : {true, false}) {
+        asio::io_context io;
+        auto clock = std::make_shared<respool::manual_clock>();
+        auto t = std::make_shared<tracker>();
+        respool::hooks<conn> h = test::counting_hooks(t);
+        h.factory = [t, clock] {
+            clock->advance(3ms);  // the factory's round trip to the database
+            return conn{++t->created};
+        };
+        respool::pool_options o;
+        o.min = 2;
+        o.max = 3;
+        o.record_timings = timed;
+        o.clock = clock;
+        pool<conn> p(io.get_executor(), o, std::move(h));
+        io.poll();
+        auto a = p.try_acquire(), b = p.try_acquire(), c = p.try_acquire();
+        ASSERT_TRUE(a && b && c);
+        const auto s = p.stats();
+        EXPECT_EQ(s.min, 2u);
+        EXPECT_EQ(s.creations, 3u);
+        if (timed) {
+            EXPECT_EQ(s.create_time.total(), 3u);
+            EXPECT_EQ(s.create_time.counts[respool::histogram::bucket(3ms)], 3u) << "3 ms each";
+            EXPECT_EQ(s.create_time.sum, 9ms);
+        } else {
+            EXPECT_EQ(s.create_time.total(), 0u) << "no clock read without record_timings";
+        }
+    }
+}
+
 TEST(lifecycle_pool, lifecycle_options_are_validated_by_name) {
     asio::io_context io;
     auto t = std::make_shared<tracker>();

@@ -46,6 +46,9 @@ rm -rf "$db_dir"/*
   { rm -rf "$db_dir"; fail "db_app_asio_separate (respool::pg_asio_separate, respool::sqlite_asio_separate) failed"; }
 rm -rf "$db_dir"
 "$work/find_package/http_app_asio_separate" || fail "http_app_asio_separate (respool::http_asio_separate) failed"
+if [ -f "$prefix/lib/librespool_prometheus.a" ]; then  # built when prometheus-cpp was found
+  "$work/find_package/prometheus_app" || fail "prometheus_app (respool::prometheus) failed"
+fi
 
 echo "--- 2. add_subdirectory of the source tree, Asio compiled by the program"
 cmake -S "$src/tests/cmake_consumer/subdirectory" -B "$work/subdirectory" -DCMAKE_BUILD_TYPE=Debug \

@@ -1,5 +1,6 @@
 // The Prometheus text of pool_stats (respool/http/metrics.hpp) for hand-made snapshots: exact lines,
 // cumulative buckets, +Inf == _count, HELP/TYPE once per family, label escaping.
+#include <respool/version.h>
 #include <respool/http/metrics.hpp>
 
 #include <gtest/gtest.h>
@@ -92,37 +93,121 @@ TEST(http_metrics, every_counter_is_a_counter_named_total) {
     EXPECT_EQ(counters * sizeof(std::uint64_t), sizeof(respool::pool_counters));  // one per field
 }
 
-TEST(http_metrics, histogram_buckets_are_cumulative_in_seconds_and_inf_equals_count) {
+std::vector<std::uint64_t> bucket_counts(const std::string& out, const std::string& family,
+                                         std::string* last) {
+    std::vector<std::uint64_t> counts;
+    for (const auto& l : lines_of(out))
+        if (l.starts_with(family + "_bucket")) {
+            counts.push_back(std::stoull(l.substr(l.rfind(' ') + 1)));
+            *last = l;
+        }
+    return counts;
+}
+
+TEST(http_metrics, default_buckets_are_every_other_bound_cumulative_in_seconds_and_inf_equals_count) {
     std::string out;
     http::write_pool_metrics(out, {{{{"pool", "writer"}}, sample_stats()}});
     const std::string w = "respool_pool_acquire_wait_seconds";
     for (const std::string& line : {
              w + R"(_bucket{pool="writer",le="0.000001"} 1)",
-             w + R"(_bucket{pool="writer",le="0.000002"} 1)",
              w + R"(_bucket{pool="writer",le="0.000004"} 3)",
              w + R"(_bucket{pool="writer",le="0.001024"} 3)",
-             w + R"(_bucket{pool="writer",le="0.002048"} 4)",
+             w + R"(_bucket{pool="writer",le="0.004096"} 4)",
              w + R"(_bucket{pool="writer",le="16.777216"} 4)",
              w + R"(_bucket{pool="writer",le="+Inf"} 5)",
              w + R"(_sum{pool="writer"} 20.001506)",
              w + R"(_count{pool="writer"} 5)",
-             std::string(R"(respool_pool_hold_seconds_bucket{pool="writer",le="0.131072"} 0)"),
+             std::string(R"(respool_pool_hold_seconds_bucket{pool="writer",le="0.065536"} 0)"),
              std::string(R"(respool_pool_hold_seconds_bucket{pool="writer",le="0.262144"} 1)"),
              std::string(R"(respool_pool_hold_seconds_sum{pool="writer"} 0.25)"),
              std::string(R"(respool_pool_hold_seconds_count{pool="writer"} 1)"),
          })
-        EXPECT_TRUE(has_line(out, line)) << line;
-    // 25 bounded buckets and +Inf, each count at least the one before, +Inf last.
-    std::vector<std::uint64_t> counts;
+        EXPECT_TRUE(has_line(out, line)) << line << "\n--- in:\n" << out;
+    EXPECT_FALSE(has_line(out, w + R"(_bucket{pool="writer",le="0.000002"} 1)")) << "not a default bound";
+    // 13 bounded buckets (1 us, 4 us, ..., 16.777216 s) and +Inf, each count at least the one before.
     std::string last;
-    for (const auto& l : lines_of(out))
-        if (l.starts_with(w + "_bucket")) {
-            counts.push_back(std::stoull(l.substr(l.rfind(' ') + 1)));
-            last = l;
-        }
-    ASSERT_EQ(counts.size(), 26u);
+    const auto counts = bucket_counts(out, w, &last);
+    ASSERT_EQ(counts.size(), 14u);
     for (std::size_t i = 1; i < counts.size(); ++i) EXPECT_GE(counts[i], counts[i - 1]) << i;
     EXPECT_NE(last.find(R"(le="+Inf")"), std::string::npos);
+}
+
+TEST(http_metrics, buckets_are_configurable_down_to_every_bound_of_the_histogram) {
+    http::metrics_options every;
+    for (std::size_t k = 0; k + 1 < respool::histogram::size; ++k)
+        every.buckets.emplace_back(respool::histogram::upper_us(k));
+    std::string out;
+    http::write_pool_metrics(out, {{{{"pool", "writer"}}, sample_stats()}}, every);
+    const std::string w = "respool_pool_acquire_wait_seconds";
+    for (const std::string& line : {
+             w + R"(_bucket{pool="writer",le="0.000002"} 1)",
+             w + R"(_bucket{pool="writer",le="0.000004"} 3)",
+             w + R"(_bucket{pool="writer",le="0.002048"} 4)",
+         })
+        EXPECT_TRUE(has_line(out, line)) << line;
+    std::string last;
+    EXPECT_EQ(bucket_counts(out, w, &last).size(), 26u);
+
+    std::string three;
+    http::write_pool_metrics(three, {{{{"pool", "writer"}}, sample_stats()}},
+                             {.buckets = {1us, 1024us, 1048576us}});
+    EXPECT_EQ(bucket_counts(three, w, &last).size(), 4u);
+    EXPECT_TRUE(has_line(three, w + R"(_bucket{pool="writer",le="0.001024"} 3)")) << three;
+    EXPECT_TRUE(has_line(three, w + R"(_bucket{pool="writer",le="1.048576"} 4)")) << three;
+}
+
+TEST(http_metrics, a_bucket_that_is_not_a_histogram_bound_is_refused_by_value) {
+    auto message = [](std::vector<std::chrono::microseconds> buckets) {
+        std::string out;
+        try {
+            http::write_pool_metrics(out, {{{{"pool", "p"}}, {}}}, {.buckets = std::move(buckets)});
+        } catch (const std::invalid_argument& e) {
+            EXPECT_TRUE(out.empty()) << "nothing is written before the options are checked";
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    EXPECT_EQ(
+        message({3us}),
+        "respool::http: histogram bucket 3us is not a power of two microseconds from 1us to 16777216us");
+    EXPECT_EQ(
+        message({0us}),
+        "respool::http: histogram bucket 0us is not a power of two microseconds from 1us to 16777216us");
+    EXPECT_EQ(message({33554432us}),
+              "respool::http: histogram bucket 33554432us is not a power of two "
+              "microseconds from 1us to 16777216us");
+    EXPECT_EQ(message({4us, 2us}),
+              "respool::http: histogram bucket 2us does not follow a smaller one "
+              "(buckets go in ascending order)");
+    EXPECT_EQ(message({4us, 4us}),
+              "respool::http: histogram bucket 4us does not follow a smaller one "
+              "(buckets go in ascending order)");
+    EXPECT_EQ(message({16777216us}), "accepted");
+}
+
+TEST(http_metrics, min_gauge_creation_histogram_and_build_info) {
+    auto s = sample_stats();
+    s.min = 2;
+    s.create_time.record(3ms);  // bucket [2048, 4096) us
+    std::string out;
+    http::write_pool_metrics(out, {{{{"pool", "writer"}}, s}});
+    for (const char* line : {
+             "# TYPE respool_pool_resources_min gauge",
+             R"(respool_pool_resources_min{pool="writer"} 2)",
+             "# TYPE respool_pool_create_seconds histogram",
+             R"(respool_pool_create_seconds_bucket{pool="writer",le="0.001024"} 0)",
+             R"(respool_pool_create_seconds_bucket{pool="writer",le="0.004096"} 1)",
+             R"(respool_pool_create_seconds_sum{pool="writer"} 0.003)",
+             R"(respool_pool_create_seconds_count{pool="writer"} 1)",
+         })
+        EXPECT_TRUE(has_line(out, line)) << line << "\n--- in:\n" << out;
+
+    std::string info;
+    http::write_build_info(info);
+    EXPECT_EQ(info,
+              "# HELP respool_build_info respool's version: 1, labelled with the version.\n"
+              "# TYPE respool_build_info gauge\n"
+              "respool_build_info{version=\"" RESPOOL_VERSION_STRING "\"} 1\n");
 }
 
 TEST(http_metrics, help_and_type_appear_once_per_family_with_several_pools) {

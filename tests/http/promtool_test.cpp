@@ -4,46 +4,17 @@
 #include <respool/http/metrics.hpp>
 #include <respool/http/request_metrics.hpp>
 
+#include "promtool_check.hpp"
+
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
-
-#ifndef RESPOOL_PROMTOOL
-#error "RESPOOL_PROMTOOL (the path of promtool) comes from tests/CMakeLists.txt"
-#endif
 
 namespace {
 
 namespace http = respool::http;
 using namespace std::chrono_literals;
-
-struct check_result {
-    int exit_code;
-    std::string output;
-};
-
-// Runs `promtool check metrics` with `text` on its standard input.
-check_result promtool_check(const std::string& text) {
-    const auto file =
-        std::filesystem::temp_directory_path() / ("respool-promtool-" + std::to_string(::getpid()) + ".prom");
-    std::ofstream(file, std::ios::binary) << text;
-    const std::string cmd = std::string(RESPOOL_PROMTOOL) + " check metrics < '" + file.string() + "' 2>&1";
-    check_result r{-1, {}};
-    if (FILE* p = ::popen(cmd.c_str(), "r")) {
-        char buf[4096];
-        for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.output.append(buf, n);
-        const int status = ::pclose(p);
-        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
-    std::filesystem::remove(file);
-    return r;
-}
 
 TEST(http_promtool, promtool_is_installed) {
     ASSERT_TRUE(std::filesystem::exists(RESPOOL_PROMTOOL))
@@ -69,6 +40,8 @@ TEST(http_promtool, accepts_pool_and_request_metrics) {
     writer.wait_time.record(5us);
     writer.wait_time.record(30s);
     writer.hold_time.record(2ms);
+    writer.create_time.record(7ms);
+    writer.min = 1;
     respool::pool_stats reader = writer;
     reader.circuit = respool::circuit_state::open;
 
@@ -83,6 +56,7 @@ TEST(http_promtool, accepts_pool_and_request_metrics) {
                                    {{{"pool", "reader"}, {"thread", "0"}}, reader},
                                    {{{"pool", "writer"}, {"thread", "1"}}, {}}});
     http::write_request_metrics(out, {&thread0, &thread1});
+    http::write_build_info(out);
     const auto r = promtool_check(out);
     EXPECT_EQ(r.exit_code, 0) << r.output << "\n--- for:\n" << out;
     EXPECT_EQ(r.output, "") << "promtool's lint found problems";

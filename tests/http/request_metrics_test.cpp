@@ -37,13 +37,26 @@ TEST(http_request_metrics, counts_by_route_method_and_status) {
             R"(respool_http_requests_total{route="/kv/{key}",method="GET",status="404"} 1)",
             R"(respool_http_requests_total{route="/kv/{key}",method="PUT",status="204"} 1)",
             "# TYPE respool_http_request_duration_seconds histogram",
-            R"(respool_http_request_duration_seconds_bucket{route="/kv/{key}",method="GET",le="0.000512"} 2)",
+            R"(respool_http_request_duration_seconds_bucket{route="/kv/{key}",method="GET",le="0.000256"} 1)",
+            R"(respool_http_request_duration_seconds_bucket{route="/kv/{key}",method="GET",le="0.001024"} 2)",
             R"(respool_http_request_duration_seconds_bucket{route="/kv/{key}",method="GET",le="+Inf"} 3)",
             R"(respool_http_request_duration_seconds_sum{route="/kv/{key}",method="GET"} 0.0054)",
             R"(respool_http_request_duration_seconds_count{route="/kv/{key}",method="GET"} 3)",
             R"(respool_http_request_duration_seconds_count{route="/kv/{key}",method="PUT"} 1)",
         })
         EXPECT_TRUE(has_line(out, line)) << line << "\n--- in:\n" << out;
+}
+
+TEST(http_request_metrics, buckets_are_the_options_ones) {
+    http::request_metrics m;
+    m.record("/kv/{key}", "GET", 200, 300us);
+    m.record("/kv/{key}", "GET", 200, 5ms);
+    std::string out;
+    m.write(out, {.buckets = {512us}, .pool_label = "pool"});
+    const std::string b = "respool_http_request_duration_seconds_bucket";
+    EXPECT_TRUE(has_line(out, b + R"({route="/kv/{key}",method="GET",le="0.000512"} 1)")) << out;
+    EXPECT_TRUE(has_line(out, b + R"({route="/kv/{key}",method="GET",le="+Inf"} 2)")) << out;
+    EXPECT_EQ(out.find("le=\"0.001024\""), std::string::npos) << out;
 }
 
 TEST(http_request_metrics, shards_merge_into_one_series_each) {

@@ -5,6 +5,8 @@
 // exit status 2 for bad flags.
 #include "serve_support.hpp"
 
+#include <respool/version.h>
+
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -112,6 +114,22 @@ TEST(serve_sqlite, every_row_of_the_spec_table_answers_as_specified) {
     auto metrics = c.request("GET", "/metrics");
     EXPECT_EQ(metrics.status, 200u);
     EXPECT_EQ(metrics.header("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+    // The version, the pool's floor and its creation times beside the other families; promtool accepts it
+    // all.
+    EXPECT_EQ(promtool_problems(metrics.body), "") << metrics.body;
+    for (const std::string line :
+         {"\nrespool_build_info{version=\"" RESPOOL_VERSION_STRING "\"} 1\n",
+          "\n# TYPE respool_pool_resources_min gauge\n", "\n# TYPE respool_pool_create_seconds histogram\n"})
+        EXPECT_NE(metrics.body.find(line), std::string::npos) << line << "--- in:\n" << metrics.body;
+    EXPECT_TRUE(sample(metrics.body, R"(respool_pool_resources_min{pool="writer",thread="0"})"))
+        << metrics.body;
+    // Every bound of the pools' and requests' histograms, as /metrics always wrote them (dashboards
+    // select buckets by their le), not the library's shorter default.
+    EXPECT_TRUE(sample(
+        metrics.body, R"(respool_pool_acquire_wait_seconds_bucket{pool="writer",thread="0",le="0.000002"})"));
+    EXPECT_TRUE(sample(
+        metrics.body,
+        R"(respool_http_request_duration_seconds_bucket{route="/kv/{key}",method="GET",le="0.000512"})"));
 
     // Everything above went over one keep-alive connection.
     EXPECT_EQ(c.connects(), 1);

@@ -8,12 +8,12 @@ namespace respool_cli {
 
 void write_budget_metrics(std::string& out, const std::vector<budget_sample>& samples) {
     if (samples.empty()) return;
+    exposition::families families;
     using value_of = std::function<double(const respool::pg::budget_stats&)>;
     auto each = [&](std::string_view name, std::string_view type, std::string_view help, const value_of& f) {
-        exposition::family(out, name, type, help);
+        families.family(name, type == "counter" ? exposition::kind::counter : exposition::kind::gauge, help);
         for (const budget_sample& s : samples)
-            exposition::sample(out, name, {{"thread", std::to_string(s.thread)}, {"pool", s.pool}},
-                               f(s.budget));
+            families.sample({{"thread", std::to_string(s.thread)}, {"pool", s.pool}}, f(s.budget));
     };
     each("respool_pg_budget_connections", "gauge",
          "Connections the members of the shared budget divide (as of the last heartbeat).",
@@ -34,6 +34,7 @@ void write_budget_metrics(std::string& out, const std::vector<budget_sample>& sa
          [](const auto& b) { return b.degraded.empty() ? 0.0 : 1.0; });
     each("respool_pg_budget_heartbeats_total", "counter", "Heartbeats on the budget's table that committed.",
          [](const auto& b) { return double(b.ticks); });
+    families.append_to(out);
 }
 
 }  // namespace respool_cli

@@ -1,39 +1,35 @@
 #include "exposition.hpp"
 
-#include <charconv>
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
 
 namespace respool_cli::exposition {
 
-void family(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
-    out.append("# HELP ").append(name).append(" ").append(help).append("\n");
-    out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+void families::family(std::string_view name, kind type, std::string_view help) {
+    families_.push_back(
+        {std::string(name),
+         std::string(help),
+         type == kind::counter ? prometheus::MetricType::Counter : prometheus::MetricType::Gauge,
+         {}});
 }
 
-void sample(std::string& out, std::string_view name,
-            std::initializer_list<std::pair<std::string_view, std::string_view>> labels, double value) {
-    out.append(name).append("{");
-    bool first = true;
-    for (const auto& [label, text] : labels) {
-        if (!first) out += ',';
-        first = false;
-        out.append(label).append("=\"");
-        for (const char c : text) {
-            if (c == '\\' || c == '"') {
-                out += '\\';
-                out += c;
-            } else if (c == '\n') {
-                out += "\\n";
-            } else {
-                out += c;
-            }
-        }
-        out += '"';
-    }
-    out.append("} ");
-    char buf[32];
-    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-    out.append(buf, ec == std::errc() ? end : buf);
-    out += '\n';
+void families::sample(std::initializer_list<std::pair<std::string_view, std::string_view>> labels,
+                      double value) {
+    prometheus::MetricFamily& f = families_.back();
+    prometheus::ClientMetric m;
+    for (const auto& [name, text] : labels) m.label.push_back({std::string(name), std::string(text)});
+    if (f.type == prometheus::MetricType::Counter)
+        m.counter.value = value;
+    else
+        m.gauge.value = value;
+    f.metric.push_back(std::move(m));
+}
+
+void families::append_to(std::string& out) const {
+    std::ostringstream text;
+    prometheus::TextSerializer().Serialize(text, families_);
+    out += text.str();
 }
 
 }  // namespace respool_cli::exposition

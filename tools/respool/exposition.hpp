@@ -1,19 +1,31 @@
-// The pieces of the Prometheus text exposition format 0.0.4 that the service's own families need
-// (cluster_metrics.cpp, budget_metrics.cpp): a family's HELP and TYPE lines, and one sample with its
-// labels escaped as the format says. The pools' and requests' families come from respool::http.
+// The service's own /metrics families (cluster_metrics.cpp, budget_metrics.cpp), built as
+// prometheus-cpp MetricFamily values and written by its TextSerializer (format 0.0.4: HELP and TYPE
+// lines, label values escaped). The pools' and requests' families come from respool::http.
 #pragma once
+
+#include <prometheus/metric_family.h>
 
 #include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace respool_cli::exposition {
 
-void family(std::string& out, std::string_view name, std::string_view type, std::string_view help);
+enum class kind { gauge, counter };
 
-// name{label="value",...} value (labels in the order given; values escaped: \\, \", \n).
-void sample(std::string& out, std::string_view name,
-            std::initializer_list<std::pair<std::string_view, std::string_view>> labels, double value);
+class families {
+public:
+    // Starts a family: the samples that follow belong to it.
+    void family(std::string_view name, kind type, std::string_view help);
+    // name{label="value",...} value, labels in the order given, in the family started last.
+    void sample(std::initializer_list<std::pair<std::string_view, std::string_view>> labels, double value);
+    // Appends the text of every family.
+    void append_to(std::string& out) const;
+
+private:
+    std::vector<prometheus::MetricFamily> families_;
+};
 
 }  // namespace respool_cli::exposition

@@ -13,6 +13,8 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/field.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <cstdio>
 #include <string>
@@ -209,6 +211,19 @@ asio::awaitable<response> health(service& svc, worker& self, const request& req)
                             "application/json");
 }
 
+// Every bound of respool::histogram (1 us, 2 us, ..., 2^24 us), as /metrics has always written them: the
+// `le` values users' dashboards and `respool demo`'s quantiles select stay the same (the library's
+// default writes every other one).
+const respool::http::metrics_options& every_bucket() {
+    static const respool::http::metrics_options options = [] {
+        respool::http::metrics_options o;
+        for (std::size_t k = 0; k + 1 < respool::histogram::size; ++k)
+            o.buckets.emplace_back(respool::histogram::upper_us(k));
+        return o;
+    }();
+    return options;
+}
+
 asio::awaitable<response> metrics(service& svc, worker& self, const request& req) {
     const auto pools = co_await all_pools(svc, self);
     std::vector<respool::http::pool_sample> samples;
@@ -222,14 +237,15 @@ asio::awaitable<response> metrics(service& svc, worker& self, const request& req
     std::vector<const respool::http::request_metrics*> shards;
     for (auto& w : svc.workers) shards.push_back(&w->metrics);
     std::string out;
-    respool::http::write_pool_metrics(out, samples);
+    respool::http::write_build_info(out);
+    respool::http::write_pool_metrics(out, samples, every_bucket());
     std::vector<budget_sample> budgets;
     for (std::size_t i = 0; i < pools.size(); ++i)
         for (const auto& p : pools[i])
             if (p.budget) budgets.push_back({i, p.name, *p.budget});
     write_budget_metrics(out, budgets);
     if (svc.target.cluster) write_cluster_metrics(out, co_await all_clusters(svc, self));
-    respool::http::write_request_metrics(out, shards);
+    respool::http::write_request_metrics(out, shards, every_bucket());
     co_return make_response(bh::status::ok, req, std::move(out), respool::http::exposition_content_type);
 }
 
@@ -300,8 +316,7 @@ response json_error(unsigned status, std::string_view error, std::string_view me
     response res(static_cast<bh::status>(status), version);
     res.keep_alive(keep_alive);
     res.set(bh::field::content_type, "application/json");
-    res.body() = std::string(R"({"error":")") + std::string(error) + R"(","message":")" +
-                 std::string(message) + R"("})";
+    res.body() = boost::json::serialize(boost::json::object{{"error", error}, {"message", message}});
     res.prepare_payload();
     return res;
 }

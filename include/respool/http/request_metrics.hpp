@@ -13,6 +13,8 @@
 // mutex uncontended but during a scrape; write_request_metrics merges them into one set of series.
 #pragma once
 
+#include <respool/http/metrics.hpp>
+
 #include <chrono>
 #include <initializer_list>
 #include <memory>
@@ -36,19 +38,23 @@ public:
     void record(std::string_view route, std::string_view method, unsigned status,
                 std::chrono::nanoseconds elapsed);
 
-    // Appends both families for this object alone.
-    void write(std::string& out) const;
+    // Appends both families for this object alone (histogram buckets as `options` say).
+    void write(std::string& out, const metrics_options& options = {}) const;
 
 private:
-    friend void write_request_metrics(std::string& out, std::span<const request_metrics* const> shards);
+    friend void write_request_metrics(std::string& out, std::span<const request_metrics* const> shards,
+                                      const metrics_options& options);
     struct impl;
     std::unique_ptr<impl> impl_;
 };
 
 // Appends both families (HELP and TYPE once each) with the sum of `shards`' series.
-void write_request_metrics(std::string& out, std::span<const request_metrics* const> shards);
-inline void write_request_metrics(std::string& out, std::initializer_list<const request_metrics*> shards) {
-    write_request_metrics(out, std::span<const request_metrics* const>(shards.begin(), shards.size()));
+void write_request_metrics(std::string& out, std::span<const request_metrics* const> shards,
+                           const metrics_options& options = {});
+inline void write_request_metrics(std::string& out, std::initializer_list<const request_metrics*> shards,
+                                  const metrics_options& options = {}) {
+    write_request_metrics(out, std::span<const request_metrics* const>(shards.begin(), shards.size()),
+                          options);
 }
 
 }  // namespace respool::http
