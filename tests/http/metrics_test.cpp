@@ -1,5 +1,7 @@
 // The Prometheus text of pool_stats (respool/http/metrics.hpp) for hand-made snapshots: exact lines,
 // cumulative buckets, +Inf == _count, HELP/TYPE once per family, label escaping.
+#include "text_lines.hpp"
+
 #include <respool/version.h>
 #include <respool/http/metrics.hpp>
 
@@ -20,11 +22,6 @@ std::vector<std::string> lines_of(const std::string& text) {
     std::istringstream in(text);
     for (std::string l; std::getline(in, l);) out.push_back(l);
     return out;
-}
-bool has_line(const std::string& text, const std::string& line) {
-    for (const auto& l : lines_of(text))
-        if (l == line) return true;
-    return false;
 }
 std::size_t count_prefix(const std::string& text, const std::string& prefix) {
     std::size_t n = 0;

@@ -5,6 +5,7 @@
 #include <respool/http/prometheus_collector.hpp>
 
 #include "promtool_check.hpp"
+#include "text_lines.hpp"
 
 #include <prometheus/counter.h>
 #include <prometheus/registry.h>
@@ -21,13 +22,6 @@ namespace {
 
 namespace http = respool::http;
 using namespace std::chrono_literals;
-
-bool has_line(const std::string& text, const std::string& line) {
-    std::istringstream in(text);
-    for (std::string l; std::getline(in, l);)
-        if (l == line) return true;
-    return false;
-}
 
 // What prometheus::Exposer serves for a registry and the collector registered side by side
 // (RegisterCollectable of each): both collections, serialized by TextSerializer.

@@ -1,6 +1,8 @@
 // HTTP request counters and latency histograms (respool/http/request_metrics.hpp): series per route,
 // method and status; invented methods in one series; several objects merged; records from several
 // threads at once all counted.
+#include "text_lines.hpp"
+
 #include <respool/http/request_metrics.hpp>
 
 #include <gtest/gtest.h>
@@ -14,13 +16,6 @@ namespace {
 
 namespace http = respool::http;
 using namespace std::chrono_literals;
-
-bool has_line(const std::string& text, const std::string& line) {
-    std::istringstream in(text);
-    for (std::string l; std::getline(in, l);)
-        if (l == line) return true;
-    return false;
-}
 
 TEST(http_request_metrics, counts_by_route_method_and_status) {
     http::request_metrics m;

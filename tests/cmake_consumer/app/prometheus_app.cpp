@@ -3,8 +3,8 @@
 #include <respool/http/prometheus_collector.hpp>
 #include <respool/pool.hpp>
 
-#include <boost/asio/io_context.hpp>
 #include <prometheus/text_serializer.h>
+#include <boost/asio/io_context.hpp>
 
 #include <cstdio>
 #include <memory>
