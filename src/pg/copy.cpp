@@ -129,7 +129,10 @@ struct copy_op : std::enable_shared_from_this<copy_op> {
         if (slot.is_connected()) slot.clear();
         // The server's answer to the CopyFail or the cancel request (57014), or a connection closed
         // because it did not drain: the caller sees why the COPY was ended.
-        if (cancel_reason && (is_sqlstate(ec, "57014") || ec == error::connection_broken)) ec = cancel_reason;
+        // A COPY out that ended before the cancel reached the server still lost the pieces dropped since.
+        if (cancel_reason) c->timer.cancel();
+        if (cancel_reason && (!ec || is_sqlstate(ec, "57014") || ec == error::connection_broken))
+            ec = cancel_reason;
         if (ec && ec == cancel_reason && !abort_what.empty()) c->client_error(abort_what);
         if (!ec) c->diag = {};
         const std::uint64_t n = ec ? 0 : out.affected_rows();
@@ -359,7 +362,16 @@ struct copy_op : std::enable_shared_from_this<copy_op> {
         if (PQstatus(c->conn) == CONNECTION_BAD) return broke();
         c->collect_notifications();
         reply_read = true;
-        if (box && box->busy()) return;  // its return finishes
+        if (box && box->busy()) {  // its return finishes; until then this wait holds the operation
+            c->timer.expires_at(c->stmt_timer.expiry());
+            c->timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+                if (ec || self->done) return;
+                self->c->client_error("the cancel request did not return");
+                self->c->finish();
+                self->finish(error::connection_broken);
+            });
+            return;
+        }
         finish(first_error);
     }
 };
