@@ -220,6 +220,18 @@ TEST_F(pg_copy, a_value_the_server_refuses_fails_with_its_words) {
         EXPECT_EQ((co_await c.async_query("SELECT count(*) FROM copy_t", asio::use_awaitable))
                       .get<std::int64_t>(0, 0),
                   0);
+        // Binary format: a value of another width than its column's type (int4 into int8): the server
+        // reads past the field and says so (08P01); the connection stays usable.
+        const std::vector<std::tuple<std::int32_t, std::int32_t>> narrow{{1, 2}};
+        auto [ec3, n3] =
+            co_await c.async_copy_in("copy_t (id, value)", narrow, {.format = pg::copy_format::binary},
+                                     asio::as_tuple(asio::use_awaitable));
+        EXPECT_EQ(ec3, pg::sqlstate_error("08P01"));
+        EXPECT_NE(c.last_error().message.find("insufficient data left in message"), std::string::npos)
+            << c.last_error().message;
+        EXPECT_EQ((co_await c.async_query("SELECT count(*) FROM copy_t", asio::use_awaitable))
+                      .get<std::int64_t>(0, 0),
+                  0);
         // A table that does not exist: the server's words too.
         auto [ec2, n2] = co_await c.async_copy_in("nope", rows, {}, asio::as_tuple(asio::use_awaitable));
         EXPECT_EQ(ec2, pg::sqlstate_error("42P01"));
@@ -265,6 +277,21 @@ TEST_F(pg_copy, a_range_or_a_sink_that_throws_aborts_the_copy_with_its_words) {
         EXPECT_EQ((co_await db.async_query("SELECT 8", asio::use_awaitable)).get<std::int32_t>(0, 0), 8);
         EXPECT_EQ(db.stats().destructions, 0u);
         db.close();
+    });
+}
+
+TEST_F(pg_copy, a_string_with_a_nul_byte_aborts_the_copy_naming_it_and_nothing_is_stored) {
+    run([&]() -> asio::awaitable<void> {
+        pg::connection c = co_await connect();
+        const std::vector<std::tuple<std::int32_t, std::string>> rows{{1, "fine"},
+                                                                      {2, std::string("a\0b", 3)}};
+        auto [ec, n] =
+            co_await c.async_copy_in("copy_t (id, sensor)", rows, {}, asio::as_tuple(asio::use_awaitable));
+        EXPECT_EQ(ec, pg::error::copy_aborted);
+        EXPECT_NE(c.last_error().message.find("NUL byte"), std::string::npos) << c.last_error().message;
+        EXPECT_EQ((co_await c.async_query("SELECT count(*) FROM copy_t", asio::use_awaitable))
+                      .get<std::int64_t>(0, 0),
+                  0);
     });
 }
 
