@@ -295,6 +295,78 @@ TEST_F(pg_copy, a_string_with_a_nul_byte_aborts_the_copy_naming_it_and_nothing_i
     });
 }
 
+TEST_F(pg_copy, a_copy_in_a_transaction_is_part_of_it_and_rolls_back_with_it) {
+    const auto cfg = config();
+    run([&]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, cfg);
+        const std::vector<reading> rows = readings(100);
+        // The transaction's BEGIN goes out with the COPY (it is the first statement).
+        auto rolled_back = [&](pg::connection& c) -> asio::awaitable<void> {
+            const std::uint64_t n = co_await c.async_copy_in("copy_t", rows, {}, asio::use_awaitable);
+            EXPECT_EQ(n, 100u);
+            EXPECT_EQ(c.transaction_state(), pg::transaction_status::in_transaction);
+            throw std::runtime_error("changed my mind");
+        };
+        auto [e] = co_await db.transaction(rolled_back, {}, asio::as_tuple(asio::use_awaitable));
+        EXPECT_TRUE(e);
+        EXPECT_EQ((co_await db.async_query("SELECT count(*) FROM copy_t", asio::use_awaitable))
+                      .get<std::int64_t>(0, 0),
+                  0);
+        auto committed = [&](pg::connection& c) -> asio::awaitable<void> {
+            co_await c.async_copy_in("copy_t", rows, {.format = pg::copy_format::binary},
+                                     asio::use_awaitable);
+        };
+        co_await db.transaction(committed, {}, asio::use_awaitable);
+        EXPECT_EQ((co_await db.async_query("SELECT count(*) FROM copy_t", asio::use_awaitable))
+                      .get<std::int64_t>(0, 0),
+                  100);
+        db.close();
+    });
+}
+
+TEST_F(pg_copy, the_pools_statement_timeout_ends_a_copy_and_the_connection_goes_back) {
+    auto cfg = config();
+    cfg.statement_timeout = 300ms;
+    run([&]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, cfg);
+        auto [ec, n] = co_await db.async_copy_in("copy_t (id, sensor)", endless_rows(), {},
+                                                 asio::as_tuple(asio::use_awaitable));
+        EXPECT_EQ(ec, pg::error::statement_timeout) << ec.message();
+        std::size_t pieces = 0;
+        auto sink = [&pieces](std::string_view) { ++pieces; };
+        auto [ec2, n2] =
+            co_await db.async_copy_out("SELECT i, pg_sleep(0.001) FROM generate_series(1, 100000) i", sink,
+                                       {}, asio::as_tuple(asio::use_awaitable));
+        EXPECT_EQ(ec2, pg::error::statement_timeout) << ec2.message();
+        EXPECT_EQ((co_await db.async_query("SELECT count(*) FROM copy_t", asio::use_awaitable))
+                      .get<std::int64_t>(0, 0),
+                  0);
+        EXPECT_EQ(db.stats().destructions, 0u);
+        db.close();
+    });
+}
+
+TEST_F(pg_copy, an_asio_cancellation_of_a_pool_copy_ends_it_on_the_server) {
+    const auto cfg = config();
+    run([&]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, cfg);
+        asio::cancellation_signal cancel;
+        const auto ex = co_await asio::this_coro::executor;
+        std::size_t pieces = 0;
+        auto sink = [&](std::string_view) {
+            if (++pieces == 10) asio::post(ex, [&] { cancel.emit(asio::cancellation_type::terminal); });
+        };
+        auto token = asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable));
+        auto [ec, n] = co_await db.async_copy_out(
+            "SELECT i, pg_sleep(0.0005) FROM generate_series(1, 100000) i", sink, {}, token);
+        EXPECT_EQ(ec, asio::error::operation_aborted) << ec.message();
+        EXPECT_LT(pieces, std::size_t{100'000});
+        EXPECT_EQ((co_await db.async_query("SELECT 9", asio::use_awaitable)).get<std::int32_t>(0, 0), 9);
+        EXPECT_EQ(db.stats().destructions, 0u);
+        db.close();
+    });
+}
+
 TEST_F(pg_copy, async_query_still_refuses_copy_to_the_client) {
     run([&]() -> asio::awaitable<void> {
         pg::connection c = co_await connect();
