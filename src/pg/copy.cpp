@@ -153,15 +153,16 @@ struct copy_op : std::enable_shared_from_this<copy_op> {
     }
 
     // Ends the COPY early for `reason` (statement_timeout, operation_aborted, copy_aborted). COPY in
-    // while streaming: CopyFail at the next step. Otherwise (COPY out, or a COPY in the server has not
-    // begun, behind a lock say): a cancel request, whose return the operation waits for. Past the
-    // cancel drain limit the connection is closed.
+    // while rows are being sent: CopyFail at the next step. Otherwise (COPY out, a COPY in the server
+    // has not begun, behind a lock say, or one whose data is all sent and still being stored): a
+    // cancel request, whose return the operation waits for. Past the cancel drain limit the
+    // connection is closed.
     void request_cancel(error_code reason, std::string what = {}) {
         if (done || cancel_reason || !c->conn) return;
         cancel_reason = reason;
         abort_what = std::move(what);
         bool sent = true;
-        if (!copy_in() || at == phase::starting) {
+        if (!copy_in() || at != phase::streaming) {
             box = std::make_shared<detail::cancel_mailbox>();
             box->set_on_return([weak = std::weak_ptr<copy_op>(shared_from_this())] {
                 if (auto self = weak.lock(); self && !self->done && self->reply_read && !self->box->busy())

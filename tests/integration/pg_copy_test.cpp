@@ -3,6 +3,7 @@
 // went in; rows from tuples and described structs; a deadline and an Asio cancellation in the middle of
 // a COPY (the table unchanged, the connection usable after); a value the server refuses (its words in
 // the error); a rows' range and a sink that throw (copy_aborted, the exception's words).
+#include "pg_table_lock.hpp"
 #include "pg_test_support.hpp"
 
 #include <respool/pg/pool.hpp>
@@ -172,6 +173,23 @@ TEST_F(pg_copy, a_deadline_mid_copy_rolls_it_back_and_the_connection_stays_usabl
                       .get<std::int64_t>(0, 0),
                   0);
         EXPECT_EQ(c.transaction_state(), pg::transaction_status::idle);
+    });
+}
+
+TEST_F(pg_copy, a_deadline_while_the_copy_waits_for_a_lock_cancels_it_on_the_server) {
+    test::table_lock lock(conninfo());
+    if (!lock.connected() || !lock.take("copy_t")) FAIL() << lock.error();
+    run([&]() -> asio::awaitable<void> {
+        pg::connection c = co_await connect();
+        c.set_statement_timeout(300ms);
+        const std::vector<std::tuple<std::int32_t>> rows{{1}, {2}};
+        const auto started = std::chrono::steady_clock::now();
+        auto [ec, n] = co_await c.async_copy_in("copy_t (id)", rows, {}, asio::as_tuple(asio::use_awaitable));
+        EXPECT_EQ(ec, pg::error::statement_timeout) << ec.message() << ": " << c.last_error().message;
+        EXPECT_LT(std::chrono::steady_clock::now() - started,
+                  1s);  // cancelled, not closed at the drain limit
+        EXPECT_TRUE(c.is_open());
+        EXPECT_EQ((co_await c.async_query("SELECT 5", asio::use_awaitable)).get<std::int32_t>(0, 0), 5);
     });
 }
 
