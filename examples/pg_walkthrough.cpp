@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace asio = boost::asio;
@@ -46,6 +47,17 @@ struct print_tracer : respool::statement_tracer {
     }
 };
 
+// (A plain function: GCC 12 mishandles some temporaries inside coroutines; see the README.)
+std::vector<measurement> make_measurements(std::int64_t n) {
+    std::vector<measurement> rows;
+    for (std::int64_t i = 1; i <= n; ++i) {
+        measurement m{i, i % 2 ? "north" : "south", 15.0 + static_cast<double>(i % 100) / 10, std::nullopt};
+        if (i % 1000 == 0) m.note = "calibrated\tby hand";  // a tab: COPY escapes it
+        rows.push_back(std::move(m));
+    }
+    return rows;
+}
+
 asio::awaitable<void> walk(pg::pool& db) {
     co_await db.async_query("DROP TABLE IF EXISTS measurements", asio::use_awaitable);
     co_await db.async_query(
@@ -53,10 +65,7 @@ asio::awaitable<void> walk(pg::pool& db) {
         asio::use_awaitable);
 
     // 10,000 structs COPYed in: streamed in chunks of about 64 KiB, the columns named by the members.
-    std::vector<measurement> rows;
-    for (std::int64_t i = 1; i <= 10'000; ++i)
-        rows.push_back({i, i % 2 ? "north" : "south", 15.0 + static_cast<double>(i % 100) / 10,
-                        i % 1000 ? std::nullopt : std::optional<std::string>("calibrated\tby hand")});
+    const std::vector<measurement> rows = make_measurements(10'000);
     const std::uint64_t stored = co_await db.async_copy_in("measurements", rows, {}, asio::use_awaitable);
     std::printf("copied in: %llu rows\n", static_cast<unsigned long long>(stored));
 

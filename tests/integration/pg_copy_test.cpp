@@ -13,6 +13,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/describe/class.hpp>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <ranges>
@@ -37,6 +38,8 @@ using copy_test::reading;
 using respool::error_code;
 
 constexpr int ten_thousand = 10'000;
+// (Named, not a braced list in the loop: GCC 12 mishandles initializer lists inside coroutines.)
+constexpr std::array<pg::copy_format, 2> both_formats{pg::copy_format::text, pg::copy_format::binary};
 
 std::vector<reading> readings(int n) {
     std::vector<reading> out;
@@ -77,7 +80,7 @@ TEST_F(pg_copy, ten_thousand_described_structs_go_in_and_come_out_in_both_format
     run([&]() -> asio::awaitable<void> {
         pg::pool db(co_await asio::this_coro::executor, cfg);
         const std::vector<reading> rows = readings(ten_thousand);
-        for (const pg::copy_format f : {pg::copy_format::text, pg::copy_format::binary}) {
+        for (const pg::copy_format f : both_formats) {
             SCOPED_TRACE(f == pg::copy_format::text ? "text" : "binary");
             co_await db.async_query("TRUNCATE copy_t", asio::use_awaitable);
             const pg::copy_options o{.format = f};
@@ -119,17 +122,19 @@ TEST_F(pg_copy, ten_thousand_described_structs_go_in_and_come_out_in_both_format
 }
 
 TEST_F(pg_copy, values_that_need_escaping_come_back_as_they_went_in_from_tuples_on_a_held_connection) {
+    using row = std::tuple<std::int32_t, std::optional<std::string>>;
+    const std::vector<row> rows{{1, "tab\there"},
+                                {2, "new\nline\r\n"},
+                                {3, "back\\slash \\N"},
+                                {4, std::nullopt},
+                                {5, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x98"},
+                                {6, ""},
+                                {7, "\\."}};
+    const std::vector<std::string> want{"tab\\there\n", "new\\nline\\r\\n\n", "back\\\\slash \\\\N\n",
+                                        "\\N\n"};
     run([&]() -> asio::awaitable<void> {
         pg::connection c = co_await connect();
-        using row = std::tuple<std::int32_t, std::optional<std::string>>;
-        const std::vector<row> rows{{1, "tab\there"},
-                                    {2, "new\nline\r\n"},
-                                    {3, "back\\slash \\N"},
-                                    {4, std::nullopt},
-                                    {5, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x98"},
-                                    {6, ""},
-                                    {7, "\\."}};
-        for (const pg::copy_format f : {pg::copy_format::text, pg::copy_format::binary}) {
+        for (const pg::copy_format f : both_formats) {
             SCOPED_TRACE(f == pg::copy_format::text ? "text" : "binary");
             co_await c.async_query("TRUNCATE copy_t", asio::use_awaitable);
             const std::uint64_t n =
@@ -145,8 +150,6 @@ TEST_F(pg_copy, values_that_need_escaping_come_back_as_they_went_in_from_tuples_
         auto sink = [&](std::string_view line) { lines.emplace_back(line); };
         co_await c.async_copy_out("SELECT sensor FROM copy_t WHERE id <= 4 ORDER BY id", sink, {},
                                   asio::use_awaitable);
-        const std::vector<std::string> want{"tab\\there\n", "new\\nline\\r\\n\n", "back\\\\slash \\\\N\n",
-                                            "\\N\n"};
         EXPECT_EQ(lines, want);
     });
 }
@@ -179,10 +182,10 @@ TEST_F(pg_copy, a_deadline_mid_copy_rolls_it_back_and_the_connection_stays_usabl
 TEST_F(pg_copy, a_deadline_while_the_copy_waits_for_a_lock_cancels_it_on_the_server) {
     test::table_lock lock(conninfo());
     if (!lock.connected() || !lock.take("copy_t")) FAIL() << lock.error();
+    const std::vector<std::tuple<std::int32_t>> rows{{1}, {2}};
     run([&]() -> asio::awaitable<void> {
         pg::connection c = co_await connect();
         c.set_statement_timeout(300ms);
-        const std::vector<std::tuple<std::int32_t>> rows{{1}, {2}};
         const auto started = std::chrono::steady_clock::now();
         auto [ec, n] = co_await c.async_copy_in("copy_t (id)", rows, {}, asio::as_tuple(asio::use_awaitable));
         EXPECT_EQ(ec, pg::error::statement_timeout) << ec.message() << ": " << c.last_error().message;
@@ -226,9 +229,10 @@ TEST_F(pg_copy, a_cancel_mid_copy_in_and_mid_copy_out_ends_it_and_the_connection
 }
 
 TEST_F(pg_copy, a_value_the_server_refuses_fails_with_its_words) {
+    const std::vector<std::tuple<std::string, std::string>> rows{{"1", "ok"}, {"two", "bad id"}};
+    const std::vector<std::tuple<std::int32_t, std::int32_t>> narrow{{1, 2}};
     run([&]() -> asio::awaitable<void> {
         pg::connection c = co_await connect();
-        const std::vector<std::tuple<std::string, std::string>> rows{{"1", "ok"}, {"two", "bad id"}};
         auto [ec, n] =
             co_await c.async_copy_in("copy_t (id, sensor)", rows, {}, asio::as_tuple(asio::use_awaitable));
         EXPECT_EQ(ec, pg::sqlstate_error("22P02"));
@@ -240,7 +244,6 @@ TEST_F(pg_copy, a_value_the_server_refuses_fails_with_its_words) {
                   0);
         // Binary format: a value of another width than its column's type (int4 into int8): the server
         // reads past the field and says so (08P01); the connection stays usable.
-        const std::vector<std::tuple<std::int32_t, std::int32_t>> narrow{{1, 2}};
         auto [ec3, n3] =
             co_await c.async_copy_in("copy_t (id, value)", narrow, {.format = pg::copy_format::binary},
                                      asio::as_tuple(asio::use_awaitable));
@@ -299,10 +302,9 @@ TEST_F(pg_copy, a_range_or_a_sink_that_throws_aborts_the_copy_with_its_words) {
 }
 
 TEST_F(pg_copy, a_string_with_a_nul_byte_aborts_the_copy_naming_it_and_nothing_is_stored) {
+    const std::vector<std::tuple<std::int32_t, std::string>> rows{{1, "fine"}, {2, std::string("a\0b", 3)}};
     run([&]() -> asio::awaitable<void> {
         pg::connection c = co_await connect();
-        const std::vector<std::tuple<std::int32_t, std::string>> rows{{1, "fine"},
-                                                                      {2, std::string("a\0b", 3)}};
         auto [ec, n] =
             co_await c.async_copy_in("copy_t (id, sensor)", rows, {}, asio::as_tuple(asio::use_awaitable));
         EXPECT_EQ(ec, pg::error::copy_aborted);
