@@ -387,6 +387,26 @@ TEST_F(pg_copy, an_asio_cancellation_of_a_pool_copy_ends_it_on_the_server) {
     });
 }
 
+TEST_F(pg_copy, an_empty_range_copies_nothing_and_a_moved_in_range_is_owned_by_the_operation) {
+    const auto cfg = config();
+    run([&]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, cfg);
+        for (const pg::copy_format f : both_formats) {
+            const pg::copy_options o{.format = f};
+            std::vector<reading> none;
+            const std::uint64_t n =
+                co_await db.async_copy_in("copy_t", std::move(none), o, asio::use_awaitable);
+            EXPECT_EQ(n, 0u);
+            std::vector<reading> three = readings(3);
+            auto op = db.async_copy_in("copy_t", std::move(three), o);  // deferred: the rows live in it
+            three.clear();
+            EXPECT_EQ(co_await std::move(op)(asio::use_awaitable), 3u);
+            co_await db.async_query("TRUNCATE copy_t", asio::use_awaitable);
+        }
+        db.close();
+    });
+}
+
 TEST_F(pg_copy, async_query_still_refuses_copy_to_the_client) {
     run([&]() -> asio::awaitable<void> {
         pg::connection c = co_await connect();
