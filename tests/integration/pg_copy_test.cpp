@@ -412,6 +412,8 @@ TEST_F(pg_copy, async_query_still_refuses_copy_to_the_client) {
         pg::connection c = co_await connect();
         auto [ec, r] = co_await c.async_query("COPY copy_t FROM STDIN", asio::as_tuple(asio::use_awaitable));
         EXPECT_EQ(ec, pg::error::unsupported_statement);
+        EXPECT_NE(c.last_error().message.find("async_copy_in / async_copy_out"), std::string::npos)
+            << c.last_error().message;
     });
 }
 
