@@ -196,6 +196,29 @@ TEST_F(pg_copy, a_deadline_while_the_copy_waits_for_a_lock_cancels_it_on_the_ser
     });
 }
 
+TEST_F(pg_copy, a_deadline_after_all_rows_are_sent_cancels_the_copy_on_the_server) {
+    run([]() -> asio::awaitable<void> {
+        admin a = co_await admin::open();
+        co_await a.query(
+            "CREATE OR REPLACE FUNCTION copy_slow() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN PERFORM pg_sleep(2); RETURN NEW; END $$; "
+            "CREATE TRIGGER slow BEFORE INSERT ON copy_t FOR EACH ROW EXECUTE FUNCTION copy_slow()");
+    });
+    const std::vector<std::tuple<std::int32_t>> rows{{1}, {2}};
+    run([&]() -> asio::awaitable<void> {
+        pg::connection c = co_await connect();
+        c.set_statement_timeout(300ms);
+        // Two rows: all of the data and CopyDone are sent at once; the server is still storing them.
+        auto [ec, n] = co_await c.async_copy_in("copy_t (id)", rows, {}, asio::as_tuple(asio::use_awaitable));
+        EXPECT_EQ(ec, pg::error::statement_timeout) << ec.message() << ": " << c.last_error().message;
+        EXPECT_TRUE(c.is_open());  // cancelled on the server, not closed at the drain limit
+        c.set_statement_timeout({});
+        EXPECT_EQ((co_await c.async_query("SELECT count(*) FROM copy_t", asio::use_awaitable))
+                      .get<std::int64_t>(0, 0),
+                  0);
+    });
+}
+
 TEST_F(pg_copy, a_cancel_mid_copy_in_and_mid_copy_out_ends_it_and_the_connection_stays_usable) {
     run([&]() -> asio::awaitable<void> {
         pg::connection c = co_await connect();
