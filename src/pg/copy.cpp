@@ -435,6 +435,7 @@ using copy_outcome = std::pair<error_code, std::uint64_t>;
 asio::awaitable<copy_outcome> copy_on_lease(std::shared_ptr<detail::pool_state> s, std::string sql,
                                             std::shared_ptr<detail::copy_rows> rows, detail::copy_sink sink,
                                             copy_options o) {
+    if (o.diag) o.diag->clear();
     lease<connection> l = co_await detail::acquire(std::move(s));
     auto fn = [&](connection& c) -> asio::awaitable<copy_outcome> {
         const std::shared_ptr<connection::impl>& i = detail::connection_access::impl_of(c);
@@ -444,6 +445,11 @@ asio::awaitable<copy_outcome> copy_on_lease(std::shared_ptr<detail::pool_state> 
         auto token = asio::as_tuple(asio::use_awaitable);
         auto [ec, n] =
             co_await asio::async_initiate<decltype(token), void(error_code, std::uint64_t)>(init, token);
+        if (ec && o.diag) {
+            const diagnostics d = c.last_error();
+            o.diag->message = describe(ec, d);
+            o.diag->error = std::make_exception_ptr(error_with_diagnostics(ec, d));
+        }
         if (ec == condition::connection_broken) throw boost::system::system_error(ec, c.last_error().message);
         co_return copy_outcome{ec, n};
     };
@@ -456,21 +462,25 @@ void pool::start_copy(std::string sql, std::unique_ptr<detail::copy_rows> rows, 
                       copy_options o, copy_handler handler) {
     auto slot = asio::get_associated_cancellation_slot(handler);
     std::shared_ptr<detail::copy_rows> shared(std::move(rows));
-    asio::co_spawn(get_executor(),
-                   copy_on_lease(state_.shared(), std::move(sql), std::move(shared), std::move(sink), o),
-                   asio::bind_cancellation_slot(
-                       slot, [h = std::move(handler)](std::exception_ptr e, copy_outcome r) mutable {
-                           if (e) {
-                               r = {respool::errc::create_failed, 0};
-                               try {
-                                   std::rethrow_exception(e);
-                               } catch (const boost::system::system_error& x) {
-                                   r.first = x.code();
-                               } catch (...) {
-                               }
-                           }
-                           std::move(h)(r.first, r.second);
-                       }));
+    asio::co_spawn(
+        get_executor(), copy_on_lease(state_.shared(), std::move(sql), std::move(shared), std::move(sink), o),
+        asio::bind_cancellation_slot(
+            slot, [h = std::move(handler), diag = o.diag](std::exception_ptr e, copy_outcome r) mutable {
+                if (e) {  // a failed borrow, or a connection-level failure (then already in diag)
+                    r = {respool::errc::create_failed, 0};
+                    try {
+                        std::rethrow_exception(e);
+                    } catch (const boost::system::system_error& x) {
+                        r.first = x.code();
+                        if (diag && diag->message.empty()) {
+                            diag->message = x.what();
+                            diag->error = e;
+                        }
+                    } catch (...) {
+                    }
+                }
+                std::move(h)(r.first, r.second);
+            }));
 }
 
 }  // namespace respool::pg

@@ -252,6 +252,7 @@ TEST_F(pg_copy, a_cancel_mid_copy_in_and_mid_copy_out_ends_it_and_the_connection
 }
 
 TEST_F(pg_copy, a_value_the_server_refuses_fails_with_its_words) {
+    const auto cfg = config();
     const std::vector<std::tuple<std::string, std::string>> rows{{"1", "ok"}, {"two", "bad id"}};
     const std::vector<std::tuple<std::int32_t, std::int32_t>> narrow{{1, 2}};
     run([&]() -> asio::awaitable<void> {
@@ -276,6 +277,17 @@ TEST_F(pg_copy, a_value_the_server_refuses_fails_with_its_words) {
         EXPECT_EQ((co_await c.async_query("SELECT count(*) FROM copy_t", asio::use_awaitable))
                       .get<std::int64_t>(0, 0),
                   0);
+        // Through a pool: the words in the diagnostics the options point to.
+        pg::pool db(co_await asio::this_coro::executor, cfg);
+        respool::diagnostics diag;
+        const pg::copy_options with_words{.diag = &diag};
+        auto [ec4, n4] = co_await db.async_copy_in("copy_t (id, sensor)", rows, with_words,
+                                                   asio::as_tuple(asio::use_awaitable));
+        EXPECT_EQ(ec4, pg::sqlstate_error("22P02"));
+        EXPECT_NE(diag.message.find("invalid input syntax for type integer: \"two\""), std::string::npos)
+            << diag.message;
+        EXPECT_TRUE(diag.error);
+        db.close();
         // A table that does not exist: the server's words too.
         auto [ec2, n2] = co_await c.async_copy_in("nope", rows, {}, asio::as_tuple(asio::use_awaitable));
         EXPECT_EQ(ec2, pg::sqlstate_error("42P01"));

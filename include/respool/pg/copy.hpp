@@ -12,6 +12,7 @@
 // docs/06-postgresql.md, "COPY".
 #pragma once
 
+#include <respool/error.hpp>
 #include <respool/pg/values.hpp>
 
 #include <boost/describe/members.hpp>
@@ -39,6 +40,11 @@ enum class copy_format { text, binary };
 
 struct copy_options {
     copy_format format = copy_format::text;
+    // The pool's calls: a failure fills it (kept alive by the caller until the handler runs) with the
+    // failure in words (`invalid input syntax for type integer: "two" (SQLSTATE 22P02)`, the exception's
+    // what() for copy_aborted, the borrow's error) and a pg::error_with_diagnostics to rethrow; cleared
+    // when the operation starts. On a connection, last_error() has the same.
+    respool::diagnostics* diag = nullptr;
 };
 
 namespace detail {

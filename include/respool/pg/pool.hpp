@@ -243,7 +243,8 @@ public:
     // COPY ... FROM STDIN / TO STDOUT (respool/pg/copy.hpp) on a connection borrowed for it, as
     // connection::async_copy_in / async_copy_out run them (streamed; the statement timeout covers the
     // whole COPY; cancellation ends it on the server); the connection goes back afterwards, or is
-    // poisoned after a connection-level failure. A failed borrow completes with its error.
+    // poisoned after a connection-level failure. A failed borrow completes with its error. The words
+    // of a failure: copy_options::diag.
     //  Handler: void(error_code, std::uint64_t rows).
     template <class Range, class Token = boost::asio::deferred_t>
     auto async_copy_in(std::string table, Range&& rows, copy_options o = {}, Token&& token = {}) {
