@@ -113,6 +113,7 @@ bool error_means(error e, db::condition c) noexcept {
     case error::busy: return c == db::condition::operation_in_progress;
     case error::statement_timeout: return c == db::condition::statement_timeout;
     case error::unsupported_statement: return c == db::condition::invalid_statement;
+    case error::copy_aborted: return false;  // the caller's own code failed: nothing the pool knows
     }
     return false;
 }
@@ -156,6 +157,7 @@ public:
         case error::statement_timeout: return "statement timed out (cancelled on the server)";
         case error::unsupported_statement:
             return "this kind of statement cannot run through this call (COPY FROM STDIN / TO STDOUT)";
+        case error::copy_aborted: return "COPY aborted: the rows' range or the output's sink threw";
         }
         return "unknown respool.pg error";
     }

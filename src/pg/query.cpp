@@ -35,8 +35,9 @@ bool is_sqlstate(const error_code& ec, const char* s) {
 // Why a COPY that streams rows through the client is refused (the diagnostics' message).
 constexpr const char* copy_refusal =
     "COPY ... FROM STDIN and COPY ... TO STDOUT need the COPY sub-protocol, which async_query does not "
-    "speak: load rows with INSERT (several rows per statement, bound parameters) or let the server "
-    "read or write a file (COPY ... FROM/TO 'path')";
+    "speak: use async_copy_in / async_copy_out (respool/pg/copy.hpp), load rows with INSERT (several "
+    "rows per statement, bound parameters) or let the server read or write a file (COPY ... FROM/TO "
+    "'path')";
 
 // A borrowed connection back to its pool at the end of a statement run for pool::async_query.
 void give_back(lease<connection>& l, respool::diagnostics* diag, const error_code& ec) {

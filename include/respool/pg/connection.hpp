@@ -16,6 +16,7 @@
 
 #include <respool/detail/asio_build.hpp>
 #include <respool/pg/batch.hpp>
+#include <respool/pg/copy.hpp>
 #include <respool/pg/errors.hpp>
 #include <respool/pg/values.hpp>
 
@@ -124,6 +125,49 @@ public:
             std::move(b));
     }
 
+    // COPY ... FROM STDIN (respool/pg/copy.hpp): `rows` (a range of tuples, of structs described with
+    // BOOST_DESCRIBE_STRUCT, or of aggregates) streamed into `table` ("people", or "people (id, name)"
+    // to name the columns; a described struct names its members' columns when `table` names none),
+    // encoded in chunks of about 64 KiB as the socket takes them: the whole input is never held in
+    // memory. An lvalue range must live until the handler runs. The statement timeout covers the
+    // whole COPY; past it, or on an Asio cancellation, the COPY is ended with a failure (the server
+    // rolls it back: the table is unchanged) and the operation completes with statement_timeout or
+    // asio::error::operation_aborted, the connection drained and usable (closed when the server does not
+    // answer within the cancel drain limit). A row the range or its encoding throws for (a string with
+    // a NUL byte, say) aborts it the same way with error::copy_aborted, its what() in last_error(). A
+    // value the server refuses fails with its SQLSTATE and words (last_error()).
+    // Handler: void(error_code, std::uint64_t rows) (the rows the server stored).
+    template <class Range, class Token>
+    auto async_copy_in(std::string table, Range&& rows, copy_options o, Token&& token) {
+        std::string sql = detail::copy_in_statement(table,
+                                                    table.find('(') == std::string::npos
+                                                        ? detail::copy_columns<detail::copy_row_type<Range>>()
+                                                        : std::string(),
+                                                    o.format);
+        return boost::asio::async_initiate<Token, void(error_code, std::uint64_t)>(
+            [this, o](auto handler, std::string s, std::unique_ptr<detail::copy_rows> r) {
+                start_copy_in(std::move(s), std::move(r), o, std::move(handler));
+            },
+            token, std::move(sql), detail::make_copy_rows(std::forward<Range>(rows)));
+    }
+
+    // COPY ... TO STDOUT: `sink(std::string_view chunk)` is called for each piece of data as it
+    // arrives (in text format one row, its newline included; in binary format the pieces of the
+    // binary COPY stream, header and trailer included), never the whole output at once. The view is
+    // valid during the call. `query_or_table`: a query (starting with SELECT, WITH, VALUES or TABLE)
+    // or a table ("people", "people (id, name)"). Deadline and cancellation as async_copy_in (the
+    // server is asked to cancel, the rest of the output is read and dropped); a sink that throws
+    // aborts it the same way with error::copy_aborted, its what() in last_error().
+    // Handler: void(error_code, std::uint64_t rows).
+    template <class Sink, class Token>
+    auto async_copy_out(std::string query_or_table, Sink sink, copy_options o, Token&& token) {
+        return boost::asio::async_initiate<Token, void(error_code, std::uint64_t)>(
+            [this, o](auto handler, std::string s, detail::copy_sink k) {
+                start_copy_out(std::move(s), std::move(k), o, std::move(handler));
+            },
+            token, detail::copy_out_statement(query_or_table, o.format), detail::copy_sink(std::move(sink)));
+    }
+
     // The next notification for a channel this connection LISTENs on (LISTEN is a statement: run it
     // with async_query). Notifications that arrived during other operations are kept, in order, and
     // delivered first; none is lost between waits. An Asio cancellation ends the wait with
@@ -219,6 +263,10 @@ private:
     void start_execute(
         batch b, boost::asio::any_completion_handler<void(error_code, std::vector<batch_outcome>)> handler);
     void start_reset(reset_policy policy, boost::asio::any_completion_handler<void(error_code)> handler);
+    void start_copy_in(std::string sql, std::unique_ptr<detail::copy_rows> rows, copy_options o,
+                       boost::asio::any_completion_handler<void(error_code, std::uint64_t)> handler);
+    void start_copy_out(std::string sql, detail::copy_sink sink, copy_options o,
+                        boost::asio::any_completion_handler<void(error_code, std::uint64_t)> handler);
 
     std::shared_ptr<impl> impl_;  // shared with the operation under way, which may outlive a move
 };

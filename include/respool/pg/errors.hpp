@@ -26,6 +26,9 @@ enum class error {
     // A statement of a kind this call cannot carry (COPY ... FROM STDIN / TO STDOUT through async_query),
     // refused before it is sent; the diagnostics name what to use instead.
     unsupported_statement,
+    // A COPY ended by the caller's own code: the rows' range (or the encoding of one of its values) or
+    // the output's sink threw. The exception's what() is the diagnostics' message.
+    copy_aborted,
 };
 const boost::system::error_category& category() noexcept;
 error_code make_error_code(error e) noexcept;

@@ -240,6 +240,34 @@ public:
             std::move(b));
     }
 
+    // COPY ... FROM STDIN / TO STDOUT (respool/pg/copy.hpp) on a connection borrowed for it, as
+    // connection::async_copy_in / async_copy_out run them (streamed; the statement timeout covers the
+    // whole COPY; cancellation ends it on the server); the connection goes back afterwards, or is
+    // poisoned after a connection-level failure. A failed borrow completes with its error. The words
+    // of a failure: copy_options::diag.
+    //  Handler: void(error_code, std::uint64_t rows).
+    template <class Range, class Token = boost::asio::deferred_t>
+    auto async_copy_in(std::string table, Range&& rows, copy_options o = {}, Token&& token = {}) {
+        std::string sql = detail::copy_in_statement(table,
+                                                    table.find('(') == std::string::npos
+                                                        ? detail::copy_columns<detail::copy_row_type<Range>>()
+                                                        : std::string(),
+                                                    o.format);
+        return boost::asio::async_initiate<Token, void(error_code, std::uint64_t)>(
+            [this, o](auto handler, std::string s, std::unique_ptr<detail::copy_rows> r) {
+                start_copy(std::move(s), std::move(r), {}, o, std::move(handler));
+            },
+            token, std::move(sql), detail::make_copy_rows(std::forward<Range>(rows)));
+    }
+    template <class Sink, class Token = boost::asio::deferred_t>
+    auto async_copy_out(std::string query_or_table, Sink sink, copy_options o = {}, Token&& token = {}) {
+        return boost::asio::async_initiate<Token, void(error_code, std::uint64_t)>(
+            [this, o](auto handler, std::string s, detail::copy_sink k) {
+                start_copy(std::move(s), nullptr, std::move(k), o, std::move(handler));
+            },
+            token, detail::copy_out_statement(query_or_table, o.format), detail::copy_sink(std::move(sink)));
+    }
+
     [[nodiscard]] pool_stats stats() const noexcept;
     // The shared connection budget as this pool last saw it (enabled false without pool_config::budget).
     [[nodiscard]] respool::pg::budget_stats budget_stats() const;
@@ -287,6 +315,9 @@ private:
     void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
                      boost::asio::any_completion_handler<void(error_code, result)> handler);
     void start_close(duration grace, boost::asio::any_completion_handler<void(error_code)> handler);
+    void start_copy(std::string sql, std::unique_ptr<detail::copy_rows> rows, detail::copy_sink sink,
+                    copy_options o,
+                    boost::asio::any_completion_handler<void(error_code, std::uint64_t)> handler);
     void start_execute(
         batch b, boost::asio::any_completion_handler<void(error_code, std::vector<batch_outcome>)> handler);
 
