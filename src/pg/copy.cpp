@@ -313,7 +313,7 @@ struct copy_op : std::enable_shared_from_this<copy_op> {
     void fill() {
         try {
             while (chunk.size() < chunk_bytes) {
-                row = params();
+                row.clear();  // the same block for every row
                 if (!rows->next(row)) {
                     source_done = true;
                     detail::copy_trailer(o.format, chunk);

@@ -60,6 +60,16 @@ params& params::operator=(params&& o) noexcept {
     return *this;
 }
 params::~params() = default;
+void params::clear() noexcept {
+    if (v_) {
+        v_->types.clear();
+        v_->formats.clear();
+        v_->lengths.clear();
+        v_->offsets.clear();
+        v_->data.clear();
+    }
+    count_ = 0;
+}
 
 params& params::push(unsigned type, std::string_view bytes, bool binary, bool null) {
     // What the protocol cannot carry is refused here, before any statement is sent: a Bind message

@@ -112,6 +112,31 @@ TEST(pg_params, every_integer_type_binds_as_the_smallest_server_integer_that_hol
     EXPECT_EQ(param(pg::params(std::uint64_t{9223372036854775807u}), 0).bytes, be(9223372036854775807u, 8));
 }
 
+TEST(pg_params, a_move_takes_the_values_a_copy_duplicates_them_and_clear_empties_them) {
+    pg::params p(std::int32_t{7}, std::string_view("seven"));
+    const pg::params copy = p;
+    pg::params moved = std::move(p);
+    EXPECT_EQ(p.size(), 0u) << "moved from: empty";  // NOLINT(bugprone-use-after-move)
+    EXPECT_EQ(pg::params_access(p).types(), nullptr);
+    ASSERT_EQ(moved.size(), 2u);
+    EXPECT_EQ(param(moved, 0).bytes, be(7, 4));
+    EXPECT_EQ(std::string(pg::params_access(moved).values[1]), "seven");
+    ASSERT_EQ(copy.size(), 2u);
+    EXPECT_NE(pg::params_access(copy).types(), pg::params_access(moved).types()) << "values of its own";
+    EXPECT_EQ(std::string(pg::params_access(copy).values[1]), "seven");
+
+    const Oid* block = pg::params_access(moved).types();
+    moved.clear();
+    EXPECT_EQ(moved.size(), 0u);
+    moved.add(std::int64_t{8});
+    ASSERT_EQ(moved.size(), 1u);
+    EXPECT_EQ(param(moved, 0).type, 20u);
+    EXPECT_EQ(param(moved, 0).bytes, be(8, 8));
+    EXPECT_EQ(pg::params_access(moved).types(), block) << "clear keeps the memory for the next values";
+    EXPECT_EQ(pg::params().size(), 0u);
+    EXPECT_EQ(pg::params_access(pg::params()).types(), nullptr) << "no parameters, no allocation";
+}
+
 TEST(pg_params, an_unsigned_value_above_int8_is_refused_naming_it) {
     pg::params p(1);
     const std::string m = message_of<std::out_of_range>([&] { p.add(std::uint64_t{18446744073709551615u}); });

@@ -120,6 +120,9 @@ public:
         return add(std::span<const target>(wide));
     }
     [[nodiscard]] std::size_t size() const noexcept { return count_; }
+    // Removes every parameter and keeps the memory: a loop that binds row after row into one params
+    // allocates once.
+    void clear() noexcept;
 
 private:
     friend struct params_access;
