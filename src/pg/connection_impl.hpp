@@ -12,7 +12,9 @@
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
@@ -21,8 +23,10 @@
 #include <libpq-fe.h>
 
 #include <array>
+#include <chrono>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -140,6 +144,29 @@ void complete_here(const boost::asio::any_io_executor& ex, Handler h, Args... ar
         std::move(h)(std::move(args)...);
     else
         boost::asio::dispatch(ex, boost::asio::append(std::move(h), std::move(args)...));
+}
+
+// Makes `op` the statement under way on `c` (a query or a COPY, with request_cancel(error_code) and a
+// `handler`): the connection is busy, closing it aborts `op`, and the handler's cancellation slot and
+// the statement timeout (when set) ask `op` to cancel.
+template <class Op>
+void begin_statement(connection::impl& c, const std::shared_ptr<Op>& op) {
+    c.busy = true;
+    c.abort_current = [o = op.get()] {
+        o->request_cancel(boost::asio::error::operation_aborted);
+    };  // no allocation
+    c.abort_current_of = op.get();
+    auto slot = op->handler.get_cancellation_slot();
+    if (slot.is_connected())
+        slot.assign([weak = std::weak_ptr<Op>(op)](boost::asio::cancellation_type) {
+            if (auto o = weak.lock()) o->request_cancel(boost::asio::error::operation_aborted);
+        });
+    if (c.statement_timeout > std::chrono::steady_clock::duration::zero()) {
+        c.stmt_timer.expires_after(c.statement_timeout);
+        c.stmt_timer.async_wait([weak = std::weak_ptr<Op>(op)](boost::system::error_code ec) {
+            if (auto o = weak.lock(); o && !ec) o->request_cancel(error::statement_timeout);
+        });
+    }
 }
 
 // Opens a transaction on `c` lazily: `begin_sql` (BEGIN with its options) is sent with the next

@@ -392,20 +392,7 @@ void start_copy(const std::shared_ptr<connection::impl>& i, std::string sql,
     auto op = std::make_shared<copy_op>(i, std::move(handler), std::move(sql), opt);
     op->rows = std::move(rows);
     op->sink = std::move(sink);
-    c.busy = true;
-    c.abort_current = [o = op.get()] { o->request_cancel(asio::error::operation_aborted); };
-    c.abort_current_of = op.get();
-    auto slot = op->handler.get_cancellation_slot();
-    if (slot.is_connected())
-        slot.assign([weak = std::weak_ptr<copy_op>(op)](asio::cancellation_type) {
-            if (auto o = weak.lock()) o->request_cancel(asio::error::operation_aborted);
-        });
-    if (c.statement_timeout > std::chrono::steady_clock::duration::zero()) {
-        c.stmt_timer.expires_after(c.statement_timeout);
-        c.stmt_timer.async_wait([weak = std::weak_ptr<copy_op>(op)](boost::system::error_code ec) {
-            if (auto o = weak.lock(); o && !ec) o->request_cancel(error::statement_timeout);
-        });
-    }
+    detail::begin_statement(c, op);
     if (op->send())
         op->flush_then_read();
     else

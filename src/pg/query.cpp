@@ -483,20 +483,7 @@ void start(const std::shared_ptr<connection::impl>& i, std::string sql, std::opt
         op->borrowed = std::move(*borrowed);
         op->diag = diag;
     }
-    c.busy = true;
-    c.abort_current = [o = op.get()] { o->request_cancel(asio::error::operation_aborted); };  // no allocation
-    c.abort_current_of = op.get();
-    auto slot = op->handler.get_cancellation_slot();
-    if (slot.is_connected())
-        slot.assign([weak = std::weak_ptr<query_op>(op)](asio::cancellation_type) {
-            if (auto o = weak.lock()) o->request_cancel(asio::error::operation_aborted);
-        });
-    if (c.statement_timeout > std::chrono::steady_clock::duration::zero()) {
-        c.stmt_timer.expires_after(c.statement_timeout);
-        c.stmt_timer.async_wait([weak = std::weak_ptr<query_op>(op)](boost::system::error_code ec) {
-            if (auto o = weak.lock(); o && !ec) o->request_cancel(error::statement_timeout);
-        });
-    }
+    begin_statement(c, op);
     if (op->send())
         op->flush();  // the handler is posted should the query end now
     else if (op->refused)
