@@ -169,6 +169,20 @@ void begin_statement(connection::impl& c, const std::shared_ptr<Op>& op) {
     }
 }
 
+// With a cancel request still out after the reply was read: `op` waits for it (whose return finishes
+// `op` and cancels this wait) until the statement's drain limit, then closes the connection. Nothing
+// else holds `op` meanwhile: this wait does.
+template <class Op>
+void hold_for_cancel_return(const std::shared_ptr<Op>& op) {
+    op->c->timer.expires_at(op->c->stmt_timer.expiry());
+    op->c->timer.async_wait([self = op](boost::system::error_code ec) {
+        if (ec || self->done) return;
+        self->c->client_error("the cancel request did not return");
+        self->c->finish();
+        self->finish(error::connection_broken);
+    });
+}
+
 // Opens a transaction on `c` lazily: `begin_sql` (BEGIN with its options) is sent with the next
 // statement, in the same round trip (query.cpp). `c` must be idle, outside a transaction.
 void defer_begin(connection& c, std::string begin_sql);

@@ -363,16 +363,7 @@ struct copy_op : std::enable_shared_from_this<copy_op> {
         if (PQstatus(c->conn) == CONNECTION_BAD) return broke();
         c->collect_notifications();
         reply_read = true;
-        if (box && box->busy()) {  // its return finishes; until then this wait holds the operation
-            c->timer.expires_at(c->stmt_timer.expiry());
-            c->timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-                if (ec || self->done) return;
-                self->c->client_error("the cancel request did not return");
-                self->c->finish();
-                self->finish(error::connection_broken);
-            });
-            return;
-        }
+        if (box && box->busy()) return detail::hold_for_cancel_return(shared_from_this());
         finish(first_error);
     }
 };

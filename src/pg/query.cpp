@@ -376,16 +376,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
         }
         if (cancel_reason && box->busy()) {  // cancel_returned concludes
             statement_ended = true;
-            // Nothing else holds the query now: this wait does, until the requests return (then
-            // finish cancels it) or the drain limit passes.
-            c->timer.expires_at(c->stmt_timer.expiry());
-            c->timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-                if (ec || self->done) return;
-                self->c->client_error("the cancel request did not return");
-                self->c->finish();
-                self->finish(error::connection_broken);
-            });
-            return;
+            return detail::hold_for_cancel_return(shared_from_this());
         }
         conclude();
     }
