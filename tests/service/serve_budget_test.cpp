@@ -348,8 +348,11 @@ TEST_F(serve_budget, three_processes_share_the_server_through_start_stop_and_kil
         acked += i->acked;
         EXPECT_GT(i->acked.load(), 0u) << i->app;
         EXPECT_EQ(i->failed.load(), 0u) << i->app << ": " << i->last_failure;
-        if (i->proc && i != &b) EXPECT_EQ(i->proc->stderr_text().find("53300"), std::string::npos);
-        EXPECT_EQ(i->proc->stderr_text().find("serve-budget-secret"), std::string::npos);
+        if (!i->proc) continue;
+        if (i != &b) {
+            EXPECT_EQ(i->proc->stderr_text().find("53300"), std::string::npos) << i->app;
+        }
+        EXPECT_EQ(i->proc->stderr_text().find("serve-budget-secret"), std::string::npos) << i->app;
     }
     // Every acknowledged increment is in the table (b's in-flight ones at the kill may be there too).
     const auto rows = server->query("SELECT convert_from(v, 'UTF8') FROM respool_kv WHERE k = 'hits'");
