@@ -139,11 +139,7 @@ public:
     // Handler: void(error_code, std::uint64_t rows) (the rows the server stored).
     template <class Range, class Token>
     auto async_copy_in(std::string table, Range&& rows, copy_options o, Token&& token) {
-        std::string sql = detail::copy_in_statement(table,
-                                                    table.find('(') == std::string::npos
-                                                        ? detail::copy_columns<detail::copy_row_type<Range>>()
-                                                        : std::string(),
-                                                    o.format);
+        std::string sql = detail::copy_in_statement_for<Range>(table, o.format);
         return boost::asio::async_initiate<Token, void(error_code, std::uint64_t)>(
             [this, o](auto handler, std::string s, std::unique_ptr<detail::copy_rows> r) {
                 start_copy_in(std::move(s), std::move(r), o, std::move(handler));

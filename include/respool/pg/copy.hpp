@@ -128,6 +128,15 @@ std::string copy_out_statement(std::string_view query_or_table, copy_format f);
 template <class Range>
 using copy_row_type = std::remove_cvref_t<std::ranges::range_reference_t<Range>>;
 
+// The COPY in statement for rows of Range: a described struct's members name the columns when
+// `table` names none.
+template <class Range>
+std::string copy_in_statement_for(const std::string& table, copy_format f) {
+    return copy_in_statement(
+        table, table.find('(') == std::string::npos ? copy_columns<copy_row_type<Range>>() : std::string(),
+        f);
+}
+
 }  // namespace detail
 
 }  // namespace respool::pg
