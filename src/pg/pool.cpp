@@ -274,7 +274,7 @@ query_handler with_code_words(query_handler h, respool::diagnostics* diag) {
     });
 }
 
-// pool::async_query: acquire, query, give back, complete.
+// pool::async_query while its borrow waits: what the statement needs once a connection is lent.
 struct pool_query {
     pool_query(std::shared_ptr<pool_state> st, query_handler h, std::string q, std::optional<params> pr,
                respool::diagnostics* d)
@@ -284,20 +284,12 @@ struct pool_query {
     std::string sql;
     std::optional<params> p;
     respool::diagnostics* diag;  // the caller's, or nullptr
-    lease<connection> l;
 
     static void deliver(const std::shared_ptr<pool_query>& op, error_code ec, result r) {
         auto h = std::move(op->handler);
         asio::dispatch(asio::append(std::move(h), ec, std::move(r)));  // on the handler's executor
     }
 };
-
-// The statement on op->l, then the lease back (poisoned after a connection-level failure), then the
-// handler: all done by the statement's operation (detail::start_query_on_lease).
-void run_on_lease(const std::shared_ptr<pool_query>& op) {
-    detail::start_query_on_lease(std::move(op->l), std::move(op->sql), std::move(op->p), op->diag,
-                                 std::move(op->handler));
-}
 
 }  // namespace
 
@@ -541,8 +533,10 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
         std::make_shared<pool_query>(state_.shared(), std::move(handler), std::move(sql), std::move(p), diag);
     auto acquired = [op](error_code ec, lease<connection> l) {
         if (ec) return pool_query::deliver(op, ec, {});  // its words: the shared borrow's
-        op->l = std::move(l);
-        run_on_lease(op);
+        // The statement, then the lease back (poisoned after a connection-level failure), then the
+        // handler: all done by the statement's own operation.
+        detail::start_query_on_lease(std::move(l), std::move(op->sql), std::move(op->p), op->diag,
+                                     std::move(op->handler));
     };
     respool::detail::db::acquire(*state_->p, state_->cfg.borrow_timeout, diag,
                                  op->handler.get_cancellation_slot(), explainer(state_.shared()),
