@@ -48,18 +48,17 @@ std::string big_endian(U v) {
 }  // namespace
 
 params::params() noexcept = default;
-params::params(const params& o) : v_(o.v_ ? std::make_unique<values>(*o.v_) : nullptr), count_(o.count_) {}
-params::params(params&& o) noexcept : v_(std::move(o.v_)), count_(std::exchange(o.count_, 0)) {}
+params::params(const params& o) : v_(o.v_ ? std::make_unique<values>(*o.v_) : nullptr) {}
+params::params(params&& o) noexcept = default;
 params& params::operator=(const params& o) {
     if (this != &o) *this = params(o);
     return *this;
 }
-params& params::operator=(params&& o) noexcept {
-    v_ = std::move(o.v_);
-    count_ = std::exchange(o.count_, 0);
-    return *this;
-}
+params& params::operator=(params&& o) noexcept = default;
 params::~params() = default;
+std::size_t params::size() const noexcept {
+    return v_ ? v_->types.size() : 0;
+}
 void params::clear() noexcept {
     if (v_) {
         v_->types.clear();
@@ -68,17 +67,16 @@ void params::clear() noexcept {
         v_->offsets.clear();
         v_->data.clear();
     }
-    count_ = 0;
 }
 
 params& params::push(unsigned type, std::string_view bytes, bool binary, bool null) {
     // What the protocol cannot carry is refused here, before any statement is sent: a Bind message
     // counts its parameters in 16 bits and each value's length in a signed 32-bit integer.
-    if (count_ >= max_params)
+    if (size() >= max_params)
         throw std::invalid_argument("respool::pg::params: more than " + std::to_string(max_params) +
                                     " parameters (the protocol's limit)");
     if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-        throw std::invalid_argument("respool::pg::params: parameter $" + std::to_string(count_ + 1) + " is " +
+        throw std::invalid_argument("respool::pg::params: parameter $" + std::to_string(size() + 1) + " is " +
                                     std::to_string(bytes.size()) +
                                     " bytes, above the protocol's limit of 2147483647");
     if (!v_) v_ = std::make_unique<values>();
@@ -88,7 +86,6 @@ params& params::push(unsigned type, std::string_view bytes, bool binary, bool nu
     v_->offsets.push_back(null ? std::string::npos : v_->data.size());
     v_->data.append(bytes);
     v_->data.push_back('\0');  // libpq reads a text value up to its terminator (lengths are for binary ones)
-    ++count_;
     return *this;
 }
 
@@ -117,7 +114,7 @@ params& params::add(std::string_view v) {
     // Text goes as a C string: libpq would cut it at a NUL and the server would store the rest of the
     // value silently lost. Bytes are bytea (std::span<const std::byte>).
     if (const std::size_t at = v.find('\0'); at != std::string_view::npos)
-        throw std::invalid_argument("respool::pg::params: text parameter $" + std::to_string(count_ + 1) +
+        throw std::invalid_argument("respool::pg::params: text parameter $" + std::to_string(size() + 1) +
                                     " holds a NUL byte (at byte " + std::to_string(at) +
                                     "), which PostgreSQL text cannot store; send bytes as "
                                     "std::span<const std::byte> (bytea)");
@@ -134,7 +131,7 @@ params& params::add(std::chrono::sys_time<std::chrono::microseconds> t) {
 
 void params::refuse_integer(std::uint64_t v) const {
     throw std::out_of_range(
-        "respool::pg::params: parameter $" + std::to_string(count_ + 1) + " (" + std::to_string(v) +
+        "respool::pg::params: parameter $" + std::to_string(size() + 1) + " (" + std::to_string(v) +
         ") does not fit PostgreSQL's largest integer, int8 (at most 9223372036854775807)");
 }
 
@@ -142,11 +139,11 @@ void params::refuse_duration(long long count, std::intmax_t num, std::intmax_t d
     const std::string spelled =
         std::to_string(count) + " x " + std::to_string(num) + "/" + std::to_string(den) + " s";
     if (fraction)
-        throw std::invalid_argument("respool::pg::params: parameter $" + std::to_string(count_ + 1) +
+        throw std::invalid_argument("respool::pg::params: parameter $" + std::to_string(size() + 1) +
                                     " is a duration of " + spelled +
                                     " with a fraction of a microsecond, which an interval cannot hold; round "
                                     "it (std::chrono::round<std::chrono::microseconds>)");
-    throw std::out_of_range("respool::pg::params: parameter $" + std::to_string(count_ + 1) +
+    throw std::out_of_range("respool::pg::params: parameter $" + std::to_string(size() + 1) +
                             " is a duration of " + spelled +
                             ", beyond what an interval holds in microseconds (64-bit)");
 }
@@ -168,7 +165,7 @@ params& params::add_array(unsigned element_type, std::size_t count, std::string_
     bytes += big_endian(std::uint32_t{element_type});
     if (count != 0) {
         if (count > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
-            throw std::invalid_argument("respool::pg::params: parameter $" + std::to_string(count_ + 1) +
+            throw std::invalid_argument("respool::pg::params: parameter $" + std::to_string(size() + 1) +
                                         " is an array of " + std::to_string(count) +
                                         " elements, above the protocol's limit of 2147483647");
         bytes += big_endian(static_cast<std::uint32_t>(count));
@@ -248,10 +245,10 @@ params& params::add(std::span<const double> v) {
                      elements(v, [](double f) { return big_endian(std::bit_cast<std::uint64_t>(f)); }));
 }
 params& params::add(std::span<const std::string> v) {
-    return add_array(oid_text, v.size(), text_elements(v, count_ + 1));
+    return add_array(oid_text, v.size(), text_elements(v, size() + 1));
 }
 params& params::add(std::span<const std::string_view> v) {
-    return add_array(oid_text, v.size(), text_elements(v, count_ + 1));
+    return add_array(oid_text, v.size(), text_elements(v, size() + 1));
 }
 
 // ---- results ---------------------------------------------------------------------------------

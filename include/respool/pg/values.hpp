@@ -119,7 +119,7 @@ public:
         }
         return add(std::span<const target>(wide));
     }
-    [[nodiscard]] std::size_t size() const noexcept { return count_; }
+    [[nodiscard]] std::size_t size() const noexcept;
     // Removes every parameter and keeps the memory: a loop that binds row after row into one params
     // allocates once.
     void clear() noexcept;
@@ -141,7 +141,6 @@ private:
     // allocation at all).
     struct values;
     std::unique_ptr<values> v_;
-    std::size_t count_ = 0;
 };
 
 // The rows of one statement, read in place from libpq's result (no copy of the fields): as text, or as
