@@ -49,10 +49,12 @@ struct session_state {
 
 struct connection::impl {
     explicit impl(boost::asio::any_io_executor e)
-        : ex(std::move(e)), sock(ex), timer(ex), stmt_timer(ex), resolver(ex) {}
+        : ex(std::move(e)), ex_erased(ex), sock(ex), timer(ex), stmt_timer(ex), resolver(ex) {}
     ~impl() { finish(); }
 
     boost::asio::any_io_executor ex;
+    // `ex` as a type-erased handler's executor is compared (complete_here): made once, not per reply.
+    boost::asio::any_completion_executor ex_erased;
     PGconn* conn = nullptr;
     boost::asio::posix::stream_descriptor sock;  // watches libpq's socket; never closes it
     boost::asio::steady_timer timer;             // the connect deadline
@@ -137,13 +139,15 @@ void complete(const boost::asio::any_io_executor& ex, Handler h, Args... args) {
 
 // Completes a handler from inside a completion that runs on `ex` (a reply arrived): called right here
 // when the handler's executor is `ex` itself, as Asio's own operations do, else dispatched to its own.
-// (The direct call saves two type-erased hops per statement.)
+// (The direct call saves two type-erased hops per statement.) The candidate is the connection's
+// executor already erased (connection::impl::ex_erased): asking a type-erased handler for its executor
+// with an any_io_executor as the candidate would wrap it anew, an allocation, at every reply.
 template <class Handler, class... Args>
-void complete_here(const boost::asio::any_io_executor& ex, Handler h, Args... args) {
-    if (boost::asio::get_associated_executor(h, ex) == boost::asio::any_completion_executor(std::nothrow, ex))
+void complete_here(const connection::impl& c, Handler h, Args... args) {
+    if (boost::asio::get_associated_executor(h, c.ex_erased) == c.ex_erased)
         std::move(h)(std::move(args)...);
     else
-        boost::asio::dispatch(ex, boost::asio::append(std::move(h), std::move(args)...));
+        boost::asio::dispatch(c.ex, boost::asio::append(std::move(h), std::move(args)...));
 }
 
 // Makes `op` the statement under way on `c` (a query or a COPY, with request_cancel(error_code) and a

@@ -305,7 +305,13 @@ asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s) {
     return respool::detail::db::acquire_or_throw(*s->p, s->cfg.borrow_timeout, explainer(s));
 }
 
-asio::awaitable<void> begin(connection& c, const transaction_options& o) {
+lease<connection> take_free(pool_state& s) noexcept {
+    if (s.cfg.thread_safe || !s.p) return {};
+    return respool::detail::pool_access::take_now(*s.p);
+}
+
+namespace {
+std::string begin_statement_for(const transaction_options& o) {
     std::string sql = "BEGIN";
     switch (o.level) {
     case isolation::server_default: break;
@@ -314,13 +320,21 @@ asio::awaitable<void> begin(connection& c, const transaction_options& o) {
     case isolation::serializable: sql += " ISOLATION LEVEL SERIALIZABLE"; break;
     }
     if (o.read_only) sql += " READ ONLY";
-    if (c.is_open() && c.transaction_state() == transaction_status::idle) {
-        // Sent with the first statement, in its round trip (a transaction of n statements costs n + 1
-        // round trips with its COMMIT, not n + 2).
-        detail::defer_begin(c, std::move(sql));
-        co_return;
-    }
-    auto [ec, r] = co_await c.async_query(std::move(sql), asio::as_tuple(asio::use_awaitable));
+    return sql;
+}
+}  // namespace
+
+bool begin_with_first_statement(connection& c, const transaction_options& o) {
+    if (!c.is_open() || c.transaction_state() != transaction_status::idle) return false;
+    // Sent with the first statement, in its round trip (a transaction of n statements costs n + 1
+    // round trips with its COMMIT, not n + 2).
+    detail::defer_begin(c, begin_statement_for(o));
+    return true;
+}
+
+asio::awaitable<void> begin(connection& c, const transaction_options& o) {
+    if (begin_with_first_statement(c, o)) co_return;
+    auto [ec, r] = co_await c.async_query(begin_statement_for(o), asio::as_tuple(asio::use_awaitable));
     if (ec) throw error_with_diagnostics(ec, c.last_error());
 }
 

@@ -29,7 +29,7 @@ namespace {
 constexpr std::chrono::milliseconds cancel_resend{100};
 
 bool is_sqlstate(const error_code& ec, const char* s) {
-    return ec == sqlstate_error(s);
+    return ec && ec == sqlstate_error(s);  // most statements succeed: no code to make for them
 }
 
 // Why a COPY that streams rows through the client is refused (the diagnostics' message).
@@ -116,7 +116,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
         if (initiating)
             complete(c->ex, std::move(handler), ec, std::move(out));  // never inside the initiating call
         else  // a reply arrived: the handler runs now, on its executor (posted there when it is another)
-            detail::complete_here(c->ex, std::move(handler), ec, std::move(out));
+            detail::complete_here(*c, std::move(handler), ec, std::move(out));
     }
 
     // Asks the server to cancel the statement, then keeps reading: the statement ends with 57014 and

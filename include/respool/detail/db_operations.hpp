@@ -56,7 +56,8 @@ boost::asio::awaitable<R> with_lease(lease<T> l, F& fn, Settle settle) {
 }
 
 // The steps of a transaction, from the database's functions: begin(conn, options), commit(conn) (both
-// throw on failure), recover(conn, error, attempts_left) -> awaitable<bool> (rolls back; true: run it
+// throw on failure; a database's steps may add begin_at_once(conn) -> bool: the BEGIN put in place
+// without waiting, true, or begin() is to run), recover(conn, error, attempts_left) -> awaitable<bool> (rolls back; true: run it
 // again), settle(lease, error).
 template <class Connection, class Options, auto Begin, auto Commit, auto Recover, auto Settle>
 struct transaction_steps {
@@ -77,7 +78,12 @@ boost::asio::awaitable<R> in_transaction(lease<T> l, std::uint32_t max_attempts,
         std::exception_ptr error;
         slot out{};
         try {
-            co_await steps.begin(*l);
+            // A BEGIN that travels with the first statement needs no coroutine of its own.
+            if constexpr (requires { steps.begin_at_once(*l); }) {
+                if (!steps.begin_at_once(*l)) co_await steps.begin(*l);
+            } else {
+                co_await steps.begin(*l);
+            }
             if constexpr (std::is_void_v<R>)
                 co_await fn(*l);
             else

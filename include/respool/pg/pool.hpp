@@ -114,6 +114,12 @@ namespace detail {
 struct pool_state;
 // Helpers of the templates below (pool.cpp).
 boost::asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s);
+// A connection free now, without waiting (pools that are not thread_safe, on the pool's executor, where
+// with_connection's and transaction()'s coroutines run); else an empty lease: acquire() is the way.
+lease<connection> take_free(pool_state& s) noexcept;
+// The BEGIN of a transaction when it can travel with the first statement (an open connection outside a
+// transaction): put in place, true. Else false, and begin() sends it in a round trip of its own.
+bool begin_with_first_statement(connection& c, const transaction_options& o);
 boost::asio::awaitable<void> begin(connection& c, const transaction_options& o);
 boost::asio::awaitable<void> commit(connection& c, commit_token* lsn);
 // After `error` in a transaction: puts the connection's words into it (explain), rolls back when the
@@ -131,6 +137,7 @@ using respool::detail::db::awaited;
 // What transaction() runs around the function (respool::detail::db::in_transaction).
 struct transaction_steps {
     transaction_options o;
+    bool begin_at_once(connection& c) const { return detail::begin_with_first_statement(c, o); }
     boost::asio::awaitable<void> begin(connection& c) const { return detail::begin(c, o); }
     boost::asio::awaitable<void> commit(connection& c) const { return detail::commit(c, o.commit_lsn); }
     boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr& e, bool attempts_left) const {
@@ -319,14 +326,16 @@ private:
 
     template <class R, class F>
     static boost::asio::awaitable<R> run_with_connection(std::shared_ptr<detail::pool_state> s, F fn) {
-        lease<connection> l = co_await detail::acquire(std::move(s));
+        lease<connection> l = detail::take_free(*s);
+        if (!l) l = co_await detail::acquire(std::move(s));
         co_return co_await respool::detail::db::with_lease<R>(std::move(l), fn, &detail::settle);
     }
 
     template <class R, class F>
     static boost::asio::awaitable<R> run_transaction(std::shared_ptr<detail::pool_state> s,
                                                      transaction_options o, F fn) {
-        lease<connection> l = co_await detail::acquire(std::move(s));
+        lease<connection> l = detail::take_free(*s);
+        if (!l) l = co_await detail::acquire(std::move(s));
         co_return co_await respool::detail::db::in_transaction<R>(std::move(l), o.max_attempts, fn,
                                                                   detail::transaction_steps{o});
     }
