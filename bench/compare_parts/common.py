@@ -55,6 +55,16 @@ def process_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime (fields 14 and 15 of proc(5))
 
 
+def machine_ticks():
+    """(busy, available) clock ticks of all CPUs so far (/proc/stat): busy is user, nice, system, irq and
+    softirq; available leaves out what the hypervisor took (steal). The share busy between two readings
+    says whether the machine, server and client together, had CPU left over."""
+    with open("/proc/stat") as f:
+        cpu = [int(x) for x in f.readline().split()[1:9]]  # user nice system idle iowait irq softirq steal
+    busy = cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6]
+    return busy, busy + cpu[3] + cpu[4]
+
+
 def median(values):
     return statistics.median(values) if values else 0.0
 
