@@ -65,6 +65,33 @@ def machine_ticks():
     return busy, busy + cpu[3] + cpu[4]
 
 
+def server_pid(state):
+    """The postmaster's process id of the cluster that tests/integration/pg_cluster.sh started in `state`."""
+    with open(os.path.join(state, "cluster")) as f:
+        folder = f.read().strip()
+    with open(os.path.join(folder, "data", "postmaster.pid")) as f:
+        return int(f.readline())
+
+
+def server_cpu(postmaster):
+    """CPU seconds the PostgreSQL server has used so far: the postmaster with the children it has reaped
+    (backends that ended), and every child alive now (backends, background processes)."""
+    with open(f"/proc/{postmaster}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile: counted in the postmaster's cutime once reaped
+        if int(fields[1]) == postmaster:
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / TICK
+
+
 def median(values):
     return statistics.median(values) if values else 0.0
 
