@@ -75,21 +75,30 @@ def server_pid(state):
 
 def server_cpu(postmaster):
     """CPU seconds the PostgreSQL server has used so far: the postmaster with the children it has reaped
-    (backends that ended), and every child alive now (backends, background processes)."""
-    with open(f"/proc/{postmaster}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    ticks = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # ended meanwhile: counted in the postmaster's cutime once reaped
-        if int(fields[1]) == postmaster:
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks / TICK
+    (backends that ended), and every child alive now (backends, background processes). A backend reaped
+    during the scan of /proc would be counted twice or not at all: the scan is taken again then."""
+    def own_and_reaped():
+        with open(f"/proc/{postmaster}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return [int(x) for x in fields[11:15]]  # utime, stime, cutime, cstime
+
+    for _ in range(5):
+        before = own_and_reaped()
+        live = 0
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # ended: in the postmaster's cutime once reaped (the check below)
+            if int(fields[1]) == postmaster:
+                live += int(fields[11]) + int(fields[12])
+        after = own_and_reaped()
+        if after[2:] == before[2:]:  # no child reaped during the scan
+            break
+    return (sum(after) + live) / TICK
 
 
 def median(values):

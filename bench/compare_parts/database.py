@@ -11,7 +11,8 @@ getrusage less the CPU of its connects (measured once per client count). The bac
 most connections to the server the measured client held at once (sampled every 50 ms). Server CPU per
 query is what the PostgreSQL processes used over the measurement (/proc: the postmaster with its reaped
 children and every live child), divided by the queries: what the client's way of talking costs the
-server. Machine busy is
+server (for pgbench, started per measurement, its connects included: a few milliseconds a run). Machine
+busy is
 the share of both CPUs in use over the measurement, server and client together (/proc/stat, steal left
 out): near 100 % the row is bound by the machine, well below it by waiting. Writes docs/benchmarks.md
 between the compare-pg markers."""
@@ -245,11 +246,11 @@ def run(cluster, seconds, reps, write, only=None, warmup=3.0, before=None):
                     # Behind PgBouncer the server connections are PgBouncer's: its are counted.
                     sampler.start(bouncer_pid if p.key == BEHIND_PGBOUNCER else
                                   p.proc.pid if isinstance(p, Peer) else None)
+                    served0 = server_cpu(postmaster)  # (its scan of /proc stays out of the busy window)
                     busy0, all0 = machine_ticks()
-                    served0 = server_cpu(postmaster)
                     qps, p50, p99, errors, cpu, n = p.run(w, c, seconds)
-                    served = server_cpu(postmaster) - served0
                     busy1, all1 = machine_ticks()
+                    served = server_cpu(postmaster) - served0
                     backends = sampler.stop()
                     busy = 100.0 * (busy1 - busy0) / (all1 - all0) if all1 > all0 else 0.0
                     results.setdefault((w, c, p.key), []).append(

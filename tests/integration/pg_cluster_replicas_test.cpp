@@ -363,6 +363,51 @@ TEST_F(pg_cluster_replicas, split_brain_the_old_primary_is_fenced_and_takes_no_w
                               "node0 back as a standby");
 }
 
+// A transaction that must run again (a serialization failure) is not run again on its host once that
+// host stopped being the primary: its second attempt, whose BEGIN would travel with its first statement,
+// fails with unavailable instead, naming the host.
+TEST_F(pg_cluster_replicas, a_transaction_is_not_run_again_on_a_primary_fenced_between_its_attempts) {
+    auto cfg = config();
+    cfg.topology_interval = 200ms;
+    cluster_rig c(cfg);
+    int attempts = 0;
+    bool fenced = false;
+    std::exception_ptr outcome;
+    c.call([&]() -> asio::awaitable<void> {
+        pg::transaction_options o;
+        o.max_attempts = 2;
+        auto [ex] = co_await c.db().transaction(
+            [&](pg::connection& conn) -> asio::awaitable<void> {
+                ++attempts;
+                co_await conn.async_query("SELECT 1", asio::use_awaitable);
+                if (attempts > 1) co_return;
+                rs_->promote(1);  // node0 runs on: the cluster fences it
+                asio::steady_timer t(co_await asio::this_coro::executor);
+                for (int i = 0; i < 100 && !fenced; ++i) {
+                    t.expires_after(50ms);
+                    co_await t.async_wait(asio::use_awaitable);
+                    fenced = c.became(name_of(*rs_, 0), pg::host_role::fenced).has_value();
+                }
+                throw boost::system::system_error(pg::sqlstate_error("40001"), "the first attempt's conflict");
+            },
+            o, asio::as_tuple(asio::use_awaitable));
+        outcome = ex;
+    });
+    ASSERT_TRUE(fenced) << "node0 was not fenced within 5 s";
+    EXPECT_EQ(attempts, 1) << "the transaction ran again on the fenced host";
+    ASSERT_TRUE(outcome);
+    try {
+        std::rethrow_exception(outcome);
+    } catch (const boost::system::system_error& e) {
+        EXPECT_EQ(e.code(), respool::errc::unavailable) << e.what();
+        EXPECT_NE(std::string(e.what()).find("no longer the primary"), std::string::npos) << e.what();
+    }
+    c.expect_nothing_held();
+    rs_->rejoin(0, 1);
+    cluster_rig::pg_test_wait([&] { return c.stats().hosts[0].role == pg::host_role::standby; }, 10s,
+                              "node0 back as a standby");
+}
+
 TEST_F(pg_cluster_replicas, a_write_waiting_for_a_connection_of_a_fenced_primary_goes_to_the_new_one) {
     auto cfg = config();
     cfg.pool.max = 1;
