@@ -388,7 +388,8 @@ TEST_F(pg_cluster_replicas, a_transaction_is_not_run_again_on_a_primary_fenced_b
                     co_await t.async_wait(asio::use_awaitable);
                     fenced = c.became(name_of(*rs_, 0), pg::host_role::fenced).has_value();
                 }
-                throw boost::system::system_error(pg::sqlstate_error("40001"), "the first attempt's conflict");
+                throw boost::system::system_error(pg::sqlstate_error("40001"),
+                                                  "the first attempt's conflict");
             },
             o, asio::as_tuple(asio::use_awaitable));
         outcome = ex;
