@@ -12,10 +12,9 @@ most connections to the server the measured client held at once (sampled every 5
 query is what the PostgreSQL processes used over the measurement (/proc: the postmaster with its reaped
 children and every live child), divided by the queries: what the client's way of talking costs the
 server (for pgbench, started per measurement, its connects included: a few milliseconds a run). Machine
-busy is
-the share of both CPUs in use over the measurement, server and client together (/proc/stat, steal left
-out): near 100 % the row is bound by the machine, well below it by waiting. Writes docs/benchmarks.md
-between the compare-pg markers."""
+busy is the share of both CPUs in use over the measurement, server and client together (/proc/stat,
+steal left out): near 100 % the row is bound by the machine, well below it by waiting. Writes
+docs/benchmarks.md between the compare-pg markers."""
 import os
 import re
 import resource

@@ -333,7 +333,6 @@ bool begin_with_first_statement(connection& c, const transaction_options& o) {
 }
 
 asio::awaitable<void> begin(connection& c, const transaction_options& o) {
-    if (begin_with_first_statement(c, o)) co_return;
     auto [ec, r] = co_await c.async_query(begin_statement_for(o), asio::as_tuple(asio::use_awaitable));
     if (ec) throw error_with_diagnostics(ec, c.last_error());
 }

@@ -57,9 +57,9 @@ boost::asio::awaitable<R> with_lease(lease<T> l, F& fn, Settle settle) {
 
 // The steps of a transaction, from the database's functions: begin(conn, options), commit(conn) (both
 // throw on failure), recover(conn, error, attempts_left) -> awaitable<bool> (rolls back; true: run it
-// again), settle(lease, error). A database's steps may add begin_at_once(conn) -> bool: true when the
-// BEGIN was put in place without waiting; false, and begin() runs. (Steps that add a check to begin()
-// add it to begin_at_once() too: most attempts go only through the latter.)
+// again), settle(lease, error). A database's steps may add begin_at_once(conn) -> bool, which then starts
+// every attempt (a check before each attempt goes there): true when the BEGIN was put in place without
+// waiting; false, and begin() sends it.
 template <class Connection, class Options, auto Begin, auto Commit, auto Recover, auto Settle>
 struct transaction_steps {
     Options o;

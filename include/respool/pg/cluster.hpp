@@ -112,18 +112,14 @@ boost::asio::awaitable<std::pair<lease<connection>, std::size_t>> acquire_routed
 void check_still_primary(const std::shared_ptr<cluster_state>& s, std::size_t host);
 
 // A cluster transaction's steps: the pool's, and before every attempt the check that its host is still
-// the primary (an attempt after a serialization failure is never sent to a host fenced meanwhile). Both
-// ways into an attempt check: begin_at_once (the BEGIN deferred to the first statement) and begin.
+// the primary (an attempt after a serialization failure is never sent to a host fenced meanwhile), in
+// begin_at_once, which starts every attempt.
 struct cluster_transaction_steps : transaction_steps {
     std::shared_ptr<cluster_state> cluster;
     std::size_t host = 0;
     bool begin_at_once(connection& c) const {
         check_still_primary(cluster, host);
         return transaction_steps::begin_at_once(c);
-    }
-    boost::asio::awaitable<void> begin(connection& c) const {
-        check_still_primary(cluster, host);
-        return transaction_steps::begin(c);
     }
 };
 }  // namespace detail

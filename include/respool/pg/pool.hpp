@@ -120,6 +120,7 @@ lease<connection> take_free(pool_state& s) noexcept;
 // The BEGIN of a transaction when it can travel with the first statement (an open connection outside a
 // transaction): put in place, true. Else false, and begin() sends it in a round trip of its own.
 bool begin_with_first_statement(connection& c, const transaction_options& o);
+// The BEGIN in a round trip of its own (after begin_with_first_statement said no).
 boost::asio::awaitable<void> begin(connection& c, const transaction_options& o);
 boost::asio::awaitable<void> commit(connection& c, commit_token* lsn);
 // After `error` in a transaction: puts the connection's words into it (explain), rolls back when the
