@@ -7,7 +7,8 @@
 //   - no attempt took longer than its deadline plus the pool's cancel_drain_limit plus a margin for
 //     scheduling (overrun_limit);
 //   - no lease was lost: after the load, nothing is active and idle + active = total <= max; the
-//     server never saw more than max of the pool's backends (sampled throughout);
+//     server never saw more than max backends held by the pool's open connections (sampled
+//     throughout; a backend whose connection already ended is leaving, and is not counted);
 //   - once the fault ends, transactions succeed again without restarting anything, within the pool's
 //     health-check interval (see connect_backoff_cap for what that takes of the pool's settings);
 //   - the scenarios of a server error check that the fault happened: the SQLSTATEs of the failed
@@ -210,11 +211,19 @@ protected:
     std::mutex terminated_mu;
     std::set<int> terminated;
 
-    int backends_held(const std::string& app) {
-        const auto pids = server.backend_pids(app);
+    // The app's backends that its pool holds: those serving a connection whose client is still there
+    // (the proxy knows which). A backend whose connection ended, closed by the pool or reset by the
+    // proxy, leaves once it notices, and may still be listed while the pool's replacement connects:
+    // the pool does not hold it, so it is not counted. A connection the pool lost track of but left
+    // open is still counted.
+    int backends_held(const std::string& app, const test::chaos_proxy& proxy) {
+        const auto listed = server.backends(app);
+        const auto live = proxy.target_ports_of_live_clients();
+        const std::set<int> live_ports(live.begin(), live.end());
         std::lock_guard lock(terminated_mu);
-        return static_cast<int>(
-            std::count_if(pids.begin(), pids.end(), [&](int p) { return !terminated.count(p); }));
+        return static_cast<int>(std::count_if(listed.begin(), listed.end(), [&](const auto& b) {
+            return !terminated.count(b.pid) && live_ports.count(b.client_port);
+        }));
     }
 
     // Runs the load through a proxy, applies `fault` once transactions flow, keeps it for
@@ -272,7 +281,7 @@ protected:
         int most = 0;
         auto sample = [&] {
             try {
-                most = std::max(most, backends_held(app));
+                most = std::max(most, backends_held(app, proxy));
             } catch (const std::exception&) {  // the server is down or full: nothing to count
             }
         };
@@ -330,6 +339,7 @@ protected:
         EXPECT_EQ(s.idle + s.active, s.total);
         EXPECT_LE(s.total, max_connections);
         EXPECT_LE(most, static_cast<int>(max_connections)) << "pg_stat_activity never above max";
+        EXPECT_GE(most, 1) << "the sampler found none of the pool's backends: it counts nothing";
         figures f;
         std::string other;
         {

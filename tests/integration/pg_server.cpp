@@ -202,6 +202,15 @@ std::vector<int> pg_server::backend_pids(const std::string& application_name) co
     return pids;
 }
 
+std::vector<pg_server::backend> pg_server::backends(const std::string& application_name) const {
+    std::vector<backend> all;
+    for (const auto& r :
+         query(std::string("SELECT pid, coalesce(client_port, -1) ") + client_backends + " ORDER BY pid",
+               {admin_name, application_name}))
+        all.push_back(backend{std::stoi(r.at(0).value()), std::stoi(r.at(1).value())});
+    return all;
+}
+
 bool pg_server::terminate(int pid) const {
     return query("SELECT pg_terminate_backend($1::int)", {std::to_string(pid)}).at(0).at(0) == "t";
 }

@@ -72,6 +72,14 @@ public:
     // Backend pids (client backends, admin connections excluded), optionally by application_name.
     std::vector<int> backend_pids(const std::string& application_name = {}) const;
 
+    // The same backends with the TCP port of their client (pg_stat_activity.client_port; -1 over a
+    // Unix socket).
+    struct backend {
+        int pid;
+        int client_port;
+    };
+    std::vector<backend> backends(const std::string& application_name = {}) const;
+
     // pg_terminate_backend(pid): true when the signal was sent (false: no such backend). The backend
     // ends asynchronously: wait_until(count_backends... or pid gone) for it to be gone.
     bool terminate(int pid) const;

@@ -156,6 +156,16 @@ public:
         core_.remove(*this);
     }
 
+    // The port the target sees as the client's, while the client is still there (see
+    // chaos_proxy::target_ports_of_live_clients).
+    std::optional<std::uint16_t> target_port_of_live_client() const {
+        if (closed_ || !connected_ || up_.read_eof) return std::nullopt;
+        error_code ec;
+        const auto local = server_.local_endpoint(ec);
+        if (ec) return std::nullopt;
+        return local.port();
+    }
+
 private:
     void connect_target() {
         connecting_ = true;
@@ -422,6 +432,17 @@ std::size_t chaos_proxy::accepted() const {
 }
 std::size_t chaos_proxy::open_connections() const {
     return impl_->open.load();
+}
+
+std::vector<std::uint16_t> chaos_proxy::target_ports_of_live_clients() const {
+    auto& c = *impl_;
+    std::vector<std::uint16_t> ports;
+    c.apply([&] {
+        c.for_each_connection([&](connection& k) {
+            if (const auto port = k.target_port_of_live_client()) ports.push_back(*port);
+        });
+    });
+    return ports;
 }
 
 void chaos_proxy::stop() {

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace test {
 
@@ -83,6 +84,13 @@ public:
 
     std::size_t accepted() const;          // connections accepted since construction
     std::size_t open_connections() const;  // accepted and not closed yet
+
+    // The ports the target sees as the client's (pg_stat_activity.client_port, say) of the connections
+    // whose client is still there: connected to the target, and neither closed by the client nor
+    // closed or reset by the proxy. A server process serving any other connection of the proxy is
+    // ending: its client is gone, and it leaves when it notices. A test counting the server processes
+    // a client holds counts those listed here.
+    std::vector<std::uint16_t> target_ports_of_live_clients() const;
 
     // Closes the listening socket and every connection (both sides see EOF, or a reset when data was
     // unread) and joins the proxy's thread. Idempotent; setters called afterwards do nothing.
