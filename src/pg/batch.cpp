@@ -24,6 +24,7 @@ struct batch_run {
     batch_handler handler;
     std::vector<batch_outcome> outcomes;
     std::vector<respool::diagnostics> words;
+    respool::diagnostics begin_words;  // the transaction's BEGIN, when it goes first
     std::size_t answered = 0;
     bool idle = false;
     std::shared_ptr<detail::pipeline> pipe;
@@ -41,6 +42,20 @@ struct batch_run {
         asio::dispatch(asio::append(std::move(h), first, std::move(outcomes)));
     }
 };
+
+// Every statement of the batch into the run's pipeline, each with its own Sync.
+void submit_all(const std::shared_ptr<batch_run>& run, std::vector<batch::statement> statements) {
+    for (std::size_t i = 0; i < statements.size(); ++i)
+        run->pipe->submit(
+            std::move(statements[i].sql), std::move(statements[i].p),
+            [run, i](error_code ec, result r) {
+                run->outcomes[i].error = ec;
+                run->outcomes[i].rows = std::move(r);
+                ++run->answered;
+                run->maybe_done();
+            },
+            &run->words[i]);
+}
 
 }  // namespace
 
@@ -73,16 +88,31 @@ void connection::start_execute(batch b, batch_handler handler) {
         run->idle = true;
         run->maybe_done();
     };
-    for (std::size_t i = 0; i < statements.size(); ++i)
-        run->pipe->submit(
-            std::move(statements[i].sql), std::move(statements[i].p),
-            [run, i](error_code ec, result r) {
-                run->outcomes[i].error = ec;
-                run->outcomes[i].rows = std::move(r);
-                ++run->answered;
-                run->maybe_done();
-            },
-            &run->words[i]);
+    std::string begin = std::exchange(c.deferred_begin, {});
+    if (begin.empty()) return submit_all(run, std::move(statements));
+    // The batch is a transaction's first statement: the transaction's BEGIN, which waited to travel
+    // with it, goes first, in a round trip of its own. The statements follow once the server has
+    // opened the transaction: without it each would commit on its own, so a failed BEGIN fails them
+    // all, unsent.
+    auto rest = std::make_shared<std::vector<batch::statement>>(std::move(statements));
+    run->pipe->submit(
+        std::move(begin), params{},
+        [run, rest](error_code ec, result) {
+            if (ec) {
+                const std::string why =
+                    "not sent: the transaction's BEGIN failed: " +
+                    (run->begin_words.message.empty() ? ec.message() : run->begin_words.message);
+                for (std::size_t i = 0; i < run->outcomes.size(); ++i) {
+                    run->outcomes[i].error = ec;
+                    run->words[i].message = why;
+                }
+                run->answered = run->outcomes.size();
+                return run->maybe_done();
+            }
+            run->idle = false;  // the pipeline may have gone idle with the BEGIN alone in it
+            submit_all(run, std::move(*rest));
+        },
+        &run->begin_words);
 }
 
 }  // namespace respool::pg

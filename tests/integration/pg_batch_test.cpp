@@ -98,4 +98,58 @@ TEST_F(pg_batch, copy_is_refused_before_anything_is_sent_and_an_empty_batch_is_n
     });
 }
 
+// A batch that is a transaction's first statement belongs to the transaction: its BEGIN (which waits
+// to travel with the first statement) goes first, so the batch's changes roll back with it.
+TEST_F(pg_batch, a_batch_first_in_a_transaction_is_part_of_it_and_rolls_back_with_it) {
+    const auto cfg = config();
+    run([&]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, cfg);
+        auto two_rows = [] {
+            pg::batch b;
+            b.add("INSERT INTO batch_t VALUES ($1, $2)", pg::params(1, 10))
+                .add("INSERT INTO batch_t VALUES ($1, $2)", pg::params(2, 20));
+            return b;
+        };
+        auto rolled_back = [&](pg::connection& c) -> asio::awaitable<void> {
+            auto [ec, out] = co_await c.async_execute(two_rows(), asio::as_tuple(asio::use_awaitable));
+            EXPECT_FALSE(ec) << ec.message();
+            EXPECT_EQ(out.size(), 2u);
+            EXPECT_EQ(c.transaction_state(), pg::transaction_status::in_transaction);
+            throw std::runtime_error("changed my mind");
+        };
+        auto [e] = co_await db.transaction(rolled_back, {}, asio::as_tuple(asio::use_awaitable));
+        EXPECT_TRUE(e);
+        EXPECT_EQ((co_await db.async_query("SELECT count(*) FROM batch_t", asio::use_awaitable))
+                      .get<std::int64_t>(0, 0),
+                  0)
+            << "the batch ran outside the transaction";
+        auto committed = [&](pg::connection& c) -> asio::awaitable<void> {
+            auto [ec, out] = co_await c.async_execute(two_rows(), asio::as_tuple(asio::use_awaitable));
+            EXPECT_FALSE(ec) << ec.message();
+        };
+        co_await db.transaction(committed, {}, asio::use_awaitable);
+        EXPECT_EQ((co_await db.async_query("SELECT count(*) FROM batch_t", asio::use_awaitable))
+                      .get<std::int64_t>(0, 0),
+                  2);
+        // The BEGIN cannot be sent (the backend is gone): the batch fails whole, nothing of it ran.
+        auto broken = [&](pg::connection& c) -> asio::awaitable<void> {
+            admin a = co_await admin::open();
+            co_await a.terminate(c.backend_pid());
+            auto [ec, out] = co_await c.async_execute(two_rows(), asio::as_tuple(asio::use_awaitable));
+            EXPECT_TRUE(ec);
+            EXPECT_EQ(out.size(), 2u);
+            for (const auto& o : out) {
+                EXPECT_TRUE(o.error);
+                EXPECT_NE(o.message.find("BEGIN failed"), std::string::npos) << o.message;
+            }
+        };
+        auto [e2] = co_await db.transaction(broken, {}, asio::as_tuple(asio::use_awaitable));
+        EXPECT_TRUE(e2);
+        EXPECT_EQ((co_await db.async_query("SELECT count(*) FROM batch_t", asio::use_awaitable))
+                      .get<std::int64_t>(0, 0),
+                  2);
+        db.close();
+    });
+}
+
 }  // namespace
