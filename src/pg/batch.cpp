@@ -10,6 +10,8 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
+#include <cassert>
+
 namespace asio = boost::asio;
 
 namespace respool::pg {
@@ -109,10 +111,12 @@ void connection::start_execute(batch b, batch_handler handler) {
                 run->answered = run->outcomes.size();
                 return run->maybe_done();
             }
-            run->idle = false;  // the pipeline may have gone idle with the BEGIN alone in it
+            // Called inline as the BEGIN's reply is read, before the pipeline can go idle: the
+            // statements queue behind it on the same pipeline, and on_idle comes after their replies.
+            assert(!run->pipe->idle());
             submit_all(run, std::move(*rest));
         },
-        &run->begin_words);
+        &run->begin_words, detail::pipeline::preparation::unnamed);
 }
 
 }  // namespace respool::pg

@@ -56,7 +56,8 @@ pipeline::~pipeline() {
     box_->close();
 }
 
-void pipeline::submit(std::string sql, params p, query_handler h, respool::diagnostics* diag) {
+void pipeline::submit(std::string sql, params p, query_handler h, respool::diagnostics* diag,
+                      preparation how) {
     if (broken_ || !c_->conn)
         return complete(c_->ex, std::move(h), error_code(error::connection_broken), result{});
     if (statements_.empty()) {  // the connection comes in idle (the pool lends it so) or back from idle
@@ -69,6 +70,7 @@ void pipeline::submit(std::string sql, params p, query_handler h, respool::diagn
     }
     auto s = std::make_shared<statement>(std::move(sql), std::move(p), std::move(h));
     s->diag = diag;
+    s->how = how;
     if (c_->tracer) s->started = std::chrono::steady_clock::now();
     auto slot = s->handler.get_cancellation_slot();
     if (slot.is_connected())
@@ -95,7 +97,7 @@ bool pipeline::send(statement& s) {
     s.at = 0;
     s.out = {};
     s.first_error = {};
-    if (c_->mode == statement_mode::unnamed || c_->cache.capacity() == 0) {
+    if (s.how == preparation::unnamed || c_->mode == statement_mode::unnamed || c_->cache.capacity() == 0) {
         if (!PQsendQueryParams(pc, s.sql.c_str(), n, a.types(), a.values.data(), a.lengths(), a.formats(), 0))
             return false;
         s.parts.push_back(part::rows);
@@ -274,9 +276,12 @@ void pipeline::complete_front() {
     if (s->internal()) return;
     error_code ec = s->first_error;
     if (is_sqlstate(ec, "26000") && s->relies && s->relies->ec) ec = s->relies->ec;  // its Parse failed
-    if (is_sqlstate(ec, "57014") && !s->cancel_sent && !s->retried && s->handler && c_->conn) {
+    if (is_sqlstate(ec, "57014") && !s->cancel_sent && !s->retried && s->handler && c_->conn &&
+        PQtransactionStatus(c_->conn) == PQTRANS_IDLE) {
         // A cancel request meant for the statement before it reached this one (the server had moved
         // on). A cancelled statement in its own implicit transaction left nothing behind: run it again.
+        // Not inside a transaction block (a batch in a transaction): the cancel aborted the
+        // transaction, and the statement's own error is what the caller must see.
         s->retried = true;
         s->deadline = std::chrono::steady_clock::time_point::max();  // a fresh one when it runs again
         statements_.push_back(s);

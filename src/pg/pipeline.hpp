@@ -41,8 +41,12 @@ public:
     // deadline, which counts from the moment the statements before it have been answered) completes
     // it at once with operation_aborted (statement_timeout); its reply is read and dropped, and when
     // the server runs it at that moment a cancel request stops it there. A server error fills `diag`
-    // (when given) with the statement's own words before `h` runs.
-    void submit(std::string sql, params p, query_handler h, respool::diagnostics* diag = nullptr);
+    // (when given) with the statement's own words before `h` runs. `how`: through the connection's
+    // statement cache (unless it is off), or unnamed, parsed for this run only (for a statement that
+    // should not take a place in the cache, such as a transaction's BEGIN).
+    enum class preparation : std::uint8_t { through_cache, unnamed };
+    void submit(std::string sql, params p, query_handler h, respool::diagnostics* diag = nullptr,
+                preparation how = preparation::through_cache);
 
     // Callers' statements sent and not yet answered (those completed early included: they still
     // occupy the connection).
@@ -81,6 +85,7 @@ private:
         std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
         std::vector<std::string> deallocating;  // internal: DEALLOCATE of evicted statements
         error_code early;                       // why it completed early
+        preparation how = preparation::through_cache;
         bool cancel_sent = false;
         bool retried = false;
         std::chrono::steady_clock::time_point started{};  // with a tracer: when it was submitted

@@ -131,6 +131,27 @@ TEST_F(pg_batch, a_batch_first_in_a_transaction_is_part_of_it_and_rolls_back_wit
         EXPECT_EQ((co_await db.async_query("SELECT count(*) FROM batch_t", asio::use_awaitable))
                       .get<std::int64_t>(0, 0),
                   2);
+        // The BEGIN went unnamed: it takes no place in the statement cache (the pool has one connection).
+        EXPECT_EQ(
+            (co_await db.async_query("SELECT count(*) FROM pg_prepared_statements WHERE statement ILIKE "
+                                     "'BEGIN%'",
+                                     asio::use_awaitable))
+                .get<std::int64_t>(0, 0),
+            0);
+        // Inside the transaction a statement that fails aborts it: the server's own statement_timeout
+        // (57014) is that statement's error, not sent again, and the one after it fails with 25P02.
+        auto timed_out = [&](pg::connection& c) -> asio::awaitable<void> {
+            co_await c.async_query("SET LOCAL statement_timeout = 50", asio::use_awaitable);
+            pg::batch b;
+            b.add("SELECT pg_sleep($1::float8)", pg::params(5.0)).add("SELECT $1::int", pg::params(1));
+            auto [ec, out] = co_await c.async_execute(std::move(b), asio::as_tuple(asio::use_awaitable));
+            EXPECT_EQ(pg::sqlstate_of(ec), "57014");
+            if (out.size() != 2u) co_return ADD_FAILURE() << out.size();
+            EXPECT_EQ(pg::sqlstate_of(out[0].error), "57014") << out[0].message;
+            EXPECT_EQ(pg::sqlstate_of(out[1].error), "25P02") << out[1].message;
+        };
+        auto [e1] = co_await db.transaction(timed_out, {}, asio::as_tuple(asio::use_awaitable));
+        EXPECT_TRUE(e1);
         // The BEGIN cannot be sent (the backend is gone): the batch fails whole, nothing of it ran.
         auto broken = [&](pg::connection& c) -> asio::awaitable<void> {
             admin a = co_await admin::open();

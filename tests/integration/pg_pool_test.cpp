@@ -174,6 +174,30 @@ TEST_F(pg_pool, a_transaction_commits_or_rolls_back_and_the_exception_goes_on) {
     });
 }
 
+// A transaction that fn ended itself (or whose BEGIN failed) is not reported as committed: at COMMIT
+// no transaction is open, so fn's statements were not one transaction; transaction() says so (25P01)
+// instead of sending a COMMIT that would only warn.
+TEST_F(pg_pool, a_transaction_no_longer_open_at_commit_is_an_error) {
+    run([]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, config("t_tx_gone", 1, 1));
+        auto [e] = co_await db.transaction(
+            [](pg::connection& c) -> asio::awaitable<void> {
+                co_await c.async_query("SELECT 1", asio::use_awaitable);
+                co_await c.async_query("COMMIT", asio::use_awaitable);
+            },
+            {}, asio::as_tuple(asio::use_awaitable));
+        std::string what;
+        try {
+            if (e) std::rethrow_exception(e);
+        } catch (const boost::system::system_error& x) {
+            EXPECT_EQ(pg::sqlstate_of(x.code()), "25P01");
+            what = x.what();
+        }
+        EXPECT_NE(what.find("no transaction was open at COMMIT"), std::string::npos) << what;
+        EXPECT_EQ(db.stats().poisoned, 0u);
+    });
+}
+
 // transaction() sends its BEGIN with the first statement, in the same round trip (as pgjdbc does): a
 // simple-protocol statement goes as one script "BEGIN ...;\n<statement>" (pg_stat_activity shows it),
 // a statement with parameters in one pipeline with it; either way it runs inside the transaction, with

@@ -228,7 +228,8 @@ public:
     // BEGIN (isolation level, read-only), fn(connection&), COMMIT, on one borrowed connection; ROLLBACK
     // when fn throws (and the exception goes on, a failed statement's as with_connection's). A failed
     // BEGIN or COMMIT throws pg::error_with_diagnostics. A COMMIT the server turned into a rollback (a
-    // statement failed and fn caught it) fails with SQLSTATE 25P02. Retries: transaction_options.
+    // statement failed and fn caught it) fails with SQLSTATE 25P02; no transaction open at COMMIT (its
+    // BEGIN failed and fn went on, or fn ended it itself) with 25P01. Retries: transaction_options.
     //  Handler: as with_connection.
     template <class F, class Token = boost::asio::deferred_t>
     auto transaction(F fn, transaction_options o = {}, Token&& token = {}) {
