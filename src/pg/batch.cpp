@@ -96,10 +96,9 @@ void connection::start_execute(batch b, batch_handler handler) {
     // with it, goes first, in a round trip of its own. The statements follow once the server has
     // opened the transaction: without it each would commit on its own, so a failed BEGIN fails them
     // all, unsent.
-    auto rest = std::make_shared<std::vector<batch::statement>>(std::move(statements));
     run->pipe->submit(
         std::move(begin), params{},
-        [run, rest](error_code ec, result) {
+        [run, rest = std::move(statements)](error_code ec, result) mutable {
             if (ec) {
                 const std::string why =
                     "not sent: the transaction's BEGIN failed: " +
@@ -114,7 +113,7 @@ void connection::start_execute(batch b, batch_handler handler) {
             // Called inline as the BEGIN's reply is read, before the pipeline can go idle: the
             // statements queue behind it on the same pipeline, and on_idle comes after their replies.
             assert(!run->pipe->idle());
-            submit_all(run, std::move(*rest));
+            submit_all(run, std::move(rest));
         },
         &run->begin_words, detail::pipeline::preparation::unnamed);
 }

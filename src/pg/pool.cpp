@@ -341,13 +341,14 @@ asio::awaitable<void> commit(connection& c, commit_token* lsn) {
     if (detail::drop_deferred_begin(c)) co_return;  // no statement ran: there is nothing to commit
     // No transaction open on the server: its BEGIN failed (fn went on past the error), or fn ended it
     // itself. fn's statements were not one transaction, and a COMMIT now would only warn.
-    if (c.is_open() && c.transaction_state() == transaction_status::idle)
+    const transaction_status state = c.transaction_state();
+    if (c.is_open() && state == transaction_status::idle)
         throw boost::system::system_error(
             sqlstate_error("25P01"),
             "no transaction was open at COMMIT: its BEGIN failed, or fn ended the transaction itself");
     // The server ends a failed transaction's COMMIT as a rollback, without an error: seen in the
     // command tag, or before sending, in the session's state (then there is no position to read).
-    const bool failed = c.transaction_state() == transaction_status::in_error;
+    const bool failed = state == transaction_status::in_error;
     const bool with_lsn = lsn && !failed;
     // With a token: the position read after the COMMIT, in the same round trip (a script: COMMIT ends
     // the transaction, the SELECT runs on its own; a failed COMMIT stops the script).

@@ -196,9 +196,7 @@ int pg_server::count_backends(const std::string& application_name) const {
 
 std::vector<int> pg_server::backend_pids(const std::string& application_name) const {
     std::vector<int> pids;
-    for (const auto& r : query(std::string("SELECT pid ") + client_backends + " ORDER BY pid",
-                               {admin_name, application_name}))
-        pids.push_back(std::stoi(r.at(0).value()));
+    for (const backend& b : backends(application_name)) pids.push_back(b.pid);
     return pids;
 }
 
