@@ -488,6 +488,10 @@ void pool::start_execute(batch b,
     using outcome = std::pair<error_code, std::vector<batch_outcome>>;
     const std::size_t n = b.size();
     auto run = [](std::shared_ptr<detail::pool_state> s, batch bb) -> asio::awaitable<outcome> {
+        // The caller's cancellation, of any type, reaches the borrow and then the batch; after it
+        // the coroutine goes on, so that the connection goes back as after any batch.
+        co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+        co_await asio::this_coro::throw_if_cancelled(false);
         lease<connection> l = co_await detail::acquire(std::move(s));
         auto fn = [&bb](connection& c) -> asio::awaitable<outcome> {
             auto [ec, out] = co_await c.async_execute(std::move(bb), asio::as_tuple(asio::use_awaitable));
@@ -495,24 +499,32 @@ void pool::start_execute(batch b,
         };
         co_return co_await respool::detail::db::with_lease<outcome>(std::move(l), fn, &detail::settle);
     };
-    asio::co_spawn(state_->p->get_executor(), run(state_.shared(), std::move(b)),
-                   [h = std::move(handler), n](std::exception_ptr e, outcome r) mutable {
-                       if (e) {  // the borrow failed: every statement with its error
-                           error_code ec = respool::errc::create_failed;
-                           std::string why;
-                           try {
-                               std::rethrow_exception(e);
-                           } catch (const boost::system::system_error& x) {
-                               ec = x.code();
-                               why = x.what();
-                           } catch (const std::exception& x) {
-                               why = x.what();
-                           }
-                           r.first = ec;
-                           r.second.assign(n, batch_outcome{ec, {}, why});
-                       }
-                       std::move(h)(r.first, std::move(r.second));
-                   });
+    auto slot = handler.get_cancellation_slot();
+    auto done = [h = std::move(handler), n](std::exception_ptr e, outcome r) mutable {
+        // (co_spawn leaves its cancellation handler in the caller's slot: gone before the caller runs.)
+        if (auto caller = h.get_cancellation_slot(); caller.is_connected()) caller.clear();
+        if (e) {  // the borrow failed: every statement with its error
+            error_code ec = respool::errc::create_failed;
+            std::string why;
+            try {
+                std::rethrow_exception(e);
+            } catch (const boost::system::system_error& x) {
+                ec = x.code();
+                why = x.what();
+            } catch (const std::exception& x) {
+                why = x.what();
+            }
+            r.first = ec;
+            r.second.assign(n, batch_outcome{ec, {}, why});
+        }
+        std::move(h)(r.first, std::move(r.second));
+    };
+    auto ex = state_->p->get_executor();
+    if (slot.is_connected())
+        asio::co_spawn(ex, run(state_.shared(), std::move(b)),
+                       asio::bind_cancellation_slot(slot, std::move(done)));
+    else
+        asio::co_spawn(ex, run(state_.shared(), std::move(b)), std::move(done));
 }
 
 void pool::start_acquire(respool::detail::db::borrow_deadline when, respool::diagnostics* diag,

@@ -7,6 +7,9 @@
 #include <respool/pg/batch.hpp>
 #include <respool/pg/pool.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
 namespace {
 
 using namespace pg_test;
@@ -94,6 +97,118 @@ TEST_F(pg_batch, copy_is_refused_before_anything_is_sent_and_an_empty_batch_is_n
         EXPECT_FALSE(eec);
         EXPECT_TRUE(none.empty());
         EXPECT_EQ(db.stats().active, 0u);
+        db.close();
+    });
+}
+
+// A batch the caller cancels (an Asio cancellation) ends at once: the statement the server runs is
+// stopped there, every statement not yet answered ends with operation_aborted, and the connection
+// serves the next borrower. A cancellation during the borrow sends nothing.
+TEST_F(pg_batch, a_cancelled_batch_ends_at_once_and_the_connection_serves_the_next) {
+    const auto cfg = config();
+    run([&]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, cfg);
+        admin a = co_await admin::open();
+        struct ending {
+            bool done = false;
+            boost::system::error_code ec;
+            std::vector<pg::batch_outcome> out;
+        };
+        // Starts the batch on `exec` (the pool or a borrowed connection) with `signal` as its slot.
+        auto start = [](auto& exec, pg::batch b, asio::cancellation_signal& signal, ending& e) {
+            exec.async_execute(std::move(b), asio::bind_cancellation_slot(
+                                                 signal.slot(), [&e](boost::system::error_code ec, auto out) {
+                                                     e.ec = ec;
+                                                     e.out = std::move(out);
+                                                     e.done = true;
+                                                 }));
+        };
+        auto ended = [](ending& e) -> asio::awaitable<void> {
+            asio::steady_timer t(co_await asio::this_coro::executor);
+            for (int i = 0; !e.done && i < 2000; ++i) {
+                t.expires_after(5ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+        };
+        auto sleeping = [](admin& x) -> asio::awaitable<bool> {
+            co_return co_await x.count(
+                "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND "
+                "query LIKE 'SELECT pg_sleep%'") == 1;
+        };
+        auto slow_then_insert = [] {
+            pg::batch b;
+            b.add("SELECT pg_sleep($1::float8)", pg::params(20.0))
+                .add("INSERT INTO batch_t VALUES ($1, $2)", pg::params(1, 10));
+            return b;
+        };
+        // Cancelled while the server runs the first statement.
+        {
+            asio::cancellation_signal signal;
+            ending e;
+            const auto t0 = std::chrono::steady_clock::now();
+            start(db, slow_then_insert(), signal, e);
+            co_await a.wait_until(sleeping);
+            signal.emit(asio::cancellation_type::terminal);
+            co_await ended(e);
+            EXPECT_TRUE(e.done);
+            EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+            EXPECT_EQ(e.ec, asio::error::operation_aborted) << e.ec.message();
+            if (e.out.size() != 2u) co_return ADD_FAILURE() << e.out.size();
+            for (const auto& o : e.out) EXPECT_EQ(o.error, asio::error::operation_aborted) << o.message;
+            EXPECT_NE(e.out[0].message.find("cancelled"), std::string::npos) << e.out[0].message;
+            // The sleep was stopped on the server, and the pool's one connection serves the next.
+            EXPECT_FALSE(co_await sleeping(a));
+            const pg::result r = co_await db.async_query("SELECT 7", asio::use_awaitable);
+            EXPECT_EQ(r.get<std::int32_t>(0, 0), 7);
+            // (The INSERT was on its way, in a transaction of its own: the server may have run it.)
+            co_await a.query("DELETE FROM batch_t");
+        }
+        // Cancelled while it waits for a connection (the only one is held): nothing is sent.
+        {
+            respool::lease<pg::connection> held = co_await db.async_acquire(asio::use_awaitable);
+            asio::cancellation_signal signal;
+            ending e;
+            pg::batch b;
+            b.add("INSERT INTO batch_t VALUES ($1, $2)", pg::params(2, 20));
+            start(db, std::move(b), signal, e);
+            asio::steady_timer t(co_await asio::this_coro::executor);
+            for (int i = 0; db.stats().waiting == 0 && i < 1000; ++i) {
+                t.expires_after(5ms);
+                co_await t.async_wait(asio::use_awaitable);
+            }
+            EXPECT_EQ(db.stats().waiting, 1u);
+            EXPECT_FALSE(e.done);
+            signal.emit(asio::cancellation_type::partial);
+            co_await ended(e);
+            EXPECT_TRUE(e.done);
+            EXPECT_TRUE(e.ec);
+            if (e.out.size() != 1u) co_return ADD_FAILURE() << e.out.size();
+            EXPECT_TRUE(e.out[0].error);
+            EXPECT_EQ(db.stats().waiting, 0u);
+        }
+        EXPECT_EQ((co_await db.async_query("SELECT count(*) FROM batch_t", asio::use_awaitable))
+                      .get<std::int64_t>(0, 0),
+                  0)
+            << "the batch cancelled during its borrow ran";
+        // Cancelled inside a transaction, the batch its first statement (its BEGIN went first): the
+        // transaction rolls back, and the connection comes back fit.
+        auto cancelled_in_transaction = [&](pg::connection& c) -> asio::awaitable<void> {
+            asio::cancellation_signal signal;
+            ending e;
+            start(c, slow_then_insert(), signal, e);
+            co_await a.wait_until(sleeping);
+            signal.emit(asio::cancellation_type::total);
+            co_await ended(e);
+            EXPECT_EQ(e.ec, asio::error::operation_aborted) << e.ec.message();
+            throw std::runtime_error("cancelled");
+        };
+        auto [te] =
+            co_await db.transaction(cancelled_in_transaction, {}, asio::as_tuple(asio::use_awaitable));
+        EXPECT_TRUE(te);
+        EXPECT_EQ((co_await db.async_query("SELECT count(*) FROM batch_t", asio::use_awaitable))
+                      .get<std::int64_t>(0, 0),
+                  0)
+            << "the transaction's statements outlived its rollback";
         db.close();
     });
 }

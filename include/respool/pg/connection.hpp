@@ -117,7 +117,10 @@ public:
     // void(error_code, std::vector<batch_outcome>): the error is the first failed statement's (or
     // unsupported_statement, nothing sent, for a COPY to or from the client); the outcomes are there
     // either way. The statement timeout applies to each statement. A statement that changes the
-    // session (SET, LISTEN, ...) marks the connection for the reset on return.
+    // session (SET, LISTEN, ...) marks the connection for the reset on return. An Asio cancellation
+    // (terminal, partial, total) ends every statement not yet answered with operation_aborted and asks
+    // the server to stop the one it runs; a statement already sent may still have run. The handler
+    // runs once the connection is idle again.
     template <class Token>
     auto async_execute(batch b, Token&& token) {
         return boost::asio::async_initiate<Token, void(error_code, std::vector<batch_outcome>)>(

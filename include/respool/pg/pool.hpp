@@ -240,7 +240,9 @@ public:
 
     // A batch (respool/pg/batch.hpp) on one connection borrowed for it, in one round trip, as
     // connection::async_execute runs it; the connection goes back afterwards (reset when a statement
-    // changed the session). A failed borrow fails every statement with its error.
+    // changed the session). A failed borrow fails every statement with its error. An Asio
+    // cancellation (terminal, partial, total) reaches the borrow, then the batch (as
+    // connection::async_execute).
     //  Handler: void(error_code, std::vector<batch_outcome>): the first failure, and every outcome.
     template <class Token = boost::asio::deferred_t>
     auto async_execute(batch b, Token&& token = {}) {
