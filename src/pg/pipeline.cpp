@@ -61,12 +61,17 @@ void pipeline::submit(std::string sql, params p, query_handler h, respool::diagn
     if (broken_ || !c_->conn)
         return complete(c_->ex, std::move(h), error_code(error::connection_broken), result{});
     if (statements_.empty()) {  // the connection comes in idle (the pool lends it so) or back from idle
-        if (PQpipelineStatus(c_->conn) == PQ_PIPELINE_OFF && !PQenterPipelineMode(c_->conn))
-            return broke("could not enter pipeline mode");
+        // (`h` is not queued yet: broke() cannot complete it, so it completes here.)
+        if (PQpipelineStatus(c_->conn) == PQ_PIPELINE_OFF && !PQenterPipelineMode(c_->conn)) {
+            broke("could not enter pipeline mode");
+            return complete(c_->ex, std::move(h), error_code(error::connection_broken), result{});
+        }
         c_->busy = true;
         idle_posted_ = false;
-        if (!c_->to_deallocate.empty() && !send_deallocate(std::exchange(c_->to_deallocate, {})))
-            return broke(PQerrorMessage(c_->conn));
+        if (!c_->to_deallocate.empty() && !send_deallocate(std::exchange(c_->to_deallocate, {}))) {
+            broke(PQerrorMessage(c_->conn));
+            return complete(c_->ex, std::move(h), error_code(error::connection_broken), result{});
+        }
     }
     auto s = std::make_shared<statement>(std::move(sql), std::move(p), std::move(h));
     s->diag = diag;

@@ -487,12 +487,20 @@ void pool::start_execute(batch b,
                          asio::any_completion_handler<void(error_code, std::vector<batch_outcome>)> handler) {
     using outcome = std::pair<error_code, std::vector<batch_outcome>>;
     const std::size_t n = b.size();
-    auto run = [](std::shared_ptr<detail::pool_state> s, batch bb) -> asio::awaitable<outcome> {
+    auto run = [n](std::shared_ptr<detail::pool_state> s, batch bb) -> asio::awaitable<outcome> {
         // The caller's cancellation, of any type, reaches the borrow and then the batch; after it
         // the coroutine goes on, so that the connection goes back as after any batch.
         co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
         co_await asio::this_coro::throw_if_cancelled(false);
         lease<connection> l = co_await detail::acquire(std::move(s));
+        // Cancelled as the borrow ended (its lease already decided): nothing is sent.
+        const asio::cancellation_state cancel = co_await asio::this_coro::cancellation_state;
+        if (cancel.cancelled() != asio::cancellation_type::none) {
+            const error_code aborted = asio::error::operation_aborted;
+            co_return outcome{aborted,
+                              std::vector<batch_outcome>(
+                                  n, batch_outcome{aborted, {}, "not sent: the batch was cancelled"})};
+        }
         auto fn = [&bb](connection& c) -> asio::awaitable<outcome> {
             auto [ec, out] = co_await c.async_execute(std::move(bb), asio::as_tuple(asio::use_awaitable));
             co_return outcome{ec, std::move(out)};

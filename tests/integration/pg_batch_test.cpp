@@ -114,18 +114,21 @@ TEST_F(pg_batch, a_cancelled_batch_ends_at_once_and_the_connection_serves_the_ne
             boost::system::error_code ec;
             std::vector<pg::batch_outcome> out;
         };
-        // Starts the batch on `exec` (the pool or a borrowed connection) with `signal` as its slot.
-        auto start = [](auto& exec, pg::batch b, asio::cancellation_signal& signal, ending& e) {
+        // Starts the batch on `exec` (the pool or a borrowed connection) with `signal` as its slot. (The
+        // ending is shared: a failed expectation that leaves early must not leave the handler a dangling
+        // reference.)
+        auto start = [](auto& exec, pg::batch b, asio::cancellation_signal& signal,
+                        std::shared_ptr<ending> e) {
             exec.async_execute(std::move(b), asio::bind_cancellation_slot(
-                                                 signal.slot(), [&e](boost::system::error_code ec, auto out) {
-                                                     e.ec = ec;
-                                                     e.out = std::move(out);
-                                                     e.done = true;
+                                                 signal.slot(), [e](boost::system::error_code ec, auto out) {
+                                                     e->ec = ec;
+                                                     e->out = std::move(out);
+                                                     e->done = true;
                                                  }));
         };
-        auto ended = [](ending& e) -> asio::awaitable<void> {
+        auto ended = [](const std::shared_ptr<ending>& e) -> asio::awaitable<void> {
             asio::steady_timer t(co_await asio::this_coro::executor);
-            for (int i = 0; !e.done && i < 2000; ++i) {
+            for (int i = 0; !e->done && i < 2000; ++i) {
                 t.expires_after(5ms);
                 co_await t.async_wait(asio::use_awaitable);
             }
@@ -144,18 +147,18 @@ TEST_F(pg_batch, a_cancelled_batch_ends_at_once_and_the_connection_serves_the_ne
         // Cancelled while the server runs the first statement.
         {
             asio::cancellation_signal signal;
-            ending e;
+            auto e = std::make_shared<ending>();
             const auto t0 = std::chrono::steady_clock::now();
             start(db, slow_then_insert(), signal, e);
             co_await a.wait_until(sleeping);
             signal.emit(asio::cancellation_type::terminal);
             co_await ended(e);
-            EXPECT_TRUE(e.done);
+            EXPECT_TRUE(e->done);
             EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
-            EXPECT_EQ(e.ec, asio::error::operation_aborted) << e.ec.message();
-            if (e.out.size() != 2u) co_return ADD_FAILURE() << e.out.size();
-            for (const auto& o : e.out) EXPECT_EQ(o.error, asio::error::operation_aborted) << o.message;
-            EXPECT_NE(e.out[0].message.find("cancelled"), std::string::npos) << e.out[0].message;
+            EXPECT_EQ(e->ec, asio::error::operation_aborted) << e->ec.message();
+            if (e->out.size() != 2u) co_return ADD_FAILURE() << e->out.size();
+            for (const auto& o : e->out) EXPECT_EQ(o.error, asio::error::operation_aborted) << o.message;
+            EXPECT_NE(e->out[0].message.find("cancelled"), std::string::npos) << e->out[0].message;
             // The sleep was stopped on the server, and the pool's one connection serves the next.
             EXPECT_FALSE(co_await sleeping(a));
             const pg::result r = co_await db.async_query("SELECT 7", asio::use_awaitable);
@@ -167,7 +170,7 @@ TEST_F(pg_batch, a_cancelled_batch_ends_at_once_and_the_connection_serves_the_ne
         {
             respool::lease<pg::connection> held = co_await db.async_acquire(asio::use_awaitable);
             asio::cancellation_signal signal;
-            ending e;
+            auto e = std::make_shared<ending>();
             pg::batch b;
             b.add("INSERT INTO batch_t VALUES ($1, $2)", pg::params(2, 20));
             start(db, std::move(b), signal, e);
@@ -177,13 +180,13 @@ TEST_F(pg_batch, a_cancelled_batch_ends_at_once_and_the_connection_serves_the_ne
                 co_await t.async_wait(asio::use_awaitable);
             }
             EXPECT_EQ(db.stats().waiting, 1u);
-            EXPECT_FALSE(e.done);
+            EXPECT_FALSE(e->done);
             signal.emit(asio::cancellation_type::partial);
             co_await ended(e);
-            EXPECT_TRUE(e.done);
-            EXPECT_TRUE(e.ec);
-            if (e.out.size() != 1u) co_return ADD_FAILURE() << e.out.size();
-            EXPECT_TRUE(e.out[0].error);
+            EXPECT_TRUE(e->done);
+            EXPECT_EQ(e->ec, respool::errc::cancelled) << e->ec.message();
+            if (e->out.size() != 1u) co_return ADD_FAILURE() << e->out.size();
+            EXPECT_EQ(e->out[0].error, respool::errc::cancelled) << e->out[0].message;
             EXPECT_EQ(db.stats().waiting, 0u);
         }
         EXPECT_EQ((co_await db.async_query("SELECT count(*) FROM batch_t", asio::use_awaitable))
@@ -194,17 +197,36 @@ TEST_F(pg_batch, a_cancelled_batch_ends_at_once_and_the_connection_serves_the_ne
         // transaction rolls back, and the connection comes back fit.
         auto cancelled_in_transaction = [&](pg::connection& c) -> asio::awaitable<void> {
             asio::cancellation_signal signal;
-            ending e;
+            auto e = std::make_shared<ending>();
             start(c, slow_then_insert(), signal, e);
             co_await a.wait_until(sleeping);
             signal.emit(asio::cancellation_type::total);
             co_await ended(e);
-            EXPECT_EQ(e.ec, asio::error::operation_aborted) << e.ec.message();
+            EXPECT_EQ(e->ec, asio::error::operation_aborted) << e->ec.message();
             throw std::runtime_error("cancelled");
         };
         auto [te] =
             co_await db.transaction(cancelled_in_transaction, {}, asio::as_tuple(asio::use_awaitable));
         EXPECT_TRUE(te);
+        // Cancelled before the transaction's BEGIN, which goes ahead of the batch, is answered (no reply
+        // can be read before this coroutine waits): none of the batch's statements is sent.
+        auto cancelled_before_begin = [&](pg::connection& c) -> asio::awaitable<void> {
+            asio::cancellation_signal signal;
+            auto e = std::make_shared<ending>();
+            start(c, slow_then_insert(), signal, e);
+            signal.emit(asio::cancellation_type::terminal);
+            co_await ended(e);
+            EXPECT_EQ(e->ec, asio::error::operation_aborted) << e->ec.message();
+            EXPECT_EQ(e->out.size(), 2u);
+            for (const auto& o : e->out) {
+                EXPECT_EQ(o.error, asio::error::operation_aborted);
+                EXPECT_EQ(o.message, "not sent: the batch was cancelled");
+            }
+            throw std::runtime_error("cancelled");
+        };
+        auto [be] = co_await db.transaction(cancelled_before_begin, {}, asio::as_tuple(asio::use_awaitable));
+        EXPECT_TRUE(be);
+        EXPECT_FALSE(co_await sleeping(a));
         EXPECT_EQ((co_await db.async_query("SELECT count(*) FROM batch_t", asio::use_awaitable))
                       .get<std::int64_t>(0, 0),
                   0)
