@@ -525,7 +525,8 @@ void pool::start_execute(batch b,
             r.first = ec;
             r.second.assign(n, batch_outcome{ec, {}, why});
         }
-        std::move(h)(r.first, std::move(r.second));
+        asio::dispatch(
+            asio::append(std::move(h), r.first, std::move(r.second)));  // on the handler's executor
     };
     auto ex = state_->p->get_executor();
     if (slot.is_connected())

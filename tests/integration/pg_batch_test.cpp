@@ -8,7 +8,11 @@
 #include <respool/pg/pool.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+
+#include <atomic>
+#include <thread>
 
 namespace {
 
@@ -233,6 +237,35 @@ TEST_F(pg_batch, a_cancelled_batch_ends_at_once_and_the_connection_serves_the_ne
             << "the transaction's statements outlived its rollback";
         db.close();
     });
+}
+
+// The pool's batch completes on the caller's executor (here an event loop on another thread), as every
+// other operation does: not on the pool's own.
+TEST_F(pg_batch, the_handler_runs_on_its_own_executor) {
+    const auto cfg = config();
+    loop caller;
+    std::atomic<bool> done{false};
+    std::thread::id ran_on;
+    run([&]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, cfg);
+        pg::batch b;
+        b.add("SELECT 1");
+        db.async_execute(std::move(b), asio::bind_executor(caller.io.get_executor(),
+                                                           [&](boost::system::error_code ec, auto out) {
+                                                               EXPECT_FALSE(ec) << ec.message();
+                                                               EXPECT_EQ(out.size(), 1u);
+                                                               ran_on = std::this_thread::get_id();
+                                                               done = true;
+                                                           }));
+        asio::steady_timer t(co_await asio::this_coro::executor);
+        for (int i = 0; !done && i < 2000; ++i) {
+            t.expires_after(5ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        db.close();
+    });
+    EXPECT_TRUE(done);
+    EXPECT_EQ(ran_on, caller.thread.get_id());
 }
 
 // A batch that is a transaction's first statement belongs to the transaction: its BEGIN (which waits
