@@ -34,7 +34,6 @@ struct batch_run {
     respool::diagnostics begin_words;  // the transaction's BEGIN, when it goes first
     std::size_t answered = 0;
     bool idle = false;
-    bool cancelled = false;
     std::shared_ptr<detail::pipeline> pipe;
     // When the caller can cancel: a signal per statement, and one for the transaction's BEGIN (last).
     std::unique_ptr<asio::cancellation_signal[]> signals;
@@ -49,7 +48,6 @@ struct batch_run {
         });
     }
     void cancel(asio::cancellation_type type) {
-        cancelled = true;
         for (std::size_t i = 0; i <= outcomes.size(); ++i) signals[i].emit(type);
     }
     // Statement i's handler (i == outcomes.size(): the BEGIN), bound to its signal when there is one.
@@ -143,9 +141,10 @@ void connection::start_execute(batch b, batch_handler handler) {
         run->bound(
             begin_index,
             [run, rest = std::move(statements)](error_code ec, result) mutable {
-                if (run->cancelled)
-                    return run->fail_unsent(asio::error::operation_aborted,
-                                            "not sent: the batch was cancelled");
+                // (Only a cancellation completes a statement with operation_aborted; it comes while the
+                // BEGIN is in flight: once its reply is read, the statements are submitted in this call.)
+                if (ec == asio::error::operation_aborted)
+                    return run->fail_unsent(ec, "not sent: the batch was cancelled");
                 if (ec)
                     return run->fail_unsent(
                         ec, "not sent: the transaction's BEGIN failed: " +

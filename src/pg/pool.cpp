@@ -528,12 +528,9 @@ void pool::start_execute(batch b,
         asio::dispatch(
             asio::append(std::move(h), r.first, std::move(r.second)));  // on the handler's executor
     };
-    auto ex = state_->p->get_executor();
-    if (slot.is_connected())
-        asio::co_spawn(ex, run(state_.shared(), std::move(b)),
-                       asio::bind_cancellation_slot(slot, std::move(done)));
-    else
-        asio::co_spawn(ex, run(state_.shared(), std::move(b)), std::move(done));
+    // (co_spawn connects the coroutine to the slot only when the slot is connected.)
+    asio::co_spawn(state_->p->get_executor(), run(state_.shared(), std::move(b)),
+                   asio::bind_cancellation_slot(slot, std::move(done)));
 }
 
 void pool::start_acquire(respool::detail::db::borrow_deadline when, respool::diagnostics* diag,

@@ -130,13 +130,7 @@ TEST_F(pg_batch, a_cancelled_batch_ends_at_once_and_the_connection_serves_the_ne
                                                      e->done = true;
                                                  }));
         };
-        auto ended = [](const std::shared_ptr<ending>& e) -> asio::awaitable<void> {
-            asio::steady_timer t(co_await asio::this_coro::executor);
-            for (int i = 0; !e->done && i < 2000; ++i) {
-                t.expires_after(5ms);
-                co_await t.async_wait(asio::use_awaitable);
-            }
-        };
+        auto ended = [](std::shared_ptr<ending> e) { return poll_until([e] { return e->done; }); };
         auto sleeping = [](admin& x) -> asio::awaitable<bool> {
             co_return co_await x.count(
                 "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND "
@@ -178,11 +172,7 @@ TEST_F(pg_batch, a_cancelled_batch_ends_at_once_and_the_connection_serves_the_ne
             pg::batch b;
             b.add("INSERT INTO batch_t VALUES ($1, $2)", pg::params(2, 20));
             start(db, std::move(b), signal, e);
-            asio::steady_timer t(co_await asio::this_coro::executor);
-            for (int i = 0; db.stats().waiting == 0 && i < 1000; ++i) {
-                t.expires_after(5ms);
-                co_await t.async_wait(asio::use_awaitable);
-            }
+            co_await poll_until([&] { return db.stats().waiting != 0; });
             EXPECT_EQ(db.stats().waiting, 1u);
             EXPECT_FALSE(e->done);
             signal.emit(asio::cancellation_type::partial);
@@ -257,11 +247,7 @@ TEST_F(pg_batch, the_handler_runs_on_its_own_executor) {
                                                                ran_on = std::this_thread::get_id();
                                                                done = true;
                                                            }));
-        asio::steady_timer t(co_await asio::this_coro::executor);
-        for (int i = 0; !done && i < 2000; ++i) {
-            t.expires_after(5ms);
-            co_await t.async_wait(asio::use_awaitable);
-        }
+        co_await poll_until([&] { return done.load(); });
         db.close();
     });
     EXPECT_TRUE(done);

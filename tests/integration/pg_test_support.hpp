@@ -67,6 +67,18 @@ void run(F body) {
     done.get();
 }
 
+// Waits (polling every 5 ms, at most `limit`) until `done()` holds: for a state of the test's own, such
+// as a handler that ran or a pool counter that moved. It does not fail; the test asserts afterwards.
+template <class Pred>
+asio::awaitable<void> poll_until(Pred done, std::chrono::milliseconds limit = 10s) {
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    for (auto end = std::chrono::steady_clock::now() + limit;
+         !done() && std::chrono::steady_clock::now() < end;) {
+        t.expires_after(5ms);
+        co_await t.async_wait(asio::use_awaitable);
+    }
+}
+
 // A plain connection next to the pool: it sees the server as an operator would.
 class admin {
 public:
