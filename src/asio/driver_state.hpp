@@ -31,17 +31,19 @@ using clock = std::chrono::steady_clock;
 struct pool_impl::driver_state final : scheduled_alarm {
     driver_state(pool_impl* o, const asio::any_io_executor& ex, const core::config& c, bool ts,
                  std::shared_ptr<pool_clock> clk)
-        : owner(o), core(c), thread_safe(ts), clock(std::move(clk)), alarm_ex(ex) {}
+        : owner(o), thread_safe(ts), core(c), clock(std::move(clk)), alarm_ex(ex) {}
     // A ring may be under way on the clock's thread: cancel waits for it, and no other follows.
     ~driver_state() { clock->cancel(*this); }
 
     pool_impl* const owner;
+    // Read before every lock, so not on the lock's line: a read there would fetch the line shared and
+    // the lock's write would then have to fetch it again.
+    const bool thread_safe;
 
     core::pool_core core;
     // On its own cache line: lockers hammering the mutex must not steal the lines the holder writes.
     alignas(64) pool_lock mu;
-    const bool thread_safe;
-    char pad_[64 - sizeof(bool)]{};
+    char pad_[64 - sizeof(pool_lock) % 64]{};
 
     // Timers: the core's waiter deadlines and `timers`, behind one alarm on the pool's clock.
     const std::shared_ptr<pool_clock> clock;
