@@ -22,6 +22,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -333,12 +334,12 @@ bool begin_with_first_statement(connection& c, const transaction_options& o) {
 }
 
 asio::awaitable<void> begin(connection& c, const transaction_options& o) {
-    auto [ec, r] = co_await c.async_query(begin_statement_for(o), asio::as_tuple(asio::use_awaitable));
+    auto [ec, r] = co_await c.async_query(begin_statement_for(o), asio::as_tuple(asio::deferred));
     if (ec) throw error_with_diagnostics(ec, c.last_error());
 }
 
-asio::awaitable<void> commit(connection& c, commit_token* lsn) {
-    if (detail::drop_deferred_begin(c)) co_return;  // no statement ran: there is nothing to commit
+std::optional<commit_plan> plan_commit(connection& c, commit_token* lsn) {
+    if (detail::drop_deferred_begin(c)) return std::nullopt;  // no statement ran: there is nothing to commit
     // No transaction open on the server: its BEGIN failed (fn went on past the error), or fn ended it
     // itself. fn's statements were not one transaction, and a COMMIT now would only warn.
     const transaction_status state = c.transaction_state();
@@ -348,18 +349,25 @@ asio::awaitable<void> commit(connection& c, commit_token* lsn) {
             "no transaction was open at COMMIT: its BEGIN failed, or fn ended the transaction itself");
     // The server ends a failed transaction's COMMIT as a rollback, without an error: seen in the
     // command tag, or before sending, in the session's state (then there is no position to read).
-    const bool failed = state == transaction_status::in_error;
-    const bool with_lsn = lsn && !failed;
+    commit_plan p;
+    p.failed = state == transaction_status::in_error;
+    p.with_lsn = lsn && !p.failed;
+    return p;
+}
+
+const char* commit_statement(const commit_plan& p) noexcept {
     // With a token: the position read after the COMMIT, in the same round trip (a script: COMMIT ends
     // the transaction, the SELECT runs on its own; a failed COMMIT stops the script).
-    auto [ec, r] =
-        co_await c.async_query(with_lsn ? "COMMIT; SELECT pg_current_wal_insert_lsn()::text" : "COMMIT",
-                               asio::as_tuple(asio::use_awaitable));
+    return p.with_lsn ? "COMMIT; SELECT pg_current_wal_insert_lsn()::text" : "COMMIT";
+}
+
+void conclude_commit(const connection& c, const commit_plan& p, commit_token* lsn, error_code ec,
+                     const result& r) {
     if (ec) throw error_with_diagnostics(ec, c.last_error());
-    if (failed || (!with_lsn && r.command_tag() == "ROLLBACK"))
+    if (p.failed || (!p.with_lsn && r.command_tag() == "ROLLBACK"))
         throw boost::system::system_error(sqlstate_error("25P02"),
                                           "COMMIT rolled back the transaction: a statement in it failed");
-    if (with_lsn && r.rows() == 1 && !r.is_null(0, 0))
+    if (p.with_lsn && r.rows() == 1 && !r.is_null(0, 0))
         if (auto t = commit_token_from_string(r.text(0, 0))) *lsn = *t;
 }
 
@@ -370,7 +378,7 @@ asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool att
     if (ec == condition::connection_broken || !c.is_open()) co_return false;
     const auto st = c.transaction_state();
     if (st == transaction_status::in_transaction || st == transaction_status::in_error) {
-        auto [rollback, r] = co_await c.async_query("ROLLBACK", asio::as_tuple(asio::use_awaitable));
+        auto [rollback, r] = co_await c.async_query("ROLLBACK", asio::as_tuple(asio::deferred));
         if (rollback) co_return false;  // the release resets the connection or closes it
     }
     co_return attempts_left && (ec == condition::serialization_failure || ec == condition::deadlock);

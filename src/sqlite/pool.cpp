@@ -17,6 +17,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/this_coro.hpp>
 
@@ -196,13 +197,13 @@ asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s, role r
 }
 
 asio::awaitable<void> begin(connection& c, const transaction_options& o) {
-    auto [ec, r] = co_await c.async_query(o.read_only ? "BEGIN" : "BEGIN IMMEDIATE",
-                                          asio::as_tuple(asio::use_awaitable));
+    auto [ec, r] =
+        co_await c.async_query(o.read_only ? "BEGIN" : "BEGIN IMMEDIATE", asio::as_tuple(asio::deferred));
     if (ec) throw error_with_diagnostics(ec, c.last_error());
 }
 
 asio::awaitable<void> commit(connection& c) {
-    auto [ec, r] = co_await c.async_query("COMMIT", asio::as_tuple(asio::use_awaitable));
+    auto [ec, r] = co_await c.async_query("COMMIT", asio::as_tuple(asio::deferred));
     if (ec) throw error_with_diagnostics(ec, c.last_error());
 }
 
@@ -211,7 +212,7 @@ asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool att
     const error_code ec = respool::detail::db::code_of(error);
     if (ec == condition::connection_broken || !c.is_open()) co_return false;
     if (c.in_transaction()) {
-        auto [rollback, r] = co_await c.async_query("ROLLBACK", asio::as_tuple(asio::use_awaitable));
+        auto [rollback, r] = co_await c.async_query("ROLLBACK", asio::as_tuple(asio::deferred));
         if (rollback) co_return false;  // the release resets the connection or destroys it
     }
     co_return attempts_left&& ec == condition::busy;

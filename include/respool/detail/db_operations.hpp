@@ -59,7 +59,10 @@ boost::asio::awaitable<R> with_lease(lease<T> l, F& fn, Settle settle) {
 // throw on failure), recover(conn, error, attempts_left) -> awaitable<bool> (rolls back; true: run it
 // again), settle(lease, error). A database's steps may add begin_at_once(conn) -> bool, which then starts
 // every attempt (a check before each attempt goes there): true when the BEGIN was put in place without
-// waiting; false, and begin() sends it.
+// waiting; false, and begin() sends it. They may split commit into plan_commit(conn) -> optional plan
+// (empty: nothing to commit; throws what fails before sending), commit_operation(conn, plan) (an async
+// operation completing with an error code and a reply) and conclude_commit(conn, plan, ec, reply)
+// (throws what failed): then the COMMIT needs no coroutine frame of its own.
 template <class Connection, class Options, auto Begin, auto Commit, auto Recover, auto Settle>
 struct transaction_steps {
     Options o;
@@ -71,10 +74,32 @@ struct transaction_steps {
     void settle(lease<Connection>& l, std::exception_ptr& e) const noexcept { Settle(l, e); }
 };
 
-// Runs `steps` around fn on the leased connection, up to max_attempts times (see transaction_steps).
-template <class R, class T, class F, class Steps>
-boost::asio::awaitable<R> in_transaction(lease<T> l, std::uint32_t max_attempts, F& fn, Steps steps) {
+// Where a transaction's connection comes from: `now()` is a lease taken at once (empty when none is
+// free, or when the pool has no such path) and `wait()` an awaitable of one (it throws on failure).
+// The borrow happens inside the transaction's own coroutine, so a transaction costs one coroutine
+// frame for its borrow, its steps and its retries.
+template <class Now, class Wait>
+struct borrow_source {
+    Now now;
+    Wait wait;
+};
+template <class Now, class Wait>
+borrow_source(Now, Wait) -> borrow_source<Now, Wait>;
+
+// A connection already borrowed (a source for callers that borrow on their own).
+template <class T>
+auto borrowed(lease<T> l) {
+    return borrow_source{[l = std::move(l)]() mutable { return std::move(l); },
+                         []() -> boost::asio::awaitable<lease<T>> { co_return lease<T>{}; }};
+}
+
+// Borrows from `source`, then runs `steps` around fn on the connection, up to max_attempts times (see
+// transaction_steps).
+template <class R, class Source, class F, class Steps>
+boost::asio::awaitable<R> in_transaction(Source source, std::uint32_t max_attempts, F fn, Steps steps) {
     using slot = std::conditional_t<std::is_void_v<R>, bool, std::optional<R>>;
+    auto l = source.now();
+    if (!l) l = co_await source.wait();
     for (std::uint32_t attempt = 1;; ++attempt) {
         std::exception_ptr error;
         slot out{};
@@ -89,7 +114,14 @@ boost::asio::awaitable<R> in_transaction(lease<T> l, std::uint32_t max_attempts,
                 co_await fn(*l);
             else
                 out.emplace(co_await fn(*l));
-            co_await steps.commit(*l);
+            if constexpr (requires { steps.plan_commit(*l); }) {
+                if (auto plan = steps.plan_commit(*l)) {
+                    auto [ec, reply] = co_await steps.commit_operation(*l, *plan);
+                    steps.conclude_commit(*l, *plan, ec, reply);
+                }
+            } else {
+                co_await steps.commit(*l);
+            }
         } catch (...) {
             error = std::current_exception();
         }

@@ -239,8 +239,9 @@ private:
         // Named, not a temporary inside the co_await's arguments: GCC 12 destroys such a temporary
         // twice (here: one reference of the cluster's state too many).
         detail::cluster_transaction_steps steps{{o}, std::move(s), got.second};
-        co_return co_await respool::detail::db::in_transaction<R>(std::move(got.first), o.max_attempts, fn,
-                                                                  std::move(steps));
+        co_return co_await respool::detail::db::in_transaction<R>(
+            respool::detail::db::borrowed(std::move(got.first)), o.max_attempts, std::move(fn),
+            std::move(steps));
     }
 
     void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,

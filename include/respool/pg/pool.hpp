@@ -23,7 +23,9 @@
 #include <respool/pool.hpp>
 #include <respool/trace.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
@@ -122,7 +124,18 @@ lease<connection> take_free(pool_state& s) noexcept;
 bool begin_with_first_statement(connection& c, const transaction_options& o);
 // The BEGIN in a round trip of its own (after begin_with_first_statement said no).
 boost::asio::awaitable<void> begin(connection& c, const transaction_options& o);
-boost::asio::awaitable<void> commit(connection& c, commit_token* lsn);
+// The COMMIT, in three steps so that it needs no coroutine of its own: plan_commit decides what to send
+// (nullopt: no statement ran, nothing to commit; throws 25P01 when no transaction is open),
+// commit_statement is the SQL, and conclude_commit reads the reply (throws when the COMMIT failed or
+// rolled back; stores the position for a commit token).
+struct commit_plan {
+    bool failed = false;    // the transaction failed before COMMIT: the server ends it as a rollback
+    bool with_lsn = false;  // the COMMIT also reads the write-ahead log position (commit_lsn)
+};
+std::optional<commit_plan> plan_commit(connection& c, commit_token* lsn);
+const char* commit_statement(const commit_plan& p) noexcept;
+void conclude_commit(const connection& c, const commit_plan& p, commit_token* lsn, error_code ec,
+                     const result& r);
 // After `error` in a transaction: puts the connection's words into it (explain), rolls back when the
 // connection is still in one; true when the transaction may run again.
 boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr& error, bool attempts_left);
@@ -140,7 +153,15 @@ struct transaction_steps {
     transaction_options o;
     bool begin_at_once(connection& c) const { return detail::begin_with_first_statement(c, o); }
     boost::asio::awaitable<void> begin(connection& c) const { return detail::begin(c, o); }
-    boost::asio::awaitable<void> commit(connection& c) const { return detail::commit(c, o.commit_lsn); }
+    std::optional<commit_plan> plan_commit(connection& c) const {
+        return detail::plan_commit(c, o.commit_lsn);
+    }
+    auto commit_operation(connection& c, const commit_plan& p) const {
+        return c.async_query(commit_statement(p), boost::asio::as_tuple(boost::asio::deferred));
+    }
+    void conclude_commit(const connection& c, const commit_plan& p, error_code ec, const result& r) const {
+        detail::conclude_commit(c, p, o.commit_lsn, ec, r);
+    }
     boost::asio::awaitable<bool> recover(connection& c, std::exception_ptr& e, bool attempts_left) const {
         return detail::recover(c, e, attempts_left);
     }
@@ -234,8 +255,14 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto transaction(F fn, transaction_options o = {}, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(), run_transaction<R>(state_.shared(), o, std::move(fn)),
-                                     std::forward<Token>(token));
+        auto s = state_.shared();
+        auto source = respool::detail::db::borrow_source{[s] { return detail::take_free(*s); },
+                                                         [s] { return detail::acquire(s); }};
+        return boost::asio::co_spawn(
+            get_executor(),
+            respool::detail::db::in_transaction<R>(std::move(source), o.max_attempts, std::move(fn),
+                                                   detail::transaction_steps{o}),
+            std::forward<Token>(token));
     }
 
     // A batch (respool/pg/batch.hpp) on one connection borrowed for it, in one round trip, as
@@ -333,15 +360,6 @@ private:
         lease<connection> l = detail::take_free(*s);
         if (!l) l = co_await detail::acquire(std::move(s));
         co_return co_await respool::detail::db::with_lease<R>(std::move(l), fn, &detail::settle);
-    }
-
-    template <class R, class F>
-    static boost::asio::awaitable<R> run_transaction(std::shared_ptr<detail::pool_state> s,
-                                                     transaction_options o, F fn) {
-        lease<connection> l = detail::take_free(*s);
-        if (!l) l = co_await detail::acquire(std::move(s));
-        co_return co_await respool::detail::db::in_transaction<R>(std::move(l), o.max_attempts, fn,
-                                                                  detail::transaction_steps{o});
     }
 
     respool::detail::db::state_handle<detail::pool_state> state_;

@@ -192,8 +192,15 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto transaction(F fn, transaction_options o = {}, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(), run_transaction<R>(state_.shared(), o, std::move(fn)),
-                                     std::forward<Token>(token));
+        auto s = state_.shared();
+        const detail::role r = o.read_only ? detail::role::reader : detail::role::writer;
+        auto source = respool::detail::db::borrow_source{[] { return lease<connection>{}; },
+                                                         [s, r] { return detail::acquire(s, r); }};
+        return boost::asio::co_spawn(
+            get_executor(),
+            respool::detail::db::in_transaction<R>(std::move(source), o.max_attempts, std::move(fn),
+                                                   detail::transaction_steps{o}),
+            std::forward<Token>(token));
     }
 
     [[nodiscard]] pool_stats writer_stats() const noexcept;
@@ -225,15 +232,6 @@ private:
                                                          detail::role r, F fn) {
         lease<connection> l = co_await detail::acquire(std::move(s), r);
         co_return co_await respool::detail::db::with_lease<R>(std::move(l), fn, &detail::settle);
-    }
-
-    template <class R, class F>
-    static boost::asio::awaitable<R> run_transaction(std::shared_ptr<detail::pool_state> s,
-                                                     transaction_options o, F fn) {
-        lease<connection> l =
-            co_await detail::acquire(std::move(s), o.read_only ? detail::role::reader : detail::role::writer);
-        co_return co_await respool::detail::db::in_transaction<R>(std::move(l), o.max_attempts, fn,
-                                                                  detail::transaction_steps{o});
     }
 
     respool::detail::db::state_handle<detail::pool_state> state_;
