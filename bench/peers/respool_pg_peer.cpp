@@ -22,6 +22,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
@@ -46,7 +47,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+constexpr auto tuple_awaitable = asio::as_tuple(asio::deferred);
 
 struct settings {
     std::size_t pool = 8;
@@ -135,9 +136,9 @@ asio::awaitable<bool> one_query(pg::pool& db, workload w, std::int32_t id) {
         auto [ex, ok] = co_await db.transaction(
             [id](pg::connection& c) -> asio::awaitable<bool> {
                 co_await c.async_query("UPDATE bench_kv SET n = n + 1 WHERE id = $1", pg::params(id),
-                                       asio::use_awaitable);
+                                       asio::deferred);
                 pg::result r = co_await c.async_query("SELECT v, n FROM bench_kv WHERE id = $1",
-                                                      pg::params(id), asio::use_awaitable);
+                                                      pg::params(id), asio::deferred);
                 co_return r.rows() == 1 && r.get<std::int64_t>(0, 1) > 0 && !r.get<std::string>(0, 0).empty();
             },
             {}, tuple_awaitable);
