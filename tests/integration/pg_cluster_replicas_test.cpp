@@ -32,6 +32,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -115,6 +116,12 @@ public:
         return failure_messages_;
     }
 
+    // Whether a write started before `t` is still waiting for its reply.
+    bool in_flight_since_before(clock_type::time_point t) {
+        std::lock_guard lock(mutex_);
+        return !in_flight_.empty() && *in_flight_.begin() < t;
+    }
+
     struct change {
         std::string host;
         pg::host_role from, to;
@@ -155,10 +162,15 @@ private:
         while (running_) {
             respool::diagnostics diag;
             const auto sent = clock_type::now();
+            {
+                std::lock_guard lock(mutex_);
+                in_flight_.insert(sent);
+            }
             auto [ec, r] = co_await db_->async_query(
                 "INSERT INTO ledger (at) VALUES (clock_timestamp()) RETURNING id, inet_server_port()",
                 pg::params(), &diag, asio::as_tuple(asio::use_awaitable));
             std::lock_guard lock(mutex_);
+            in_flight_.erase(in_flight_.find(sent));
             if (ec) {
                 ++failures_;
                 failure_messages_.push_back(ec.message() + ": " + diag.message);
@@ -179,6 +191,7 @@ private:
     std::atomic<std::size_t> failures_{0};
     std::mutex mutex_;
     std::vector<ack> acks_;
+    std::multiset<clock_type::time_point> in_flight_;  // when each write still waiting was started
     std::vector<std::string> failure_messages_;
     std::vector<change> changes_;
 };
@@ -454,6 +467,7 @@ TEST_F(pg_cluster_replicas, a_partitioned_primary_is_fenced_when_the_partition_h
     const auto cut = clock_type::now();
     rs_->promote(1);
     cluster_rig::pg_test_wait([&] { return c.stats().primary == 1u; }, 10s, "node1 primary");
+    const auto switched = clock_type::now();  // writes started from here on go to node1
     cluster_rig::pg_test_wait(
         [&] {
             std::size_t on_new = 0;
@@ -461,6 +475,11 @@ TEST_F(pg_cluster_replicas, a_partitioned_primary_is_fenced_when_the_partition_h
             return on_new >= 50;
         },
         10s, "writes on node1");
+    // Writes sent to node0 before the switch wait in the partition until their statement timeout. A
+    // heal before that would let node0 answer them: a write its client sent to the only primary it
+    // knew, which no client can refuse. The heal comes once they have ended.
+    cluster_rig::pg_test_wait([&] { return !c.in_flight_since_before(switched); }, 10s,
+                              "the writes cut off on node0 to end");
     proxy.set_blackhole(false);  // node0 answers again, still claiming primary on the old timeline
     cluster_rig::pg_test_wait([&] { return c.stats().hosts[0].role == pg::host_role::fenced; }, 10s,
                               "node0 fenced after the heal");
