@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <type_traits>
 #include <variant>
@@ -29,10 +30,31 @@ struct awaited<boost::asio::awaitable<R, E>> {
     using type = R;
 };
 
-// Runs fn(connection&) on the leased connection; `settle(lease, error)` gives the lease back (the
-// database decides whether the error poisons it); fn's exception goes on.
-template <class R, class T, class F, class Settle>
-boost::asio::awaitable<R> with_lease(lease<T> l, F& fn, Settle settle) {
+// Where with_connection's or a transaction's connection comes from: `now()` is a lease taken at once
+// (empty when none is free, or when the pool has no such path) and `wait()` an awaitable of one (it
+// throws on failure). The borrow happens inside the operation's own coroutine, so a with_connection or
+// a transaction costs one coroutine frame for its borrow, its work and its retries.
+template <class Now, class Wait>
+struct borrow_source {
+    Now now;
+    Wait wait;
+};
+template <class Now, class Wait>
+borrow_source(Now, Wait) -> borrow_source<Now, Wait>;
+
+// A connection already borrowed (a source for callers that borrow on their own).
+template <class T>
+auto borrowed(lease<T> l) {
+    return borrow_source{[l = std::move(l)]() mutable { return std::move(l); },
+                         []() -> boost::asio::awaitable<lease<T>> { co_return lease<T>{}; }};
+}
+
+// Borrows from `source`, runs fn(connection&) on the connection; `settle(lease, error)` gives the
+// lease back (the database decides whether the error poisons it); fn's exception goes on.
+template <class R, class Source, class F, class Settle>
+boost::asio::awaitable<R> with_borrowed(Source source, F fn, Settle settle) {
+    auto l = source.now();
+    if (!l) l = co_await source.wait();
     std::exception_ptr error;
     if constexpr (std::is_void_v<R>) {
         try {
@@ -55,6 +77,12 @@ boost::asio::awaitable<R> with_lease(lease<T> l, F& fn, Settle settle) {
     }
 }
 
+// with_borrowed on a connection borrowed already; fn stays the caller's.
+template <class R, class T, class F, class Settle>
+boost::asio::awaitable<R> with_lease(lease<T> l, F& fn, Settle settle) {
+    return with_borrowed<R>(borrowed(std::move(l)), std::ref(fn), std::move(settle));
+}
+
 // The steps of a transaction, from the database's functions: begin(conn, options), commit(conn) (both
 // throw on failure), recover(conn, error, attempts_left) -> awaitable<bool> (rolls back; true: run it
 // again), settle(lease, error). A database's steps may add begin_at_once(conn) -> bool, which then starts
@@ -73,25 +101,6 @@ struct transaction_steps {
     }
     void settle(lease<Connection>& l, std::exception_ptr& e) const noexcept { Settle(l, e); }
 };
-
-// Where a transaction's connection comes from: `now()` is a lease taken at once (empty when none is
-// free, or when the pool has no such path) and `wait()` an awaitable of one (it throws on failure).
-// The borrow happens inside the transaction's own coroutine, so a transaction costs one coroutine
-// frame for its borrow, its steps and its retries.
-template <class Now, class Wait>
-struct borrow_source {
-    Now now;
-    Wait wait;
-};
-template <class Now, class Wait>
-borrow_source(Now, Wait) -> borrow_source<Now, Wait>;
-
-// A connection already borrowed (a source for callers that borrow on their own).
-template <class T>
-auto borrowed(lease<T> l) {
-    return borrow_source{[l = std::move(l)]() mutable { return std::move(l); },
-                         []() -> boost::asio::awaitable<lease<T>> { co_return lease<T>{}; }};
-}
 
 // Borrows from `source`, then runs `steps` around fn on the connection, up to max_attempts times (see
 // transaction_steps).

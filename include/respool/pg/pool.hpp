@@ -242,8 +242,13 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto with_connection(F fn, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(), run_with_connection<R>(state_.shared(), std::move(fn)),
-                                     std::forward<Token>(token));
+        auto s = state_.shared();
+        auto source = respool::detail::db::borrow_source{[s] { return detail::take_free(*s); },
+                                                         [s] { return detail::acquire(s); }};
+        return boost::asio::co_spawn(
+            get_executor(),
+            respool::detail::db::with_borrowed<R>(std::move(source), std::move(fn), &detail::settle),
+            std::forward<Token>(token));
     }
 
     // BEGIN (isolation level, read-only), fn(connection&), COMMIT, on one borrowed connection; ROLLBACK
@@ -354,13 +359,6 @@ private:
                     boost::asio::any_completion_handler<void(error_code, std::uint64_t)> handler);
     void start_execute(
         batch b, boost::asio::any_completion_handler<void(error_code, std::vector<batch_outcome>)> handler);
-
-    template <class R, class F>
-    static boost::asio::awaitable<R> run_with_connection(std::shared_ptr<detail::pool_state> s, F fn) {
-        lease<connection> l = detail::take_free(*s);
-        if (!l) l = co_await detail::acquire(std::move(s));
-        co_return co_await respool::detail::db::with_lease<R>(std::move(l), fn, &detail::settle);
-    }
 
     respool::detail::db::state_handle<detail::pool_state> state_;
 };

@@ -173,16 +173,18 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto with_connection(F fn, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(
-            get_executor(), run_with_connection<R>(state_.shared(), detail::role::writer, std::move(fn)),
-            std::forward<Token>(token));
+        return boost::asio::co_spawn(get_executor(),
+                                     respool::detail::db::with_borrowed<R>(borrow(detail::role::writer),
+                                                                           std::move(fn), &detail::settle),
+                                     std::forward<Token>(token));
     }
     template <class F, class Token = boost::asio::deferred_t>
     auto with_reader(F fn, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(
-            get_executor(), run_with_connection<R>(state_.shared(), detail::role::reader, std::move(fn)),
-            std::forward<Token>(token));
+        return boost::asio::co_spawn(get_executor(),
+                                     respool::detail::db::with_borrowed<R>(borrow(detail::role::reader),
+                                                                           std::move(fn), &detail::settle),
+                                     std::forward<Token>(token));
     }
 
     // BEGIN IMMEDIATE on the writer (BEGIN on a reader with read_only), fn(connection&), COMMIT;
@@ -192,15 +194,11 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto transaction(F fn, transaction_options o = {}, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        auto s = state_.shared();
-        const detail::role r = o.read_only ? detail::role::reader : detail::role::writer;
-        auto source = respool::detail::db::borrow_source{[] { return lease<connection>{}; },
-                                                         [s, r] { return detail::acquire(s, r); }};
-        return boost::asio::co_spawn(
-            get_executor(),
-            respool::detail::db::in_transaction<R>(std::move(source), o.max_attempts, std::move(fn),
-                                                   detail::transaction_steps{o}),
-            std::forward<Token>(token));
+        return boost::asio::co_spawn(get_executor(),
+                                     respool::detail::db::in_transaction<R>(
+                                         borrow(o.read_only ? detail::role::reader : detail::role::writer),
+                                         o.max_attempts, std::move(fn), detail::transaction_steps{o}),
+                                     std::forward<Token>(token));
     }
 
     [[nodiscard]] pool_stats writer_stats() const noexcept;
@@ -227,11 +225,11 @@ private:
     void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
                      boost::asio::any_completion_handler<void(error_code, result)> handler);
 
-    template <class R, class F>
-    static boost::asio::awaitable<R> run_with_connection(std::shared_ptr<detail::pool_state> s,
-                                                         detail::role r, F fn) {
-        lease<connection> l = co_await detail::acquire(std::move(s), r);
-        co_return co_await respool::detail::db::with_lease<R>(std::move(l), fn, &detail::settle);
+    // Where with_connection's, with_reader's and transaction()'s connection comes from (no free
+    // connection at once: every borrow from a SQLite pool goes through the acquire).
+    auto borrow(detail::role r) const {
+        return respool::detail::db::borrow_source{[] { return lease<connection>{}; },
+                                                  [s = state_.shared(), r] { return detail::acquire(s, r); }};
     }
 
     respool::detail::db::state_handle<detail::pool_state> state_;
