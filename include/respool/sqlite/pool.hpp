@@ -78,6 +78,12 @@ namespace detail {
 struct pool_state;
 enum class role { writer, reader };
 boost::asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s, role r);
+// Where with_connection's, with_reader's and transaction()'s connection comes from (no connection is
+// taken at once: every borrow from a SQLite pool goes through the acquire).
+inline auto borrow(std::shared_ptr<pool_state> s, role r) {
+    return respool::detail::db::borrow_source{[] { return lease<connection>{}; },
+                                              [s = std::move(s), r] { return acquire(s, r); }};
+}
 boost::asio::awaitable<void> begin(connection& c, const transaction_options& o);
 boost::asio::awaitable<void> commit(connection& c);
 // After `error` in a transaction: the connection's words into it (explain), ROLLBACK; true: run again.
@@ -173,18 +179,20 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto with_connection(F fn, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(),
-                                     respool::detail::db::with_borrowed<R>(borrow(detail::role::writer),
-                                                                           std::move(fn), &detail::settle),
-                                     std::forward<Token>(token));
+        return boost::asio::co_spawn(
+            get_executor(),
+            respool::detail::db::with_borrowed<R>(detail::borrow(state_.shared(), detail::role::writer),
+                                                  std::move(fn), &detail::settle),
+            std::forward<Token>(token));
     }
     template <class F, class Token = boost::asio::deferred_t>
     auto with_reader(F fn, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(),
-                                     respool::detail::db::with_borrowed<R>(borrow(detail::role::reader),
-                                                                           std::move(fn), &detail::settle),
-                                     std::forward<Token>(token));
+        return boost::asio::co_spawn(
+            get_executor(),
+            respool::detail::db::with_borrowed<R>(detail::borrow(state_.shared(), detail::role::reader),
+                                                  std::move(fn), &detail::settle),
+            std::forward<Token>(token));
     }
 
     // BEGIN IMMEDIATE on the writer (BEGIN on a reader with read_only), fn(connection&), COMMIT;
@@ -194,11 +202,12 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto transaction(F fn, transaction_options o = {}, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        return boost::asio::co_spawn(get_executor(),
-                                     respool::detail::db::in_transaction<R>(
-                                         borrow(o.read_only ? detail::role::reader : detail::role::writer),
-                                         o.max_attempts, std::move(fn), detail::transaction_steps{o}),
-                                     std::forward<Token>(token));
+        return boost::asio::co_spawn(
+            get_executor(),
+            respool::detail::db::in_transaction<R>(
+                detail::borrow(state_.shared(), o.read_only ? detail::role::reader : detail::role::writer),
+                o.max_attempts, std::move(fn), detail::transaction_steps{o}),
+            std::forward<Token>(token));
     }
 
     [[nodiscard]] pool_stats writer_stats() const noexcept;
@@ -224,13 +233,6 @@ private:
                        boost::asio::any_completion_handler<void(error_code, lease<connection>)> handler);
     void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
                      boost::asio::any_completion_handler<void(error_code, result)> handler);
-
-    // Where with_connection's, with_reader's and transaction()'s connection comes from (no free
-    // connection at once: every borrow from a SQLite pool goes through the acquire).
-    auto borrow(detail::role r) const {
-        return respool::detail::db::borrow_source{[] { return lease<connection>{}; },
-                                                  [s = state_.shared(), r] { return detail::acquire(s, r); }};
-    }
 
     respool::detail::db::state_handle<detail::pool_state> state_;
 };
