@@ -119,6 +119,10 @@ boost::asio::awaitable<lease<connection>> acquire(std::shared_ptr<pool_state> s)
 // A connection free now, without waiting (pools that are not thread_safe, on the pool's executor, where
 // with_connection's and transaction()'s coroutines run); else an empty lease: acquire() is the way.
 lease<connection> take_free(pool_state& s) noexcept;
+// Where with_connection's and transaction()'s connection comes from: a free one at once, else the acquire.
+inline auto borrow(std::shared_ptr<pool_state> s) {
+    return respool::detail::db::borrow_source{[s] { return take_free(*s); }, [s] { return acquire(s); }};
+}
 // The BEGIN of a transaction when it can travel with the first statement (an open connection outside a
 // transaction): put in place, true. Else false, and begin() sends it in a round trip of its own.
 bool begin_with_first_statement(connection& c, const transaction_options& o);
@@ -242,13 +246,10 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto with_connection(F fn, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        auto s = state_.shared();
-        auto source = respool::detail::db::borrow_source{[s] { return detail::take_free(*s); },
-                                                         [s] { return detail::acquire(s); }};
-        return boost::asio::co_spawn(
-            get_executor(),
-            respool::detail::db::with_borrowed<R>(std::move(source), std::move(fn), &detail::settle),
-            std::forward<Token>(token));
+        return boost::asio::co_spawn(get_executor(),
+                                     respool::detail::db::with_borrowed<R>(detail::borrow(state_.shared()),
+                                                                           std::move(fn), &detail::settle),
+                                     std::forward<Token>(token));
     }
 
     // BEGIN (isolation level, read-only), fn(connection&), COMMIT, on one borrowed connection; ROLLBACK
@@ -260,13 +261,10 @@ public:
     template <class F, class Token = boost::asio::deferred_t>
     auto transaction(F fn, transaction_options o = {}, Token&& token = {}) {
         using R = typename detail::awaited<std::invoke_result_t<F&, connection&>>::type;
-        auto s = state_.shared();
-        auto source = respool::detail::db::borrow_source{[s] { return detail::take_free(*s); },
-                                                         [s] { return detail::acquire(s); }};
         return boost::asio::co_spawn(
             get_executor(),
-            respool::detail::db::in_transaction<R>(std::move(source), o.max_attempts, std::move(fn),
-                                                   detail::transaction_steps{o}),
+            respool::detail::db::in_transaction<R>(detail::borrow(state_.shared()), o.max_attempts,
+                                                   std::move(fn), detail::transaction_steps{o}),
             std::forward<Token>(token));
     }
 
