@@ -35,7 +35,6 @@ bool pool_impl::check(check_kind k, resource_node& n, hook_reason why) noexcept 
 // A resource leaves the pool for a caller: stamps for leak reports, hold times, the observer.
 void pool_impl::hand_out(resource_node* n, const respool::source_location& where,
                          const acquire_op_base* op) noexcept {
-    if (opts_.acquire_ttl > duration::zero()) n->acquired_at = where;  // only leak reports read it
     if (context_) ++n->uses;
     const bool timed = opts_.record_timings || state_->obs;
     if (timed) n->taken_at = now();
@@ -95,7 +94,7 @@ resource_node* pool_impl::acquire_general(error_code& ec, const respool::source_
                 state_->core.set_now(now());
                 if (state_->core.next_take_validates()) return nullptr;
             }
-            t = state_->core.try_take(arrival);
+            t = state_->core.try_take(arrival, where);
         }
         bool refused = false;
         while (t.r && t.check != core::borrow_check::none) {
@@ -136,7 +135,8 @@ void pool_impl::start_acquire(acquire_op_base* op) noexcept {
                 if (op->timeout && !op->deadline) op->deadline = core::deadline_after(t0, *op->timeout);
                 state_->core.set_now(t0);
             }
-            t = state_->core.try_take();
+            core_of(op).where = op->where;  // leak reports name it, whichever way it is lent
+            t = state_->core.try_take(op->where);
             if (t.r && t.check != core::borrow_check::none) {  // it waits for the verdict, as if parked
                 state_->core.wait_for_check(core_of(op), t.r, op->started, op->deadline, op->timeout);
                 if (op->deadline) state_->rearm();

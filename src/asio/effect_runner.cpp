@@ -80,21 +80,22 @@ void pool_impl::process_rare(const core::effect& e, const error_code& create_ec)
     }
     case core::effect::kind::leak_suspected:
     case core::effect::kind::leak_returned: {
-        auto* n = node_of(e.r);
-        const auto held = std::chrono::nanoseconds(now() - e.r->leased_at);
+        // Only the effect's own values: the lease may be back and its resource destroyed by now.
+        const auto held = std::chrono::nanoseconds(e.d);
+        const respool::source_location& at = e.where;
         const bool back = e.what == core::effect::kind::leak_returned;
         notify(state_->obs, [&](observer& o) {
             if (back)
-                o.on_leak_returned(held, n->acquired_at);
+                o.on_leak_returned(held, at);
             else
-                o.on_leak_suspected(held, n->acquired_at);
+                o.on_leak_suspected(held, at);
         });
         if (logging(back ? log_level::info : log_level::warning)) {
             std::ostringstream m;
             m << (back ? "leaked lease returned after " : "leak suspected: lease held for ")
               << duration_text(std::chrono::duration_cast<std::chrono::milliseconds>(held))
-              << ", acquired at " << (n->acquired_at.file_name()[0] ? n->acquired_at.file_name() : "?") << ':'
-              << n->acquired_at.line() << " (" << n->acquired_at.function_name() << ')';
+              << ", acquired at " << (at.file_name()[0] ? at.file_name() : "?") << ':' << at.line() << " ("
+              << at.function_name() << ')';
             log(back ? log_level::info : log_level::warning, m.str());
         }
         break;

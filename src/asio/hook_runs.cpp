@@ -62,6 +62,7 @@ void pool_impl::hook_overdue(const std::shared_ptr<hook_run>& run) noexcept {
             break;
         case run_kind::before_release:
             run->why = destroy_reason::broken;
+            state_->core.set_now(now());  // a lease reported as leaked: how long it was held
             state_->core.release(core_of(run->n), core::pool_core::release_kind::broken, fx);
             break;
         }

@@ -97,7 +97,7 @@ bool pool_core::begin_inline_creation() noexcept {
     return true;
 }
 
-status pool_core::inline_created(resource* r, effects& fx) {
+status pool_core::inline_created(resource* r, effects& fx, const site& where) {
     --creating_;
     ++c_.creations;
     failures_in_row_ = 0;
@@ -108,7 +108,7 @@ status pool_core::inline_created(resource* r, effects& fx) {
     }
     --active_;  // lend() counts it again, with the rest of a take
     r->generation = generation_;
-    lend(r, newcomer, false, false);  // made for this take: no check
+    lend(r, newcomer, where, false, false);  // made for this take: no check
     // A waiter that parked meanwhile counted this creation as its own: it needs one now.
     maybe_create(fx);
     note_creation_over(fx);

@@ -25,8 +25,8 @@ struct effect {
         report_failure,
         circuit_changed,
         retry_after,     // creations are held back for `d` after a failure: call backoff_elapsed() then
-        leak_suspected,  // r has been lent longer than acquire_ttl (once per lease)
-        leak_returned,   // r, reported as leaked, came back
+        leak_suspected,  // a lease has been held longer than acquire_ttl (once per lease): d, where
+        leak_returned,   // a lease reported as leaked came back: d (held for), where
         ready,           // the pre-warm is over (once): st ok, create_failed (the first failure) or closed
         drained,         // closed and nothing left, no creation under way (once): close waiters complete
     };
@@ -35,8 +35,12 @@ struct effect {
     destroy_reason reason;  // destroy: why; report_failure of a resource: broken, poisoned or rejected
     status st;  // wake: ok (a place is reserved) or the error; report_failure: create_failed or ok
     waiter* w;
+    // Leak reports: the resource names which lease, and nothing may be read through it. A report
+    // carries what it says by value (d, where): another thread may give the lease back and destroy
+    // the resource before the report runs.
     resource* r;
     duration d;
+    site where;  // leak reports: the acquire that holds the lease
 
     // Post the resumption of w, which holds a reservation: resume(w) takes the place.
     static effect wake(waiter* w) noexcept { return make(kind::wake, w, nullptr); }
@@ -74,8 +78,13 @@ struct effect {
         e.d = delay;
         return e;
     }
-    static effect leak_suspected(resource* r) noexcept { return make(kind::leak_suspected, nullptr, r); }
-    static effect leak_returned(resource* r) noexcept { return make(kind::leak_returned, nullptr, r); }
+    // A lease held for `held` so far (suspected) or in all (returned), by the acquire at r->lease_site.
+    static effect leak_suspected(resource* r, duration held) noexcept {
+        return leak(kind::leak_suspected, r, held);
+    }
+    static effect leak_returned(resource* r, duration held) noexcept {
+        return leak(kind::leak_returned, r, held);
+    }
     static effect ready(status st) noexcept {
         effect e = make(kind::ready, nullptr, nullptr);
         e.st = st;
@@ -85,7 +94,13 @@ struct effect {
 
 private:
     static effect make(kind k, waiter* w, resource* r) noexcept {
-        return effect{k, destroy_reason::closed, status::ok, w, r, duration::zero()};
+        return effect{k, destroy_reason::closed, status::ok, w, r, duration::zero(), site{}};
+    }
+    static effect leak(kind k, resource* r, duration held) noexcept {
+        effect e = make(k, nullptr, r);
+        e.d = held;
+        e.where = r->lease_site;
+        return e;
     }
 };
 

@@ -62,7 +62,7 @@ void pool_core::housekeep(time_point now, effects& fx) {
             if (!r->leak_reported && deadline_after(r->leased_at, cfg_.acquire_ttl) <= now_) {
                 r->leak_reported = true;
                 ++c_.leaks;
-                fx.push(effect::leak_suspected(r));
+                fx.push(effect::leak_suspected(r, now_ - r->leased_at));
             }
         }
     }

@@ -3,6 +3,8 @@
 // resource node) embeds them, so parking a waiter or storing an idle resource never allocates.
 #pragma once
 
+#include <respool/source_location.hpp>
+
 #include <chrono>
 #include <cstdint>
 
@@ -11,6 +13,8 @@ namespace respool::core {
 using clock = std::chrono::steady_clock;
 using time_point = clock::time_point;
 using duration = clock::duration;
+// An acquire's call site, as its caller gave it: leak reports name the acquire that holds a lease.
+using site = respool::source_location;
 
 // Outcome of a core decision. `ok` with a resource means "taken"; the others end an acquire.
 enum class status : std::uint8_t {
@@ -39,6 +43,7 @@ struct resource {
     time_point created_at{};
     time_point idle_since{};  // last return to idle
     time_point leased_at{};   // when it was lent
+    site lease_site{};        // the acquire it was lent to (leak detection only)
     time_point expires_at{};  // max_lifetime deadline with jitter (set by the driver); {} = never
     bool leased = false;
     bool leak_reported = false;
@@ -67,8 +72,8 @@ enum class waiter_state : std::uint8_t {
     checking,  // holds a resource under its borrow checks (`checking`); its deadline still runs
 };
 
-// A pending acquire. Lives inside the operation state of the caller (72 bytes of room: the public
-// acquire_op_base reserves exactly that much, so a new field has to replace one).
+// A pending acquire. Lives inside the operation state of the caller (the public acquire_op_base and
+// request_node reserve exactly its size, so a new field grows every operation).
 struct waiter {
     waiter* prev = nullptr;  // list links: the FIFO queue (parked), the reserved or the checking list
     waiter* next = nullptr;
@@ -81,6 +86,7 @@ struct waiter {
     duration span{};
     resource* checking = nullptr;  // the resource under its borrow checks (state checking)
     std::uint64_t seq = 0;         // arrival order, kept across a re-park after a rejected resource
+    site where{};                  // the acquire's call site: what it is lent to (leak detection)
     std::uint32_t lane = no_lane;  // the deadline lane it is in (pending, with a deadline)
     waiter_state state = waiter_state::none;
     status result = status::ok;

@@ -171,7 +171,7 @@ void pool_core::drop_checker(waiter& w) noexcept {
 // A resource leaves idle for a caller that arrived at `arrival`: counted active, linked into the
 // leased list (leak detection), with the checks it must pass first (`checks`: false for one created
 // inline for this very take).
-pool_core::take_result pool_core::lend(resource* r, std::uint64_t arrival, bool at_once,
+pool_core::take_result pool_core::lend(resource* r, std::uint64_t arrival, const site& where, bool at_once,
                                        bool checks) noexcept {
     ++active_;
     if (circuit_ == circuit::half_open) {
@@ -182,6 +182,7 @@ pool_core::take_result pool_core::lend(resource* r, std::uint64_t arrival, bool 
         r->leased = true;
         r->leak_reported = false;
         r->leased_at = now_;
+        r->lease_site = where;
         r->lprev = nullptr;
         r->lnext = leased_head_;
         if (leased_head_) leased_head_->lprev = r;
@@ -224,13 +225,13 @@ void pool_core::unlend(resource* r) noexcept {
     r->lprev = r->lnext = nullptr;
 }
 
-pool_core::take_result pool_core::try_take(std::uint64_t arrival, bool at_once) noexcept {
+pool_core::take_result pool_core::try_take(std::uint64_t arrival, bool at_once, const site& where) noexcept {
     if (closed_) return {nullptr, status::closed};
     if (circuit_ == circuit::open || probes_exhausted()) {
         ++c_.unavailable_rejections;
         return {nullptr, status::unavailable};
     }
-    if (idle_.size() > reserved_) return lend(pop_idle(), arrival, at_once);
+    if (idle_.size() > reserved_) return lend(pop_idle(), arrival, where, at_once);
     return {};
 }
 
@@ -288,7 +289,7 @@ pool_core::take_result pool_core::resume(waiter& w, effects& fx) {
         shed_unwanted(fx);
         return {nullptr, status::unavailable};
     }
-    const take_result t = lend(pop_idle(), w.seq, false);
+    const take_result t = lend(pop_idle(), w.seq, w.where, false);
     if (t.check != borrow_check::none)
         hold_for_check(w, t.r);  // its deadline goes on running
     else
@@ -346,7 +347,7 @@ pool_core::verdict pool_core::check_done(resource* r, bool passed, time_point no
 // deadline index); it re-parks in arrival order when nothing is free, with the deadline it came with
 // (timeout when that has passed by now).
 pool_core::take_result pool_core::retry(waiter& w, time_point now, effects& fx) {
-    take_result t = try_take(w.seq, !w.counted_wait);
+    take_result t = try_take(w.seq, !w.counted_wait, w.where);
     if (t.st == status::ok && !t.r && w.has_deadline && w.deadline <= now) {
         ++c_.timeouts;
         t.st = status::timeout;
@@ -444,7 +445,7 @@ void pool_core::release(resource* r, release_kind kind, effects& fx) {
     --active_;
     if (cfg_.track_leases && r->leased) {
         unlend(r);
-        if (r->leak_reported) fx.push(effect::leak_returned(r));
+        if (r->leak_reported) fx.push(effect::leak_returned(r, now_ - r->leased_at));
     }
     if (kind != release_kind::ok) {
         if (kind == release_kind::poisoned)

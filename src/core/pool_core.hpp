@@ -94,12 +94,15 @@ public:
     // check comes back with it: the caller runs it and calls check_done (a synchronous caller), or
     // first wait_for_check (an acquire that may be cancelled or time out meanwhile). Every resource
     // taken from idle is due for before_acquire: a newcomer finds none made for it.
-    take_result try_take() noexcept { return try_take(newcomer); }
+    // `where`: the acquire's call site, which leak reports name (with acquire_ttl).
+    take_result try_take(const site& where = {}) noexcept { return try_take(newcomer, true, where); }
     // The same for a synchronous caller that may take more than once (a check refused what it got):
     // `arrival` comes from arrive(), once, before its first take; a resource made since then (the
     // replacement of one it refused) was made for it and skips before_acquire, so a hook that always
     // says no costs one creation per refused resource, not a loop.
-    take_result try_take(std::uint64_t arrival) noexcept { return try_take(arrival, true); }
+    take_result try_take(std::uint64_t arrival, const site& where = {}) noexcept {
+        return try_take(arrival, true, where);
+    }
     [[nodiscard]] std::uint64_t arrive() noexcept { return next_seq_++; }
     // Whether the resource try_take would lend now must be validated first (it idled past
     // validate_after at now()): a caller that cannot wait for a coroutine validation takes nothing
@@ -192,7 +195,8 @@ public:
     // try_acquire with a synchronous factory: a place free for anyone (no parked waiter) becomes a
     // creation owned by the caller. The caller reports inline_created / inline_failed.
     bool begin_inline_creation() noexcept;
-    status inline_created(resource* r, effects& fx);  // ok: r is the caller's; closed: destroyed
+    status inline_created(resource* r, effects& fx,
+                          const site& where = {});  // ok: r is the caller's; closed: destroyed
     void inline_failed(effects& fx);
 
     // Background health check, one round at a time and one resource at a time: begin_health_round
@@ -282,8 +286,9 @@ private:
     void report_resource_failure(destroy_reason why, effects& fx);
     // idle -> active: leased list, probes, checks (`arrival`: the taker's, see try_take; `at_once`:
     // the taker never parked, so its acquire is also an immediate take).
-    take_result lend(resource* r, std::uint64_t arrival, bool at_once, bool checks = true) noexcept;
-    take_result try_take(std::uint64_t arrival, bool at_once) noexcept;
+    take_result lend(resource* r, std::uint64_t arrival, const site& where, bool at_once,
+                     bool checks = true) noexcept;
+    take_result try_take(std::uint64_t arrival, bool at_once, const site& where) noexcept;
     void unlend(resource* r) noexcept;
     void hold_for_check(waiter& w, resource* r) noexcept;
     void drop_checker(waiter& w) noexcept;

@@ -9,8 +9,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
+#include <functional>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 using respool::circuit_state;
 using test::tracker;
@@ -173,6 +177,52 @@ TEST(lifecycle_pool, leak_is_reported_once_with_the_acquire_site_and_again_on_re
     EXPECT_NE(log.str().find("lifecycle_test.cpp:" + std::to_string(expected_line)), std::string::npos)
         << log.str();
     EXPECT_NE(log.str().find("leaked lease returned"), std::string::npos);
+}
+
+// A leak report runs after the pool's lock is released, and says what it had copied by then: here the
+// observer, at the first report, gives the other leaked lease back poisoned, so its resource is
+// destroyed before its own report runs; that report still names its acquire. (Under ASan, a report
+// that read the destroyed resource fails this test.)
+TEST(lifecycle_pool, a_leak_report_outlives_the_resource_it_is_about) {
+    struct obs : respool::observer {
+        std::vector<std::uint_least32_t> lines;
+        std::vector<std::chrono::nanoseconds> held;
+        std::function<void(std::uint_least32_t)> at_first;
+        void on_leak_suspected(std::chrono::nanoseconds h, const respool::source_location& where) override {
+            lines.push_back(where.line());
+            held.push_back(h);
+            if (at_first) std::exchange(at_first, nullptr)(where.line());
+        }
+    };
+    asio::io_context io;
+    auto clock = std::make_shared<respool::manual_clock>();
+    auto t = std::make_shared<tracker>();
+    respool::pool_options o;
+    o.min = 2;
+    o.max = 2;
+    o.acquire_ttl = 40ms;
+    o.clock = clock;
+    pool<conn> p(io.get_executor(), o, test::counting_hooks(t));
+    io.poll();
+    const auto line_a = respool::source_location::current().line() + 1;
+    auto a = p.try_acquire();
+    const auto line_b = respool::source_location::current().line() + 1;
+    auto b = p.try_acquire();
+    ASSERT_TRUE(a && b);
+    auto ob = std::make_shared<obs>();
+    ob->at_first = [&](std::uint_least32_t reported) { (reported == line_a ? b : a).poison(); };
+    p.set_observer(ob);
+    for (int i = 0; i < 20 && p.stats().leaks < 2; ++i) {
+        clock->advance(10ms);
+        io.restart();
+        io.poll();
+    }
+    ASSERT_EQ(ob->lines.size(), 2u);
+    std::sort(ob->lines.begin(), ob->lines.end());
+    EXPECT_EQ(ob->lines, (std::vector<std::uint_least32_t>{line_a, line_b}));
+    for (auto h : ob->held) EXPECT_GE(h, std::chrono::nanoseconds(40ms));
+    EXPECT_EQ(p.stats().poisoned, 1u);
+    EXPECT_EQ(t->destroyed, 1) << "the second report ran after its resource was destroyed";
 }
 
 TEST(lifecycle_pool, idle_ttl_evicts_down_to_min) {

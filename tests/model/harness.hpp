@@ -236,8 +236,10 @@ private:
             if (e.what == effect::kind::report_failure || e.what == effect::kind::ready) m.st = e.st;
             if (e.what == effect::kind::retry_after)
                 m.d = std::chrono::duration_cast<std::chrono::nanoseconds>(e.d).count();
-            if (e.what == effect::kind::leak_suspected || e.what == effect::kind::leak_returned)
+            if (e.what == effect::kind::leak_suspected || e.what == effect::kind::leak_returned) {
                 m.res = id_of(e.r);
+                m.d = std::chrono::duration_cast<std::chrono::nanoseconds>(e.d).count();
+            }
             got.push_back(m);
         }
         fx.clear();

@@ -35,7 +35,7 @@ struct m_effect {
     int res = -1;     // resource id
     destroy_reason reason = destroy_reason::closed;
     status st = status::ok;
-    long long d = 0;  // retry_after delay, ns
+    long long d = 0;  // retry_after delay; how long a leaked lease was held; ns
     bool operator==(const m_effect&) const = default;
     bool operator<(const m_effect& o) const {
         return std::tie(what, waiter, res, reason, st, d) <
@@ -460,11 +460,16 @@ struct model {
             idle.push_front(r);
         reserve_for_parked();
     }
+    m_effect leak(effect::kind k, int r) const {
+        m_effect e{k, -1, r};
+        e.d = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_now - res.at(r).leased_at).count();
+        return e;
+    }
     void release(int r, pool_core::release_kind k) {
         --active;
         if (res[r].leased) {
             unlend(r);
-            if (res[r].leak_reported) fx.push_back({effect::kind::leak_returned, -1, r});
+            if (res[r].leak_reported) fx.push_back(leak(effect::kind::leak_returned, r));
         }
         if (k != pool_core::release_kind::ok) {
             if (k == pool_core::release_kind::poisoned)
@@ -561,7 +566,7 @@ struct model {
             for (int id : leased_now) {
                 res[id].leak_reported = true;
                 ++c.leaks;
-                fx.push_back({effect::kind::leak_suspected, -1, id});
+                fx.push_back(leak(effect::kind::leak_suspected, id));
             }
         }
         replenish();

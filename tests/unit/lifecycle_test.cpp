@@ -28,7 +28,8 @@ struct rig {
     int creates = 0;
     std::vector<std::pair<int, destroy_reason>> destroyed;
     std::vector<duration> retries;
-    std::vector<int> leaks, returned;
+    std::vector<int> leaks, returned;  // the line of the acquire each leak report names
+    std::vector<duration> leaks_held, returned_held;
     int failures = 0;
 
     res* make(duration lifetime = {}) {
@@ -48,8 +49,14 @@ struct rig {
                 destroyed.emplace_back(static_cast<res*>(e.r)->id, e.reason);
                 break;
             case effect::kind::retry_after: retries.push_back(e.d); break;
-            case effect::kind::leak_suspected: leaks.push_back(static_cast<res*>(e.r)->id); break;
-            case effect::kind::leak_returned: returned.push_back(static_cast<res*>(e.r)->id); break;
+            case effect::kind::leak_suspected:
+                leaks.push_back(static_cast<int>(e.where.line()));
+                leaks_held.push_back(e.d);
+                break;
+            case effect::kind::leak_returned:
+                returned.push_back(static_cast<int>(e.where.line()));
+                returned_held.push_back(e.d);
+                break;
             case effect::kind::report_failure: ++failures; break;
             default: break;
             }
@@ -186,21 +193,59 @@ TEST(lifecycle, acquire_ttl_reports_a_leak_once_and_again_when_it_returns) {
     c.acquire_ttl = 30s;
     rig h(c);
     h.warm();
-    auto r = h.core.try_take().r;
+    const auto at = respool::source_location::current();
+    auto r = h.core.try_take(at).r;
     h.tick(29s);
     EXPECT_TRUE(h.leaks.empty());
     h.tick(1s);
-    ASSERT_EQ(h.leaks, std::vector<int>{1});
+    ASSERT_EQ(h.leaks, std::vector<int>{static_cast<int>(at.line())}) << "the report names the acquire";
+    EXPECT_EQ(h.leaks_held, std::vector<duration>{30s});
     h.tick(60s);
     EXPECT_EQ(h.leaks.size(), 1u) << "once per lease";
     h.release(r);
-    EXPECT_EQ(h.returned, std::vector<int>{1});
+    EXPECT_EQ(h.returned, std::vector<int>{static_cast<int>(at.line())});
+    EXPECT_EQ(h.returned_held, std::vector<duration>{90s});
     auto again = h.core.try_take().r;
     h.tick(10s);
     EXPECT_EQ(h.leaks.size(), 1u) << "a new lease starts a new clock";
     h.release(again);
     EXPECT_EQ(h.returned.size(), 1u) << "a lease that was not reported is not 'returned'";
     EXPECT_EQ(h.core.stats().leaks, 1u);
+}
+
+// A report is a value: it names the acquire a parked waiter made (lent on its resumption, not at its
+// take), and what it says stays true after its resource was given back and destroyed, which another
+// thread may do before the report runs.
+TEST(lifecycle, a_leak_report_carries_the_waiters_site_and_time_by_value) {
+    config c = cfg(1, 1);
+    c.acquire_ttl = 30s;
+    rig h(c);
+    h.warm();
+    auto first = h.core.try_take().r;
+    waiter w;
+    w.where = respool::source_location::current();
+    effects fx;
+    ASSERT_EQ(h.core.park(w, h.now, std::nullopt, fx), status::ok);
+    h.apply(fx);
+    h.tick(10s);
+    h.release(first);  // reserved for w
+    ASSERT_EQ(h.posted.size(), 1u);
+    const auto t = h.core.resume(w, fx);
+    h.apply(fx);
+    ASSERT_EQ(t.r, first);
+    EXPECT_TRUE(h.leaks.empty()) << "the first lease was given back after 10 s";
+    h.tick(31s);
+    ASSERT_EQ(h.leaks, std::vector<int>{static_cast<int>(w.where.line())});
+    EXPECT_EQ(h.leaks_held, std::vector<duration>{31s});
+
+    effects report;  // its report as it comes back, kept while its resource is poisoned and destroyed
+    h.core.release(t.r, pool_core::release_kind::poisoned, report);
+    ASSERT_GE(report.size(), 2u);
+    EXPECT_EQ(report[0].what, effect::kind::leak_returned);
+    EXPECT_EQ(report[0].where.line(), w.where.line());
+    EXPECT_EQ(report[0].d, 31s);
+    h.apply(report);
+    EXPECT_EQ(static_cast<res*>(first)->destroyed, 1);
 }
 
 TEST(lifecycle, an_acquire_ttl_of_duration_max_never_reports_a_leak) {

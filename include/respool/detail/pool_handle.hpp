@@ -33,10 +33,9 @@ class pool_impl;
 // A resource as the pool owns it: room for the core's bookkeeping, the driver's stamps, and (in
 // typed_node<T>) the value. Standard layout, the core's part first.
 struct resource_node {
-    static constexpr std::size_t core_size = 88;
+    static constexpr std::size_t core_size = 88 + sizeof(respool::source_location);
     alignas(8) unsigned char core_part[core_size];     // the core's header (constructed by the library)
     std::chrono::steady_clock::time_point taken_at{};  // precise; stamped only when hold times are wanted
-    respool::source_location acquired_at{};            // the acquire call that holds it (leak reports)
     std::uint64_t uses = 0;                            // leases handed out (only when a hook reads it)
 };
 
@@ -80,7 +79,7 @@ public:
 // owns the handler; the core's waiter node lives in `core_part`, so parking allocates nothing beyond
 // the operation itself. Standard layout, the core's part first.
 struct acquire_op_base {
-    static constexpr std::size_t core_size = 72;
+    static constexpr std::size_t core_size = 72 + sizeof(respool::source_location);
     alignas(8) unsigned char core_part[core_size];  // the core's waiter (constructed by the library)
     std::shared_ptr<pool_impl> impl;
     std::optional<std::chrono::steady_clock::duration> timeout;

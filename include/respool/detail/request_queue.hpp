@@ -11,6 +11,7 @@
 #pragma once
 
 #include <respool/error.hpp>
+#include <respool/source_location.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -23,7 +24,7 @@ namespace respool::detail {
 
 // The part of a queued entry the queue links. An entry type derives from it.
 struct request_node {
-    static constexpr std::size_t core_size = 72;
+    static constexpr std::size_t core_size = 72 + sizeof(respool::source_location);
     alignas(8) unsigned char core_part[core_size];  // the core's node (constructed by the library)
     request_node() noexcept;
     request_node(const request_node&) = delete;
