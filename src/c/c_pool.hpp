@@ -57,6 +57,7 @@ struct respool_pool {
     std::uint64_t inflight = 0;  // acquires under way (blocking or async)
     bool freed = false;
     bool finishing = false;
+    bool deleted_by_own_thread = false;  // finish() ran on the pool's thread: it deletes the handle
 };
 
 namespace respool::c_abi {

@@ -51,21 +51,26 @@ bool last_out(respool_pool* p) noexcept {  // under p->mu
     return true;
 }
 
-// Deletes the handle. The pool thread cannot join itself: from there a helper thread does it.
+// Deletes the handle: joins the pool's thread, then deletes. On the pool's thread itself (the last
+// release or acquire ended in a callback there), which cannot join itself, it only marks the handle:
+// that thread deletes it once its run() returns (run_pool_thread). No thread is started for it, so
+// there is nothing that can fail, and no thread whose only reference to the handle is its argument.
 void finish(respool_pool* p) noexcept {
     p->basic.reset();  // closed, nothing lent, nothing under way: nothing of the pool outlives this
-    p->work.reset();
+    p->work.reset();   // run() returns once the handlers still queued have run
     if (std::this_thread::get_id() == p->thread_id) {
-        try {
-            std::thread([p] {
-                p->thread.join();
-                delete p;
-            }).detach();
-        } catch (...) {
-            p->thread.detach();  // no thread to join it: the handle is leaked rather than freed early
-        }
-    } else {
-        if (p->thread.joinable()) p->thread.join();
+        p->deleted_by_own_thread = true;
+        return;
+    }
+    if (p->thread.joinable()) p->thread.join();
+    delete p;
+}
+
+// The pool's own thread: its io_context (completions, health checks, timers), until finish().
+void run_pool_thread(respool_pool* p) noexcept {
+    p->io.run();
+    if (p->deleted_by_own_thread) {  // set on this thread, by finish() in one of the handlers
+        p->thread.detach();
         delete p;
     }
 }
@@ -171,7 +176,7 @@ int create_pool(respool::pool_options o, const respool_hooks2& hooks, bool creat
             discard();
             return fail(RESPOOL_E_CREATE, "the create callback failed during the pre-warm to min");
         }
-        p->thread = std::thread([raw = p.get()] { raw->io.run(); });
+        p->thread = std::thread([raw = p.get()] { run_pool_thread(raw); });
         p->thread_id = p->thread.get_id();
         *out_pool = p.release();
         return RESPOOL_OK;
