@@ -16,6 +16,7 @@
 #include "core/pool_core.hpp"
 #include "hook_run.hpp"
 #include "pool_lock.hpp"
+#include "published.hpp"
 #include "timer_list.hpp"
 
 #include <boost/asio/post.hpp>
@@ -63,10 +64,10 @@ struct pool_impl::driver_state final : scheduled_alarm {
     timer_list::handle recover_timer;
     std::minstd_rand rng{std::random_device{}()};
 
-    std::shared_ptr<circuit_strategy> strategy;
+    published<circuit_strategy> strategy;
     std::vector<std::shared_ptr<observer>> observers;
-    std::shared_ptr<observer> obs;  // what events go to: the one observer, a fan-out of several, or none
-    std::shared_ptr<log_sink> sink;
+    published<observer> obs;  // what events go to: the one observer, a fan-out of several, or none
+    published<log_sink> sink;
     histogram wait_time, hold_time, create_time;
 
     std::shared_ptr<pool_impl> keep_alive;  // set while the pool object is gone but resources remain
@@ -158,7 +159,7 @@ core::config to_config(const pool_options& o, hook_mode before_acquire, hook_mod
 
 // Calls the observer, if any; an observer that throws is ignored (events never change outcomes).
 template <class F>
-void notify(const std::shared_ptr<observer>& obs, F&& f) noexcept {
+void notify(const published<observer>& obs, F&& f) noexcept {
     if (observer* o = obs.get()) {
         try {
             f(*o);

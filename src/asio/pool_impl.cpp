@@ -94,13 +94,15 @@ clock::time_point pool_impl::now() const noexcept {
 }
 
 bool pool_impl::logging(log_level level) const noexcept {
-    return state_->sink && state_->sink->enabled(level);
+    log_sink* s = state_->sink.get();
+    return s && s->enabled(level);
 }
 
 void pool_impl::log(log_level level, const std::string& message) noexcept {
-    if (!logging(level)) return;
+    log_sink* s = state_->sink.get();
+    if (!s || !s->enabled(level)) return;
     try {
-        state_->sink->log(level, message);
+        s->log(level, message);
     } catch (...) {
     }
 }
@@ -151,33 +153,33 @@ void pool_impl::recover_after(duration delay, std::uint32_t max_probes) {
 
 void pool_impl::set_log_sink(std::shared_ptr<log_sink> l) {
     guard g(*state_);
-    state_->sink = std::move(l);
+    state_->sink.set(std::move(l));
 }
 
 void pool_impl::set_strategy(std::shared_ptr<circuit_strategy> s) {
     guard g(*state_);
     state_->core.set_reports(s != nullptr);
-    state_->strategy = std::move(s);
+    state_->strategy.set(std::move(s));
 }
 
 void pool_impl::set_observer(std::shared_ptr<observer> o) {
     guard g(*state_);
     state_->observers.clear();
     if (o) state_->observers.push_back(std::move(o));
-    state_->obs = fan_out(state_->observers);
+    state_->obs.set(fan_out(state_->observers));
 }
 
 void pool_impl::add_observer(std::shared_ptr<observer> o) {
     if (!o) return;
     guard g(*state_);
     state_->observers.push_back(std::move(o));
-    state_->obs = fan_out(state_->observers);
+    state_->obs.set(fan_out(state_->observers));
 }
 
 void pool_impl::remove_observer(const std::shared_ptr<observer>& o) {
     guard g(*state_);
     std::erase(state_->observers, o);
-    state_->obs = fan_out(state_->observers);
+    state_->obs.set(fan_out(state_->observers));
 }
 
 pool_stats pool_impl::stats() const noexcept {
