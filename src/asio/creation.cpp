@@ -161,8 +161,8 @@ resource_node* pool_impl::create_inline(error_code& ec, const respool::source_lo
         guard g(*state_);
         if (timed) state_->create_time.record(took);
         if (fresh) {
-            st = state_->core.inline_created(core_of(fresh), fx,
-                                             where);  // lent: made for this take, unchecked
+            // Lent: made for this take, unchecked.
+            st = state_->core.inline_created(core_of(fresh), fx, where);
         } else {
             state_->core.inline_failed(fx);
             st = core::status::create_failed;

@@ -21,7 +21,6 @@ public:
 
     // The current object, or nullptr. Lives at least as long as the pool.
     [[nodiscard]] T* get() const noexcept { return now_.load(std::memory_order_acquire); }
-    T* operator->() const noexcept { return get(); }
     explicit operator bool() const noexcept { return get() != nullptr; }
 
     // Under the pool's lock. The object it replaces stays alive (see above).
