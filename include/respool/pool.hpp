@@ -552,9 +552,10 @@ public:
     void set_circuit_strategy(std::shared_ptr<circuit_strategy> s) {
         detail::set_strategy(valid_impl(), std::move(s));
     }
-    // Observers (several may watch one pool: the user's and a metrics exporter, say). Install them
-    // before the pool is in use by other threads; with none installed events cost nothing.
-    // set_observer replaces them all (nullptr removes them all).
+    // Observers (several may watch one pool: the user's and a metrics exporter, say); with none
+    // installed events cost nothing. set_observer replaces them all (nullptr removes them all). Any
+    // time, from any thread: an event under way may still reach a replaced observer, which the pool
+    // keeps alive until it is destroyed (so is a replaced strategy or log sink).
     void set_observer(std::shared_ptr<observer> o) { detail::set_observer(valid_impl(), std::move(o)); }
     void add_observer(std::shared_ptr<observer> o) { detail::add_observer(valid_impl(), std::move(o)); }
     void remove_observer(const std::shared_ptr<observer>& o) { detail::remove_observer(valid_impl(), o); }

@@ -32,9 +32,9 @@ bool pool_impl::check(check_kind k, resource_node& n, hook_reason why) noexcept 
     return hooks_->check_sync(k, n, context_of(n, why));
 }
 
-// A resource leaves the pool for a caller: stamps for leak reports, hold times, the observer.
-void pool_impl::hand_out(resource_node* n, const respool::source_location& where,
-                         const acquire_op_base* op) noexcept {
+// A resource leaves the pool for a caller: the use count, hold times, the observer. (Leak reports take
+// the acquire's site from the core, which records it when it lends the resource.)
+void pool_impl::hand_out(resource_node* n, const acquire_op_base* op) noexcept {
     if (context_) ++n->uses;
     const bool timed = opts_.record_timings || state_->obs;
     if (timed) n->taken_at = now();
@@ -113,7 +113,7 @@ resource_node* pool_impl::acquire_general(error_code& ec, const respool::source_
         }
         if (refused) continue;  // destroyed: take again
         if (!t.r) return nullptr;
-        hand_out(node_of(t.r), where, nullptr);
+        hand_out(node_of(t.r), nullptr);
         return node_of(t.r);
     }
 }
@@ -206,7 +206,7 @@ void pool_impl::serve(acquire_op_base* op, core::pool_core::take_result t, bool 
             return;
         }
     }
-    hand_out(node_of(t.r), op->where, op);
+    hand_out(node_of(t.r), op);
     op->complete(op, {}, node_of(t.r), post);
 }
 

@@ -187,7 +187,7 @@ resource_node* pool_impl::create_inline(error_code& ec, const respool::source_lo
         ec = to_error(st);
         return nullptr;
     }
-    hand_out(fresh, where, nullptr);  // a fresh resource skips the checks
+    hand_out(fresh, nullptr);  // a fresh resource skips the checks
     return fresh;
 }
 

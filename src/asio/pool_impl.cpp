@@ -158,28 +158,37 @@ void pool_impl::set_log_sink(std::shared_ptr<log_sink> l) {
 
 void pool_impl::set_strategy(std::shared_ptr<circuit_strategy> s) {
     guard g(*state_);
-    state_->core.set_reports(s != nullptr);
-    state_->strategy.set(std::move(s));
+    const bool reports = s != nullptr;
+    state_->strategy.set(std::move(s));  // may throw (out of memory): before anything else changes
+    state_->core.set_reports(reports);
 }
 
+// Each observer change builds the new list first: a failure to allocate leaves the old one in place.
 void pool_impl::set_observer(std::shared_ptr<observer> o) {
+    std::vector<std::shared_ptr<observer>> all;
+    if (o) all.push_back(std::move(o));
     guard g(*state_);
-    state_->observers.clear();
-    if (o) state_->observers.push_back(std::move(o));
-    state_->obs.set(fan_out(state_->observers));
+    publish_observers(std::move(all));
 }
 
 void pool_impl::add_observer(std::shared_ptr<observer> o) {
     if (!o) return;
     guard g(*state_);
-    state_->observers.push_back(std::move(o));
-    state_->obs.set(fan_out(state_->observers));
+    auto all = state_->observers;
+    all.push_back(std::move(o));
+    publish_observers(std::move(all));
 }
 
 void pool_impl::remove_observer(const std::shared_ptr<observer>& o) {
     guard g(*state_);
-    std::erase(state_->observers, o);
-    state_->obs.set(fan_out(state_->observers));
+    auto all = state_->observers;
+    std::erase(all, o);
+    publish_observers(std::move(all));
+}
+
+void pool_impl::publish_observers(std::vector<std::shared_ptr<observer>> all) {  // under the lock
+    state_->obs.set(fan_out(all));
+    state_->observers = std::move(all);
 }
 
 pool_stats pool_impl::stats() const noexcept {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <new>
 #include <type_traits>
+#include <vector>
 
 namespace respool::detail {
 
@@ -101,6 +102,7 @@ public:
     void retry_now() noexcept;
     void add_observer(std::shared_ptr<observer> o);
     void remove_observer(const std::shared_ptr<observer>& o);
+    void publish_observers(std::vector<std::shared_ptr<observer>> all);
     void set_log_sink(std::shared_ptr<log_sink> l);
     void log_line(log_level level, const std::string& message) noexcept { log(level, message); }
 
@@ -138,8 +140,7 @@ private:
     [[nodiscard]] std::chrono::steady_clock::time_point now() const noexcept;
     void on_alarm() noexcept;
     void close_grace_over(std::uint64_t key) noexcept;
-    void hand_out(resource_node* n, const respool::source_location& where,
-                  const acquire_op_base* op) noexcept;
+    void hand_out(resource_node* n, const acquire_op_base* op) noexcept;
     void housekeep_tick() noexcept;
     void arm_housekeeping() noexcept;
     void arm_retry(duration d) noexcept;

@@ -25,6 +25,7 @@ public:
 
     // Under the pool's lock. The object it replaces stays alive (see above).
     void set(std::shared_ptr<T> next) {
+        if (next == owner_) return;  // the same one again: nothing replaced, nothing to keep
         if (owner_) {
             kept_.reserve(kept_.size() + 1);  // may throw before anything changed
             kept_.push_back(std::move(owner_));

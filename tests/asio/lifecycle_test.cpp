@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -223,6 +224,50 @@ TEST(lifecycle_pool, a_leak_report_outlives_the_resource_it_is_about) {
     for (auto h : ob->held) EXPECT_GE(h, std::chrono::nanoseconds(40ms));
     EXPECT_EQ(p.stats().poisoned, 1u);
     EXPECT_EQ(t->destroyed, 1) << "the second report ran after its resource was destroyed";
+}
+
+// An acquire that parks is named by its own call site when the resource it waited for is lent to it on
+// its resumption, not at its first take.
+TEST(lifecycle_pool, a_parked_acquire_is_reported_with_its_own_site) {
+    struct obs : respool::observer {
+        std::vector<std::uint_least32_t> lines;
+        void on_leak_suspected(std::chrono::nanoseconds, const respool::source_location& where) override {
+            lines.push_back(where.line());
+        }
+    };
+    asio::io_context io;
+    auto clock = std::make_shared<respool::manual_clock>();
+    auto t = std::make_shared<tracker>();
+    respool::pool_options o;
+    o.min = 1;
+    o.max = 1;
+    o.acquire_ttl = 40ms;
+    o.clock = clock;
+    pool<conn> p(io.get_executor(), o, test::counting_hooks(t));
+    io.poll();
+    auto first = p.try_acquire();
+    ASSERT_TRUE(first);
+    std::optional<respool::lease<conn>> second;
+    const auto line = respool::source_location::current().line() + 1;
+    p.async_acquire([&](respool::error_code ec, respool::lease<conn> l) {
+        ASSERT_FALSE(ec);
+        second = std::move(l);
+    });
+    io.restart();
+    io.poll();
+    ASSERT_EQ(p.stats().waiting, 1u) << "parked behind the first lease";
+    first.release();
+    io.restart();
+    io.poll();
+    ASSERT_TRUE(second && *second);
+    auto ob = std::make_shared<obs>();
+    p.set_observer(ob);
+    for (int i = 0; i < 20 && p.stats().leaks < 1; ++i) {
+        clock->advance(10ms);
+        io.restart();
+        io.poll();
+    }
+    EXPECT_EQ(ob->lines, std::vector<std::uint_least32_t>{line});
 }
 
 TEST(lifecycle_pool, idle_ttl_evicts_down_to_min) {

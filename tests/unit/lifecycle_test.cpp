@@ -214,8 +214,9 @@ TEST(lifecycle, acquire_ttl_reports_a_leak_once_and_again_when_it_returns) {
 }
 
 // A report is a value: it names the acquire a parked waiter made (lent on its resumption, not at its
-// take), and what it says stays true after its resource was given back and destroyed, which another
-// thread may do before the report runs.
+// take), and the report of a lease given back poisoned carries its time and site itself, beside the
+// destroy effect of its resource (the driver runs both after unlocking; tests/asio/lifecycle_test.cpp
+// destroys the resource before the report runs).
 TEST(lifecycle, a_leak_report_carries_the_waiters_site_and_time_by_value) {
     config c = cfg(1, 1);
     c.acquire_ttl = 30s;
