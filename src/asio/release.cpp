@@ -130,16 +130,15 @@ void pool_impl::finish_release(resource_node* n, bool poisoned, bool broken,
     const bool timed = opts_.record_timings || state_->obs;  // otherwise the node is not even read
     if (timed && n->taken_at != clock::time_point{}) held = now() - n->taken_at;
     if (timed) notify(state_->obs, [held](observer& o) { o.on_released(held); });
-    // A lease reported as leaked is reported again as it comes back, with how long it was held.
-    const bool leases_tracked = opts_.acquire_ttl > duration::zero();
-    const auto t = leases_tracked ? now() : clock::time_point{};
     core::effects fx;
     bool closed;
     std::shared_ptr<pool_impl> self;
     {
         guard g(*state_);
         if (opts_.record_timings) state_->hold_time.record(held);
-        if (leases_tracked) state_->core.set_now(t);
+        // A lease reported as leaked is reported again as it comes back, with how long it was held:
+        // the clock is read for those (rare) leases only, not on every release.
+        if (core_of(n)->leak_reported) state_->core.set_now(now());
         state_->core.release(core_of(n),
                              poisoned ? core::pool_core::release_kind::poisoned
                              : broken ? core::pool_core::release_kind::broken
