@@ -180,94 +180,95 @@ TEST(lifecycle_pool, leak_is_reported_once_with_the_acquire_site_and_again_on_re
     EXPECT_NE(log.str().find("leaked lease returned"), std::string::npos);
 }
 
-// A leak report runs after the pool's lock is released, and says what it had copied by then: here the
-// observer, at the first report, gives the other leaked lease back poisoned, so its resource is
-// destroyed before its own report runs; that report still names its acquire. (Under ASan, a report
-// that read the destroyed resource fails this test.)
-TEST(lifecycle_pool, a_leak_report_outlives_the_resource_it_is_about) {
-    struct obs : respool::observer {
+namespace {
+
+// A pool of `size` (min = max) whose leases are reported as leaked after 40 ms, on a manual clock, with
+// an observer that records each report.
+struct leak_rig {
+    struct reports final : respool::observer {
         std::vector<std::uint_least32_t> lines;
         std::vector<std::chrono::nanoseconds> held;
-        std::function<void(std::uint_least32_t)> at_first;
+        std::function<void(std::uint_least32_t)> at_first;  // runs inside the first report, once
         void on_leak_suspected(std::chrono::nanoseconds h, const respool::source_location& where) override {
             lines.push_back(where.line());
             held.push_back(h);
             if (at_first) std::exchange(at_first, nullptr)(where.line());
         }
     };
-    asio::io_context io;
-    auto clock = std::make_shared<respool::manual_clock>();
-    auto t = std::make_shared<tracker>();
-    respool::pool_options o;
-    o.min = 2;
-    o.max = 2;
-    o.acquire_ttl = 40ms;
-    o.clock = clock;
-    pool<conn> p(io.get_executor(), o, test::counting_hooks(t));
-    io.poll();
-    const auto line_a = respool::source_location::current().line() + 1;
-    auto a = p.try_acquire();
-    const auto line_b = respool::source_location::current().line() + 1;
-    auto b = p.try_acquire();
-    ASSERT_TRUE(a && b);
-    auto ob = std::make_shared<obs>();
-    ob->at_first = [&](std::uint_least32_t reported) { (reported == line_a ? b : a).poison(); };
-    p.set_observer(ob);
-    for (int i = 0; i < 20 && p.stats().leaks < 2; ++i) {
-        clock->advance(10ms);
+    static respool::pool_options options(std::uint32_t size, std::shared_ptr<respool::manual_clock> c) {
+        respool::pool_options o;
+        o.min = size;
+        o.max = size;
+        o.acquire_ttl = 40ms;
+        o.clock = std::move(c);
+        return o;
+    }
+    explicit leak_rig(std::uint32_t size)
+        : p(io.get_executor(), options(size, clock), test::counting_hooks(t)) {
+        p.set_observer(seen);
+        io.poll();
+    }
+    void poll() {
         io.restart();
         io.poll();
     }
-    ASSERT_EQ(ob->lines.size(), 2u);
-    std::sort(ob->lines.begin(), ob->lines.end());
-    EXPECT_EQ(ob->lines, (std::vector<std::uint_least32_t>{line_a, line_b}));
-    for (auto h : ob->held) EXPECT_GE(h, std::chrono::nanoseconds(40ms));
-    EXPECT_EQ(p.stats().poisoned, 1u);
-    EXPECT_EQ(t->destroyed, 1) << "the second report ran after its resource was destroyed";
+    // Moves time on in 10 ms steps until the pool has reported `n` leaks (200 ms at most).
+    void until_leaks(std::uint64_t n) {
+        for (int i = 0; i < 20 && p.stats().leaks < n; ++i) {
+            clock->advance(10ms);
+            poll();
+        }
+    }
+    asio::io_context io;
+    std::shared_ptr<respool::manual_clock> clock = std::make_shared<respool::manual_clock>();
+    std::shared_ptr<tracker> t = std::make_shared<tracker>();
+    std::shared_ptr<reports> seen = std::make_shared<reports>();
+    pool<conn> p;
+};
+
+}  // namespace
+
+// A leak report runs after the pool's lock is released, and says what it had copied by then: here the
+// observer, at the first report, gives the other leaked lease back poisoned, so its resource is
+// destroyed before its own report runs; that report still names its acquire. (Under ASan, a report
+// that read the destroyed resource fails this test.)
+TEST(lifecycle_pool, a_leak_report_outlives_the_resource_it_is_about) {
+    leak_rig r(2);
+    const auto line_a = respool::source_location::current().line() + 1;
+    auto a = r.p.try_acquire();
+    const auto line_b = respool::source_location::current().line() + 1;
+    auto b = r.p.try_acquire();
+    ASSERT_TRUE(a && b);
+    r.seen->at_first = [&](std::uint_least32_t reported) { (reported == line_a ? b : a).poison(); };
+    r.until_leaks(2);
+    auto& lines = r.seen->lines;
+    ASSERT_EQ(lines.size(), 2u);
+    std::sort(lines.begin(), lines.end());
+    EXPECT_EQ(lines, (std::vector<std::uint_least32_t>{line_a, line_b}));
+    for (auto h : r.seen->held) EXPECT_GE(h, std::chrono::nanoseconds(40ms));
+    EXPECT_EQ(r.p.stats().poisoned, 1u);
+    EXPECT_EQ(r.t->destroyed, 1) << "the second report ran after its resource was destroyed";
 }
 
 // An acquire that parks is named by its own call site when the resource it waited for is lent to it on
 // its resumption, not at its first take.
 TEST(lifecycle_pool, a_parked_acquire_is_reported_with_its_own_site) {
-    struct obs : respool::observer {
-        std::vector<std::uint_least32_t> lines;
-        void on_leak_suspected(std::chrono::nanoseconds, const respool::source_location& where) override {
-            lines.push_back(where.line());
-        }
-    };
-    asio::io_context io;
-    auto clock = std::make_shared<respool::manual_clock>();
-    auto t = std::make_shared<tracker>();
-    respool::pool_options o;
-    o.min = 1;
-    o.max = 1;
-    o.acquire_ttl = 40ms;
-    o.clock = clock;
-    pool<conn> p(io.get_executor(), o, test::counting_hooks(t));
-    io.poll();
-    auto first = p.try_acquire();
+    leak_rig r(1);
+    auto first = r.p.try_acquire();
     ASSERT_TRUE(first);
     std::optional<respool::lease<conn>> second;
     const auto line = respool::source_location::current().line() + 1;
-    p.async_acquire([&](respool::error_code ec, respool::lease<conn> l) {
+    r.p.async_acquire([&](respool::error_code ec, respool::lease<conn> l) {
         ASSERT_FALSE(ec);
         second = std::move(l);
     });
-    io.restart();
-    io.poll();
-    ASSERT_EQ(p.stats().waiting, 1u) << "parked behind the first lease";
+    r.poll();
+    ASSERT_EQ(r.p.stats().waiting, 1u) << "parked behind the first lease";
     first.release();
-    io.restart();
-    io.poll();
+    r.poll();
     ASSERT_TRUE(second && *second);
-    auto ob = std::make_shared<obs>();
-    p.set_observer(ob);
-    for (int i = 0; i < 20 && p.stats().leaks < 1; ++i) {
-        clock->advance(10ms);
-        io.restart();
-        io.poll();
-    }
-    EXPECT_EQ(ob->lines, std::vector<std::uint_least32_t>{line});
+    r.until_leaks(1);
+    EXPECT_EQ(r.seen->lines, std::vector<std::uint_least32_t>{line});
 }
 
 TEST(lifecycle_pool, idle_ttl_evicts_down_to_min) {
