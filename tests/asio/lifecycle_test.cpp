@@ -355,16 +355,20 @@ TEST(lifecycle_pool, creation_backoff_is_observable_and_demand_is_served_after_i
 TEST(lifecycle_pool, wait_and_hold_histograms_count_every_lease) {
     asio::io_context io;
     auto t = std::make_shared<tracker>();
-    pool<conn> p(io.get_executor(), {.min = 1, .max = 1, .record_timings = true}, test::counting_hooks(t));
+    auto clock = std::make_shared<respool::manual_clock>();  // the parked one waits 5 us exactly
+    pool<conn> p(io.get_executor(), {.min = 1, .max = 1, .clock = clock, .record_timings = true},
+                 test::counting_hooks(t));
     auto held = p.try_acquire();
     int done = 0;
     p.async_acquire([&](error_code, lease<conn>) { ++done; });
     io.poll();
+    clock->advance(std::chrono::microseconds(5));
     held.release();
     io.run();
     auto s = p.stats();
     EXPECT_EQ(s.wait_time.total(), 2u);
     EXPECT_EQ(s.wait_time.counts[0], 1u) << "the immediate one";
+    EXPECT_EQ(s.wait_time.counts[respool::histogram::bucket(std::chrono::microseconds(5))], 1u);
     EXPECT_EQ(s.hold_time.total(), 2u);
     EXPECT_EQ(respool::histogram::bucket(std::chrono::microseconds(0)), 0u);
     EXPECT_EQ(respool::histogram::bucket(std::chrono::microseconds(1)), 1u);
