@@ -17,6 +17,7 @@
 #include "hook_run.hpp"
 #include "pool_lock.hpp"
 #include "published.hpp"
+#include "return_list.hpp"
 #include "timer_list.hpp"
 
 #include <boost/asio/post.hpp>
@@ -92,6 +93,7 @@ struct pool_impl::driver_state final : scheduled_alarm {
     error_code ready_ec;
 
     std::unique_ptr<affinity_cache> cache;  // thread_affinity, when the options allow it
+    std::unique_ptr<return_list> returns;   // thread_safe without the cache: lock-free releases
 
     // The alarm at the earliest timer or waiter deadline; cancelled when there is none (lock held).
     void rearm() noexcept;
@@ -111,23 +113,38 @@ struct pool_impl::driver_state final : scheduled_alarm {
     void ring() noexcept override;
     // Every resource in the cache back to the core (lock held). Returns how many.
     unsigned drain_cache_locked(core::effects& fx) noexcept;
-    // Unlocks mu, first opening or closing the cache to match the core; a close drains it.
+    // Every resource on the return list back to the core, with effects (lock held). Returns how many.
+    unsigned drain_returns_locked(core::effects& fx) noexcept;
+    // The return list, while open, appended to the core's idle order (lock held): the core is
+    // uncontended then, so this is release_fast for each and has no effects.
+    void absorb_returns_locked() noexcept {
+        if (returns->open.load(std::memory_order_relaxed) && returns->head.load(std::memory_order_relaxed))
+            absorb_returned();
+    }
+    void absorb_returned() noexcept;
+    // Unlocks mu, first opening or closing the cache or the return list to match the core; a close
+    // drains it.
     void unlock_cached() noexcept;
 };
 
 // Locks only in thread_safe mode: the default pool lives on one executor and pays nothing.
 class guard {
 public:
+    // With a return list, the section starts with the list's resources in the core: it sees exact
+    // counts and the true idle order.
     explicit guard(pool_impl::driver_state& s) : state_(s.thread_safe ? &s : nullptr) {
-        if (state_) state_->mu.lock();
+        if (!state_) return;
+        state_->mu.lock();
+        if (state_->returns) state_->absorb_returns_locked();
     }
     ~guard() { unlock(); }
     [[gnu::always_inline]] void unlock() {
         if (state_) release(std::exchange(state_, nullptr));
     }
-    // With the thread-affinity cache, every unlock first brings the cache in line with the core.
+    // With the thread-affinity cache or a return list, every unlock first brings it in line with the
+    // core.
     static void release(pool_impl::driver_state* s) noexcept {
-        if (s->cache)
+        if (s->cache || s->returns)
             s->unlock_cached();
         else
             s->mu.unlock();
@@ -139,7 +156,8 @@ private:
     pool_impl::driver_state* state_;  // null: a pool on one executor locks nothing
 };
 
-// The fast paths' lock when the pool has no thread-affinity cache: nothing to bring in line on unlock.
+// The fast paths' lock when the pool has no thread-affinity cache: nothing to bring in line on unlock
+// (an inline take or release never changes whether the core is uncontended).
 class plain_guard {
 public:
     explicit plain_guard(pool_impl::driver_state& s) : m_(s.thread_safe ? &s.mu : nullptr) {

@@ -19,6 +19,7 @@ namespace respool::detail {
 namespace asio = boost::asio;  // the library's own shorthand; public headers spell boost::asio
 
 struct affinity_cache;
+struct return_list;
 struct hook_run;  // one coroutine hook under way (hook_run.hpp)
 
 // What a coroutine hook run is doing (its bound and what its failure means).
@@ -152,9 +153,11 @@ private:
                         const resource_node* keep = nullptr) noexcept;
     void release_general(resource_node* n, bool poisoned) noexcept;
     resource_node* take_own_slot() noexcept;
+    resource_node* take_with_returns() noexcept;
     resource_node* take_elsewhere(unsigned me) noexcept;
     resource_node* take_from_slot(unsigned from, unsigned me) noexcept;
     void reclaim(std::atomic<resource_node*>& slot) noexcept;
+    void reclaim_returns() noexcept;
     void arm_health_timer() noexcept;
     void health_tick() noexcept;
     void health_step() noexcept;
@@ -187,6 +190,7 @@ private:
     bool plain_ = true;                // no per-lease stamps wanted: core take_fast/release_fast may serve
     bool validate_waits_ = false;      // validation on borrow is a coroutine: acquire_now leaves it to ops
     affinity_cache* cache_ = nullptr;  // thread_affinity (owned by the driver state), or none
+    return_list* returns_ = nullptr;   // thread_safe without the cache (owned by the driver state)
     duration housekeeping_period_{};
     std::unique_ptr<driver_state> state_;  // core, lock, timers: kept out of this header
 };

@@ -1,4 +1,5 @@
-// Release and the fast take/release paths (the thread-affinity cache, the core's inline ones).
+// Release and the fast take/release paths (the thread-affinity cache, the return list, the core's
+// inline ones).
 
 #include "driver_state.hpp"
 
@@ -17,7 +18,19 @@ resource_node* take_inline(pool_impl& p) noexcept {
     if (p.cache_) return p.take_own_slot();
     if (!p.plain_ || p.state_->obs) return nullptr;  // nothing to check, stamp or report
     plain_guard g(*p.state_);
+    if (p.returns_) return p.take_with_returns();
     return node_of(p.state_->core.take_fast());
+}
+
+// take_inline with a return list (lock held): in FIFO order the list is younger than anything idle,
+// so it joins the core only when the core has nothing idle left; in LIFO order its last release is
+// the warmest resource, so it joins first.
+resource_node* pool_impl::take_with_returns() noexcept {
+    auto& s = *state_;
+    if (opts_.order == idle_order::lifo) s.absorb_returns_locked();
+    if (core::resource* r = s.core.take_fast()) return node_of(r);
+    s.absorb_returns_locked();
+    return node_of(s.core.take_fast());
 }
 
 // Takes the resource in slot `from` (counted for this thread, slot `me`). The second look at `open`
@@ -76,10 +89,26 @@ void pool_impl::release(resource_node* n, bool poisoned) noexcept {
                (before_release_ == hook_mode::none ||
                 (needs_reset_ == hook_mode::sync &&
                  !check(check_kind::needs_reset, *n, hook_reason::on_release)))) {
+        if (return_list* rl = returns_; rl && rl->open.load(std::memory_order_acquire)) {
+            rl->push(n);
+            if (!rl->open.load(std::memory_order_seq_cst)) reclaim_returns();
+            return;
+        }
         plain_guard g(*state_);
         if (state_->core.release_fast(core_of(n))) return;
     }
     release_general(n, poisoned);
+}
+
+// The return list closed while a release pushed onto it: whoever takes the list first hands what it
+// holds to the core (the closer, or this releaser, perhaps with other releasers' resources). Each
+// resource is counted as lent until then, so the pool cannot drain (and die) before the last one.
+void pool_impl::reclaim_returns() noexcept {
+    for (resource_node* r = returns_->take_all(); r;) {
+        resource_node* next = r->next_returned;
+        finish_release(r, false, false);
+        r = next;
+    }
 }
 
 // The cache closed while a release filled its slot (a waiter parked, the circuit opened, the pool

@@ -16,39 +16,13 @@ using respool::pool_options;
 
 namespace {
 
-// A thread_safe pool with its executor run by a thread of its own.
-struct affinity_fixture : ::testing::Test {
-    asio::io_context io;
-    asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-    std::thread runner{[this] { io.run(); }};
-    std::shared_ptr<test::tracker> t = std::make_shared<test::tracker>();
-
-    ~affinity_fixture() override {
-        work.reset();
-        runner.join();
-    }
-
+// A thread_safe pool with the thread-affinity cache, its executor run by a thread of its own.
+struct affinity_fixture : test::threaded_fixture {
     std::unique_ptr<pool<conn>> make(pool_options o) { return make(o, test::counting_hooks(t)); }
     std::unique_ptr<pool<conn>> make(pool_options o, respool::hooks<conn> h) {
         o.thread_safe = true;
         o.thread_affinity = true;
         return std::make_unique<pool<conn>>(io.get_executor(), o, std::move(h));
-    }
-
-    // Runs f on a thread of its own (a different affinity slot) and returns its result.
-    template <class F>
-    static auto on_other_thread(F f) {
-        return std::async(std::launch::async, std::move(f)).get();
-    }
-
-    // Waits until the predicate on stats() holds (a hang guard, not a timing guess).
-    static bool wait_for(const pool<conn>& p, const std::function<bool(const respool::pool_stats&)>& pred) {
-        const auto give_up = std::chrono::steady_clock::now() + 20s;
-        while (!pred(p.stats())) {
-            if (std::chrono::steady_clock::now() > give_up) return false;
-            std::this_thread::yield();
-        }
-        return true;
     }
 };
 

@@ -5,6 +5,7 @@
 
 #include <respool/pool.hpp>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <gtest/gtest.h>
@@ -12,7 +13,9 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
+#include <thread>
 
 namespace test {
 
@@ -138,6 +141,36 @@ struct clocked_fixture {
         o.max = max;
         o.clock = clock;
         return o;
+    }
+};
+
+// A thread_safe pool's world: its executor run by a thread of its own, a tracker of the resources'
+// lives, and ways to act from another thread and to wait on the pool's state.
+struct threaded_fixture : ::testing::Test {
+    asio::io_context io;
+    asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+    std::thread runner{[this] { io.run(); }};
+    std::shared_ptr<tracker> t = std::make_shared<tracker>();
+
+    ~threaded_fixture() override {
+        work.reset();
+        runner.join();
+    }
+
+    // Runs f on a thread of its own and returns its result.
+    template <class F>
+    static auto on_other_thread(F f) {
+        return std::async(std::launch::async, std::move(f)).get();
+    }
+
+    // Waits until the predicate on stats() holds (a hang guard, not a timing guess).
+    static bool wait_for(const pool<conn>& p, const std::function<bool(const respool::pool_stats&)>& pred) {
+        const auto give_up = std::chrono::steady_clock::now() + 20s;
+        while (!pred(p.stats())) {
+            if (std::chrono::steady_clock::now() > give_up) return false;
+            std::this_thread::yield();
+        }
+        return true;
     }
 };
 

@@ -17,20 +17,20 @@ struct heard {
 };
 
 struct counting_observer final : respool::observer {
-    explicit counting_observer(heard& h) : h(h) {}
+    explicit counting_observer(heard& to) : h(to) {}
     void on_released(std::chrono::nanoseconds) override { ++h.released; }
     heard& h;
 };
 
 struct counting_strategy final : respool::circuit_strategy {
-    explicit counting_strategy(heard& h) : h(h) {}
+    explicit counting_strategy(heard& to) : h(to) {}
     void report_success(respool::circuit_breaker&) override {}
     void report_failure(respool::circuit_breaker&, const respool::error_code&) override { ++h.failures; }
     heard& h;
 };
 
 struct counting_sink final : respool::log_sink {
-    explicit counting_sink(heard& h) : h(h) {}
+    explicit counting_sink(heard& to) : h(to) {}
     void log(respool::log_level level, std::string_view) override {
         if (level == respool::log_level::warning) ++h.lines;
     }

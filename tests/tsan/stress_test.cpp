@@ -44,12 +44,21 @@ struct outcome_counts {
 
 }  // namespace
 
-// With `affinity`, the thread-affinity cache lends and takes back resources between the pool's lock
-// sections: the same mix then also races cache takes, steals and puts against waiters parking. With
-// `checks`, every borrow goes through a synchronous validation and a coroutine before_acquire that
-// sometimes takes a while and sometimes says no: their verdicts race the borrowers' deadlines and
-// cancellations (the core's check_done), on four threads.
-void stress(bool affinity, bool checks = false) {
+// What the mix runs through besides the pool's locked paths.
+enum class mix {
+    release_hook,  // a before_release hook: every release takes the general path
+    return_list,   // plain releases: onto the return list, without the lock, while nobody waits
+    affinity,      // the thread-affinity cache lends and takes back between the lock sections
+    checks,        // every borrow under a validation and a coroutine before_acquire
+};
+
+// With mix::return_list and mix::affinity, resources come and go between the pool's lock sections: the
+// same mix then also races list pushes and absorbs, or cache takes, steals and puts, against waiters
+// parking. With mix::checks, every borrow goes through a synchronous validation and a coroutine
+// before_acquire that sometimes takes a while and sometimes says no: their verdicts race the borrowers'
+// deadlines and cancellations (the core's check_done), on four threads.
+void stress(mix m) {
+    const bool affinity = m == mix::affinity, checks = m == mix::checks;
     constexpr int threads = 4, clients = 48, max = 4;
     const int rounds =
         std::getenv("RESPOOL_STRESS_ROUNDS") ? std::atoi(std::getenv("RESPOOL_STRESS_ROUNDS")) : 1000;
@@ -68,8 +77,10 @@ void stress(bool affinity, bool checks = false) {
         if (r.holders->load() != 0) c.double_lend++;
         destroyed++;
     };
-    // A few are "broken" (a before_release hook would turn the cache off: poison them instead).
-    if (!affinity) h.before_release = [](slot_res& r) { return r.id % 97 != 5; };
+    // A few are "broken" (a before_release hook would turn the cache and the list off: poison them
+    // instead).
+    const bool hooked_release = m == mix::release_hook || m == mix::checks;
+    if (hooked_release) h.before_release = [](slot_res& r) { return r.id % 97 != 5; };
     std::atomic<long> verdicts{0};
     if (checks) {
         h.healthcheck = [&verdicts](slot_res& r) {
@@ -136,7 +147,7 @@ void stress(bool affinity, bool checks = false) {
                     co_await hold.async_wait(asio::as_tuple(asio::use_awaitable));
                 }
                 l->holders->fetch_sub(1);
-                if (rng() % 50 == 0 || (affinity && l->id % 97 == 5)) l.poison();
+                if (rng() % 50 == 0 || (!hooked_release && l->id % 97 == 5)) l.poison();
             } else if (ec == errc::timeout) {
                 c.timeouts++;
             } else if (ec == errc::cancelled) {
@@ -171,31 +182,37 @@ void stress(bool affinity, bool checks = false) {
     }
     std::printf(
         "thread_safe stress%s: %ld acquires ok, %ld timeouts, %ld cancelled, %d created, %ld checks\n",
-        affinity ? " (thread affinity)"
-        : checks ? " (borrow checks)"
-                 : "",
+        affinity                  ? " (thread affinity)"
+        : checks                  ? " (borrow checks)"
+        : m == mix::return_list ? " (return list)"
+                                  : "",
         c.ok.load(), c.timeouts.load(), c.cancelled.load(), created.load(), verdicts.load());
 }
 
 TEST(thread_safe, four_threads_with_timeouts_and_cancellations_keep_every_invariant) {
-    stress(false);
+    stress(mix::release_hook);
+}
+
+TEST(thread_safe, the_return_list_keeps_every_invariant_under_the_same_mix) {
+    stress(mix::return_list);
 }
 
 TEST(thread_safe, the_thread_affinity_cache_keeps_every_invariant_under_the_same_mix) {
-    stress(true);
+    stress(mix::affinity);
 }
 
 TEST(thread_safe, borrow_checks_racing_deadlines_and_cancellations_keep_every_invariant) {
-    stress(false, true);
+    stress(mix::checks);
 }
 
-// The cache's own races, on plain threads: 6 threads cycle on a pool of 2 (cache takes, steals, puts,
+// The races of the lock-free paths (the thread-affinity cache, or the return list of a FIFO pool), on
+// plain threads: 6 threads cycle on a pool of 2 (cache takes, steals, puts, list pushes and absorbs,
 // parking). Phase 1: waiters have a 10 s deadline, far beyond any honest wait here, so a timeout means
-// a lost wake-up (a resource left in a slot while a waiter waits). Phase 2: short deadlines, and
-// another thread opens and closes the circuit (every change drains the cache) and reads stats; then
-// the pool closes. No resource may be lent twice, the counters must add up, and every resource must be
-// destroyed once.
-void affinity_races(bool toggle_circuit) {
+// a lost wake-up (a resource left in a slot or on the list while a waiter waits). Phase 2: short
+// deadlines, and another thread opens and closes the circuit (every change drains the cache or the
+// list) and reads stats; then the pool closes. No resource may be lent twice, the counters must add
+// up, and every resource must be destroyed once.
+void lock_free_races(bool toggle_circuit, bool affinity) {
     constexpr int workers = 6;
     const int max = toggle_circuit ? 2 : 1;  // one resource: a lost one would stall every waiter
     const int rounds =
@@ -216,7 +233,7 @@ void affinity_races(bool toggle_circuit) {
     auto p = std::make_unique<pool<slot_res>>(
         io.get_executor(),
         respool::pool_options{
-            .min = 0, .max = static_cast<std::size_t>(max), .thread_safe = true, .thread_affinity = true},
+            .min = 0, .max = static_cast<std::size_t>(max), .thread_safe = true, .thread_affinity = affinity},
         std::move(h));
 
     std::atomic<bool> stop_toggling{false};
@@ -280,24 +297,32 @@ void affinity_races(bool toggle_circuit) {
     if (!toggle_circuit) {
         EXPECT_EQ(timeouts.load(), 0) << "a waiter was left waiting while a resource was free";
     }
-    EXPECT_EQ(s.active, 0u) << "every lease came back, none is stuck in the cache as active";
+    EXPECT_EQ(s.active, 0u) << "every lease came back, none is stuck in the cache or on the list as active";
     EXPECT_EQ(s.waiting, 0u);
     EXPECT_GE(s.acquires, static_cast<std::uint64_t>(ok.load())) << "cache takes are counted";
     p->close();
-    EXPECT_EQ(p->stats().total, 0u) << "close drains the cache";
+    EXPECT_EQ(p->stats().total, 0u) << "close drains the cache and the list";
     EXPECT_EQ(created.load(), destroyed.load());
     p.reset();
     work.reset();
     runner.join();
-    std::printf("affinity cache races%s: %ld ok, %ld timeouts, %ld unavailable, %d created\n",
-                toggle_circuit ? " (circuit toggling)" : "", ok.load(), timeouts.load(), unavailable.load(),
-                created.load());
+    std::printf("%s races%s: %ld ok, %ld timeouts, %ld unavailable, %d created\n",
+                affinity ? "affinity cache" : "return list", toggle_circuit ? " (circuit toggling)" : "",
+                ok.load(), timeouts.load(), unavailable.load(), created.load());
 }
 
 TEST(thread_safe, affinity_cache_never_leaves_a_waiter_waiting_beside_a_cached_resource) {
-    affinity_races(false);
+    lock_free_races(false, true);
 }
 
 TEST(thread_safe, affinity_cache_races_with_circuit_changes_stats_and_close) {
-    affinity_races(true);
+    lock_free_races(true, true);
+}
+
+TEST(thread_safe, return_list_never_leaves_a_waiter_waiting_beside_a_returned_resource) {
+    lock_free_races(false, false);
+}
+
+TEST(thread_safe, return_list_races_with_circuit_changes_stats_and_close) {
+    lock_free_races(true, false);
 }
