@@ -182,10 +182,10 @@ void stress(mix m) {
     }
     std::printf(
         "thread_safe stress%s: %ld acquires ok, %ld timeouts, %ld cancelled, %d created, %ld checks\n",
-        affinity                  ? " (thread affinity)"
-        : checks                  ? " (borrow checks)"
+        affinity                ? " (thread affinity)"
+        : checks                ? " (borrow checks)"
         : m == mix::return_list ? " (return list)"
-                                  : "",
+                                : "",
         c.ok.load(), c.timeouts.load(), c.cancelled.load(), created.load(), verdicts.load());
 }
 
