@@ -29,26 +29,16 @@ unsigned pool_impl::driver_state::drain_cache_locked(core::effects& fx) noexcept
     return n;
 }
 
-unsigned pool_impl::driver_state::drain_returns_locked(core::effects& fx) noexcept {
-    unsigned n = 0;
-    for (resource_node* r = returns->take_all(); r; ++n) {
-        resource_node* next = r->next_returned;
-        core.release(core_of(r), core::pool_core::release_kind::ok, fx);
-        r = next;
-    }
-    return n;
-}
-
 void pool_impl::driver_state::absorb_returned() noexcept {
     for (resource_node* r = returns->take_all(); r;) {
         resource_node* next = r->next_returned;
-        // Cannot fail while the list is open (the core is uncontended). Were it to, the rest go back
-        // on the list, oldest first, and this section's unlock, finding the core contended, closes
-        // the list and hands them over with their effects.
+        // Cannot fail while the list is open: it opens only when the core is uncontended, and it
+        // closes in the same locked section that makes the core contended. Were it to fail, the rest
+        // would go back on the list, for the next section's unlock to hand over with their effects.
         if (!core.release_fast(core_of(r))) {
             for (; r; r = next) {
                 next = r->next_returned;
-                returns->push(r);
+                (void)returns->push(r);  // open: cannot fail (only lock holders close it)
             }
             return;
         }
@@ -57,12 +47,32 @@ void pool_impl::driver_state::absorb_returned() noexcept {
 }
 
 void pool_impl::driver_state::unlock_cached() noexcept {
-    std::atomic<bool>& open = cache ? cache->open : returns->open;
     const bool want = !obs && core.uncontended();
-    if (want == open.load(std::memory_order_relaxed)) return mu.unlock();  // the common case
-    open.store(want, std::memory_order_seq_cst);
+    if (want == cache->open.load(std::memory_order_relaxed)) return mu.unlock();  // the common case
+    cache->open.store(want, std::memory_order_seq_cst);
     core::effects fx;
-    const bool emptied = !want && (cache ? drain_cache_locked(fx) : drain_returns_locked(fx)) != 0;
+    const bool emptied = !want && drain_cache_locked(fx) != 0;
+    const bool closed = core.closed();
+    mu.unlock();
+    if (!emptied) return;
+    owner->apply(fx);  // a parked waiter gets its resource; a closed pool destroys them
+    if (closed) owner->release_self_if_drained();
+}
+
+void pool_impl::driver_state::unlock_returns() noexcept {
+    const bool want = !obs && core.uncontended();
+    if (want == returns->is_open()) return mu.unlock();  // the common case
+    if (want) {
+        returns->open();
+        return mu.unlock();
+    }
+    core::effects fx;
+    bool emptied = false;
+    for (resource_node* r = returns->close(); r; emptied = true) {
+        resource_node* next = r->next_returned;
+        core.release(core_of(r), core::pool_core::release_kind::ok, fx);
+        r = next;
+    }
     const bool closed = core.closed();
     mu.unlock();
     if (!emptied) return;

@@ -113,18 +113,17 @@ struct pool_impl::driver_state final : scheduled_alarm {
     void ring() noexcept override;
     // Every resource in the cache back to the core (lock held). Returns how many.
     unsigned drain_cache_locked(core::effects& fx) noexcept;
-    // Every resource on the return list back to the core, with effects (lock held). Returns how many.
-    unsigned drain_returns_locked(core::effects& fx) noexcept;
     // The return list, while open, appended to the core's idle order (lock held): the core is
     // uncontended then, so this is release_fast for each and has no effects.
     void absorb_returns_locked() noexcept {
-        if (returns->open.load(std::memory_order_relaxed) && returns->head.load(std::memory_order_relaxed))
-            absorb_returned();
+        resource_node* h = returns->head.load(std::memory_order_relaxed);
+        if (h && h != return_list::closed()) absorb_returned();
     }
     void absorb_returned() noexcept;
-    // Unlocks mu, first opening or closing the cache or the return list to match the core; a close
-    // drains it.
+    // Unlocks mu, first opening or closing the cache to match the core; a close drains it.
     void unlock_cached() noexcept;
+    // The same for the return list: closing it takes its resources back into the core.
+    void unlock_returns() noexcept;
 };
 
 // Locks only in thread_safe mode: the default pool lives on one executor and pays nothing.
@@ -144,7 +143,9 @@ public:
     // With the thread-affinity cache or a return list, every unlock first brings it in line with the
     // core.
     static void release(pool_impl::driver_state* s) noexcept {
-        if (s->cache || s->returns)
+        if (s->returns)
+            s->unlock_returns();
+        else if (s->cache)
             s->unlock_cached();
         else
             s->mu.unlock();

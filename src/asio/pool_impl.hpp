@@ -157,7 +157,6 @@ private:
     resource_node* take_elsewhere(unsigned me) noexcept;
     resource_node* take_from_slot(unsigned from, unsigned me) noexcept;
     void reclaim(std::atomic<resource_node*>& slot) noexcept;
-    void reclaim_returns() noexcept;
     void arm_health_timer() noexcept;
     void health_tick() noexcept;
     void health_step() noexcept;

@@ -89,26 +89,13 @@ void pool_impl::release(resource_node* n, bool poisoned) noexcept {
                (before_release_ == hook_mode::none ||
                 (needs_reset_ == hook_mode::sync &&
                  !check(check_kind::needs_reset, *n, hook_reason::on_release)))) {
-        if (return_list* rl = returns_; rl && rl->open.load(std::memory_order_acquire)) {
-            rl->push(n);
-            if (!rl->open.load(std::memory_order_seq_cst)) reclaim_returns();
-            return;
-        }
+        // Pushed: the resource is the pool's again, and the pool may be gone the next moment (another
+        // thread may absorb it, close and drop the pool): nothing here touches the pool after this.
+        if (returns_ && returns_->push(n)) return;
         plain_guard g(*state_);
         if (state_->core.release_fast(core_of(n))) return;
     }
     release_general(n, poisoned);
-}
-
-// The return list closed while a release pushed onto it: whoever takes the list first hands what it
-// holds to the core (the closer, or this releaser, perhaps with other releasers' resources). Each
-// resource is counted as lent until then, so the pool cannot drain (and die) before the last one.
-void pool_impl::reclaim_returns() noexcept {
-    for (resource_node* r = returns_->take_all(); r;) {
-        resource_node* next = r->next_returned;
-        finish_release(r, false, false);
-        r = next;
-    }
 }
 
 // The cache closed while a release filled its slot (a waiter parked, the circuit opened, the pool

@@ -3,15 +3,17 @@
 // resources back without the lock while a third party acts under it: a waiter that parks (and takes a
 // resource when woken), or close; and an inline taker absorbs the list when the core has nothing idle.
 // The pool's lock is modelled as an owner, so a locked section's steps interleave with the lock-free
-// steps of the others but never with another locked section; the steps that other threads can see
-// (a push, a load or store of `open`, an exchange of the list's head) are each one step, and the
-// driver's sequence around them (release, the guard's absorb, the unlock that opens or closes the
-// list) is reproduced step by step. The atomics involved are sequentially consistent, so exploring
-// sequentially consistent interleavings is exhaustive for this protocol.
+// steps of the others but never with another locked section. Every access to the list's one atomic
+// word (a push's compare-and-swap, an absorb's or a close's exchange, an open's store) is a step of
+// its own, and the driver's sequence around them (release, the guard's absorb, the unlock that opens
+// or closes the list) is reproduced step by step. All of them are read-modify-writes of that one word
+// or happen under the lock, so the interleavings of these steps are every behaviour the protocol has.
 //
 // After every schedule: no resource is lost or held twice, a waiter is always served (a lost wake-up
 // would leave it parked beside a returned resource), close destroys each resource exactly once, the
-// core's audit holds, and the list is empty once a last locked section has run.
+// core's audit holds, the list is empty once a last locked section has run, and no releaser takes a
+// step once the pool has drained (it could be freed then: a release must be over when its push
+// succeeds).
 #include "asio/pool_impl.hpp"
 #include "asio/return_list.hpp"
 
@@ -52,7 +54,7 @@ public:
             EXPECT_EQ(core_.inline_created(core_of(nodes_[i].get()), fx), core::status::ok);
             holder_[i] = nodes_[i].get();
         }
-        list_.open.store(core_.uncontended());  // the unlock after start() opened it
+        if (core_.uncontended()) list_.open();  // the unlock after start() opened it
     }
 
     // Whether actor `a` can take its next step now.
@@ -68,7 +70,11 @@ public:
         return true;
     }
     void step(int a) {
-        if (a < releasers) return release_step(a);
+        if (a < releasers) {
+            if (drained_)
+                ADD_FAILURE() << "a releaser touched the pool after it drained (and could be freed)";
+            return release_step(a);
+        }
         if (a == 2) return third_party_step();
         return take_inline_step();
     }
@@ -78,7 +84,8 @@ public:
         // A last locked section, as any later call would make: it absorbs whatever is on the list.
         section_[3] = 0;
         while (section_[3] != 1) locked_section(3, [] {});
-        if (list_.head.load()) return "a resource stayed on the return list";
+        if (resource_node* h = list_.head.load(); h && h != return_list::closed())
+            return "a resource stayed on the return list";
         if (std::string a = core_.audit(); !a.empty()) return "core audit: " + a;
         std::array<int, releasers> seen{};
         if (who_ == third_party::pool_closes) {
@@ -116,7 +123,7 @@ private:
         return c;
     }
     [[nodiscard]] bool needs_lock(int a) const {
-        if (a < releasers) return pc_[a] >= 4;
+        if (a < releasers) return pc_[a] >= 1;
         return true;  // the third party and the inline taker work under the lock
     }
 
@@ -133,8 +140,8 @@ private:
 
     // The guard's absorb, at the start of a locked section (driver_state::absorb_returns_locked).
     void absorb() {
-        if (!list_.open.load(std::memory_order_relaxed) || !list_.head.load(std::memory_order_relaxed))
-            return;
+        resource_node* h = list_.head.load(std::memory_order_relaxed);
+        if (!h || h == return_list::closed()) return;
         for (resource_node* r = list_.take_all(); r;) {
             resource_node* next = r->next_returned;
             if (!core_.release_fast(core_of(r))) {
@@ -146,10 +153,10 @@ private:
     }
 
     // A `guard` section of actor `a` in three steps, each holding the lock: (1) lock and absorb;
-    // (2) `body`, then bring `open` in line with the core (unlocking unless this closes the list);
-    // (3) when it closed it: take the list back into the core and unlock
-    // (driver_state::unlock_cached). Other threads' pushes may land between any two of them.
-    // section_[a]: 0 before, 3 after (1), 2 after (2) when the list closed, 1 when done.
+    // (2) `body`, then bring the list in line with the core (driver_state::unlock_returns): open it,
+    // or unlock when it is as it should be; (3) when it must close: close it, taking what it holds
+    // back into the core, and unlock. Other threads' pushes may land between any two of them.
+    // section_[a]: 0 before, 3 after (1), 2 after (2) when the list must close, 1 when done.
     void locked_section(int a, const std::function<void()>& body) {
         if (section_[a] == 0) {
             owner_ = a;
@@ -160,13 +167,13 @@ private:
         if (section_[a] == 3) {
             body();
             const bool want = core_.uncontended();
-            if (want == list_.open.load(std::memory_order_relaxed)) {
+            if (want == list_.is_open()) {
                 owner_ = -1;
                 section_[a] = 1;
                 return;
             }
-            list_.open.store(want, std::memory_order_seq_cst);
             if (want) {
+                list_.open();
                 owner_ = -1;
                 section_[a] = 1;
                 return;
@@ -175,7 +182,7 @@ private:
             return;
         }
         core::effects fx;
-        for (resource_node* r = list_.take_all(); r;) {
+        for (resource_node* r = list_.close(); r;) {
             resource_node* next = r->next_returned;
             core_.release(core_of(r), core::pool_core::release_kind::ok, fx);
             r = next;
@@ -185,48 +192,32 @@ private:
         section_[a] = 1;
     }
 
-    // pool_impl::release, one visible step at a time: pc 0 reads `open` (false: the locked path, pc 4);
-    // 1 pushes; 2 reads `open` again (closed: reclaim, pc 3); 3 takes the list; 4 is the inline
-    // release under the lock (plain_guard: release_fast, no absorb, `open` untouched); 5 gives each
-    // resource still in hand to the core, one guard section each (finish_release).
+    // pool_impl::release, one visible step at a time: pc 0 pushes (done when that succeeds: the
+    // resource is the pool's again); the list was closed: 1 is the inline release under the lock
+    // (plain_guard: release_fast, no absorb, the list untouched); 2 the general one, a guard section
+    // (finish_release).
     void release_step(int a) {
         resource_node* mine = holder_[a];
         switch (pc_[a]) {
-        case 0: pc_[a] = list_.open.load(std::memory_order_acquire) ? 1 : 4; return;
-        case 1:
-            list_.push(mine);
-            pc_[a] = 2;
-            return;
-        case 2:
-            if (list_.open.load(std::memory_order_seq_cst))
+        case 0:
+            if (list_.push(mine))
                 done_[a] = true;
             else
-                pc_[a] = 3;
+                pc_[a] = 1;
             return;
-        case 3:
-            for (resource_node* r = list_.take_all(); r; r = r->next_returned) in_hand_[a].push_back(r);
-            done_[a] = in_hand_[a].empty();
-            pc_[a] = 5;
-            return;
-        case 4:
-            if (core_.release_fast(core_of(mine))) {
+        case 1:
+            if (core_.release_fast(core_of(mine)))
                 done_[a] = true;
-                return;
-            }
-            in_hand_[a] = {mine};
-            pc_[a] = 5;
+            else
+                pc_[a] = 2;
             return;
-        default: {
-            resource_node* r = in_hand_[a][at_[a]];
+        default:
             locked_section(a, [&] {
                 core::effects fx;
-                core_.release(core_of(r), core::pool_core::release_kind::ok, fx);
+                core_.release(core_of(mine), core::pool_core::release_kind::ok, fx);
                 apply(fx);
             });
-            if (section_[a] != 1) return;
-            section_[a] = 0;
-            if (++at_[a] == in_hand_[a].size()) done_[a] = true;
-        }
+            if (section_[a] == 1) done_[a] = true;
         }
     }
 
@@ -288,8 +279,6 @@ private:
     std::array<int, actors> pc_{};
     std::array<int, actors> section_{};
     std::array<bool, actors> done_{};
-    std::array<std::vector<resource_node*>, releasers> in_hand_;  // to give to the core, in order
-    std::array<std::size_t, releasers> at_{};
     core::waiter waiter_;
     bool parked_ = false, woken_ = false;
     resource_node* served_ = nullptr;
