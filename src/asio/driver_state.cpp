@@ -16,17 +16,31 @@ const char* to_string(run_kind k) noexcept {
     return "hook";
 }
 
-unsigned pool_impl::driver_state::drain_cache_locked(core::effects& fx) noexcept {
+unsigned pool_impl::driver_state::drain_cache_locked(core::effects& fx, bool close) noexcept {
     unsigned n = 0;
+    resource_node* const after = close ? affinity_cache::closed() : nullptr;
     for (unsigned i = 0, used = affinity_cache::used(); i < used; ++i) {
         auto& sl = cache->slots[i];
-        if (!sl.node.load(std::memory_order_seq_cst)) continue;
-        if (resource_node* r = sl.node.exchange(nullptr, std::memory_order_seq_cst)) {
+        // A closed slot stays closed: only opening the cache (open_slots) empties it, or a releaser
+        // that read `open` before the close could still fill it.
+        resource_node* r = sl.node.load(std::memory_order_seq_cst);
+        if (r == affinity_cache::closed() || (!r && !close)) continue;
+        r = sl.node.exchange(after, std::memory_order_seq_cst);
+        if (r && r != affinity_cache::closed()) {
             core.release(core_of(r), core::pool_core::release_kind::ok, fx);
             ++n;
         }
     }
     return n;
+}
+
+// Opens the slots a close left closed (lock held; only lock holders close them).
+static void open_slots(affinity_cache& c) noexcept {
+    for (unsigned i = 0, used = affinity_cache::used(); i < used; ++i) {
+        resource_node* was = affinity_cache::closed();
+        c.slots[i].node.compare_exchange_strong(was, nullptr, std::memory_order_seq_cst,
+                                                std::memory_order_relaxed);
+    }
 }
 
 void pool_impl::driver_state::absorb_returned() noexcept {
@@ -49,9 +63,10 @@ void pool_impl::driver_state::absorb_returned() noexcept {
 void pool_impl::driver_state::unlock_cached() noexcept {
     const bool want = !obs && core.uncontended();
     if (want == cache->open.load(std::memory_order_relaxed)) return mu.unlock();  // the common case
+    if (want) open_slots(*cache);  // before `open`: a releaser that reads it true finds its slot open
     cache->open.store(want, std::memory_order_seq_cst);
     core::effects fx;
-    const bool emptied = !want && drain_cache_locked(fx) != 0;
+    const bool emptied = !want && drain_cache_locked(fx, true) != 0;
     const bool closed = core.closed();
     mu.unlock();
     if (!emptied) return;

@@ -111,8 +111,9 @@ struct pool_impl::driver_state final : scheduled_alarm {
         rearm();
     }
     void ring() noexcept override;
-    // Every resource in the cache back to the core (lock held). Returns how many.
-    unsigned drain_cache_locked(core::effects& fx) noexcept;
+    // Every resource in the cache back to the core (lock held). Returns how many. With `close`, the
+    // slots are left closed (the cache is closing); otherwise empty (housekeeping, health checks).
+    unsigned drain_cache_locked(core::effects& fx, bool close = false) noexcept;
     // The return list, while open, appended to the core's idle order (lock held): the core is
     // uncontended then, so this is release_fast for each and has no effects.
     void absorb_returns_locked() noexcept {

@@ -200,7 +200,8 @@ pool_stats pool_impl::stats() const noexcept {
     if (affinity_cache* c = state_->cache.get()) {  // cached resources are idle, whatever the core counts
         p.acquires += c->takes();
         for (unsigned i = 0; i < affinity_cache::size; ++i) {
-            if (c->slots[i].node.load(std::memory_order_relaxed) && p.active > 0) {
+            resource_node* n = c->slots[i].node.load(std::memory_order_relaxed);
+            if (n && n != affinity_cache::closed() && p.active > 0) {
                 ++p.idle;
                 --p.active;
             }

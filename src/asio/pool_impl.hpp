@@ -156,7 +156,6 @@ private:
     resource_node* take_with_returns() noexcept;
     resource_node* take_elsewhere(unsigned me) noexcept;
     resource_node* take_from_slot(unsigned from, unsigned me) noexcept;
-    void reclaim(std::atomic<resource_node*>& slot) noexcept;
     void arm_health_timer() noexcept;
     void health_tick() noexcept;
     void health_step() noexcept;

@@ -38,9 +38,11 @@ resource_node* pool_impl::take_with_returns() noexcept {
 [[gnu::always_inline]] inline resource_node* pool_impl::take_from_slot(unsigned from, unsigned me) noexcept {
     affinity_cache& c = *cache_;
     auto& sl = c.slots[from];
-    if (!c.open.load(std::memory_order_acquire) || !sl.node.load(std::memory_order_relaxed)) return nullptr;
-    resource_node* n = sl.node.exchange(nullptr, std::memory_order_seq_cst);
-    if (!n) return nullptr;
+    if (!c.open.load(std::memory_order_acquire)) return nullptr;
+    resource_node* n = sl.node.load(std::memory_order_relaxed);
+    if (!n || n == affinity_cache::closed() ||
+        !sl.node.compare_exchange_strong(n, nullptr, std::memory_order_seq_cst, std::memory_order_relaxed))
+        return nullptr;
     if (c.open.load(std::memory_order_seq_cst)) {
         c.count_take(me);
         return n;
@@ -71,19 +73,18 @@ resource_node* pool_impl::take_own_slot() noexcept {
 }
 
 void pool_impl::release(resource_node* n, bool poisoned) noexcept {
-    if (affinity_cache* c = cache_) {  // keep it in this thread's slot while nobody waits
-        if (!poisoned && c->open.load(std::memory_order_acquire) &&
+    if (affinity_cache* c = cache_) {                // keep it in this thread's slot while nobody waits
+        const unsigned me = affinity_cache::self();  // numbered before `open` is read
+        if (!poisoned && c->open.load(std::memory_order_seq_cst) &&
             (core_of(n)->expires_at == clock::time_point{} ||
              core_of(n)->expires_at.time_since_epoch().count() >
                  c->coarse_now.load(std::memory_order_relaxed))) {
-            auto& sl = c->slots[affinity_cache::self()];
             resource_node* empty = nullptr;
-            // Fails when the slot is full (two leases on this thread, or a thread sharing the slot).
-            if (sl.node.compare_exchange_strong(empty, n, std::memory_order_seq_cst,
-                                                std::memory_order_relaxed)) {
-                if (!c->open.load(std::memory_order_seq_cst)) reclaim(sl.node);
+            // Fails when the slot is full (two leases on this thread, or a thread sharing the slot)
+            // or closed. Once it succeeds the pool may be gone the next moment: nothing follows.
+            if (c->slots[me].node.compare_exchange_strong(empty, n, std::memory_order_seq_cst,
+                                                          std::memory_order_relaxed))
                 return;
-            }
         }  // else: poisoned, past max_lifetime (the core retires it), or the cache is closed
     } else if (plain_ && !poisoned && !state_->obs &&
                (before_release_ == hook_mode::none ||
@@ -96,12 +97,6 @@ void pool_impl::release(resource_node* n, bool poisoned) noexcept {
         if (state_->core.release_fast(core_of(n))) return;
     }
     release_general(n, poisoned);
-}
-
-// The cache closed while a release filled its slot (a waiter parked, the circuit opened, the pool
-// closed): whoever empties the slot first hands the resource to the core.
-void pool_impl::reclaim(std::atomic<resource_node*>& slot) noexcept {
-    if (resource_node* r = slot.exchange(nullptr, std::memory_order_seq_cst)) finish_release(r, false, false);
 }
 
 [[gnu::noinline]] void pool_impl::release_general(resource_node* n, bool poisoned) noexcept {

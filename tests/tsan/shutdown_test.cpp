@@ -115,7 +115,10 @@ TEST(shutdown, a_pool_destroyed_while_another_thread_returns_the_last_lease_outl
     auto created = std::make_shared<std::atomic<int>>(0);
     auto destroyed = std::make_shared<std::atomic<int>>(0);
     asio::io_context io;
-    for (int round = 0; round < 100; ++round) {
+    // Without and with the thread-affinity cache: the release pushes onto the return list or into the
+    // thread's slot, and must not read the pool after that (it may be freed the next moment).
+    for (int round = 0; round < 200; ++round) {
+        const bool affinity = round % 2 == 1;
         respool::hooks<int> h;
         h.factory = [created] { return ++*created; };
         h.destructor = [destroyed](int&) {
@@ -123,7 +126,9 @@ TEST(shutdown, a_pool_destroyed_while_another_thread_returns_the_last_lease_outl
             ++*destroyed;
         };
         auto p = std::make_unique<respool::pool<int>>(
-            io.get_executor(), respool::pool_options{.min = 1, .max = 2, .thread_safe = true}, std::move(h));
+            io.get_executor(),
+            respool::pool_options{.min = 1, .max = 2, .thread_safe = true, .thread_affinity = affinity},
+            std::move(h));
         auto first = p->try_acquire();
         auto l = p->try_acquire();  // created: two resources
         ASSERT_TRUE(first && l);
