@@ -40,9 +40,9 @@ struct affinity_cache {
     // This thread's slot. The first call numbers the thread (a seq_cst increment, so a closer that
     // reads used() after closing `open` covers every slot a thread could have filled).
     static unsigned self() noexcept {
-        unsigned& index = number();
-        if (index == ~0u) index = threads_.fetch_add(1, std::memory_order_seq_cst);
-        return index % size;
+        std::uint64_t& index = number();
+        if (index == unnumbered) index = threads_.fetch_add(1, std::memory_order_seq_cst);
+        return static_cast<unsigned>(index % size);
     }
     // Counts a take made by this thread: the first `size` threads are the only writers of their slot's
     // counter, so a plain load and store (no locked instruction) is exact; later threads share slots
@@ -62,16 +62,19 @@ struct affinity_cache {
     }
     // Slots in use: the scan bound of drains and steals.
     static unsigned used() noexcept {
-        const unsigned n = threads_.load(std::memory_order_seq_cst);
-        return n < size ? n : size;
+        const std::uint64_t n = threads_.load(std::memory_order_seq_cst);
+        return n < size ? static_cast<unsigned>(n) : size;
     }
 
 private:
-    static unsigned& number() noexcept {  // process-wide thread number, ~0u until the first self()
-        thread_local unsigned n = ~0u;
+    // 64 bits: a count that wrapped would make used() small again, and a close would then skip slots
+    // that still hold resources.
+    static constexpr std::uint64_t unnumbered = ~std::uint64_t{0};
+    static std::uint64_t& number() noexcept {  // process-wide thread number, set by the first self()
+        thread_local std::uint64_t n = unnumbered;
         return n;
     }
-    static inline std::atomic<unsigned> threads_{0};
+    static inline std::atomic<std::uint64_t> threads_{0};
 };
 
 }  // namespace respool::detail

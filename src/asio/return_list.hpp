@@ -21,7 +21,7 @@ namespace respool::detail {
 //
 // Open or closed lives in the head word itself: `closed` is a value no node has. The list is open
 // exactly while the core is uncontended, and only a thread holding the pool's lock opens or closes it
-// (the guard's unlock, driver_state::unlock_cached). Closing exchanges the head with `closed`, which
+// (the guard's unlock, driver_state::unlock_returns). Closing exchanges the head with `closed`, which
 // takes every resource pushed so far back into the core in the same atomic step; a push is a
 // compare-and-swap that fails on `closed`. So a push either lands before the close, and the closer
 // hands the resource to the core, or fails, and the releaser does. Once its push succeeded, a
@@ -52,7 +52,8 @@ struct return_list {
         return oldest_first(head.exchange(nullptr, std::memory_order_acquire));
     }
     [[nodiscard]] resource_node* close() noexcept {
-        return oldest_first(head.exchange(closed(), std::memory_order_acquire));
+        resource_node* h = head.exchange(closed(), std::memory_order_acquire);
+        return h == closed() ? nullptr : oldest_first(h);  // closing a closed list takes nothing
     }
     void open() noexcept { head.store(nullptr, std::memory_order_relaxed); }
 

@@ -1,5 +1,7 @@
 // The return list's protocol (src/asio/return_list.hpp), model-checked: every interleaving of its
-// atomic steps, explored exhaustively on the real list and the real core. Two holders give their
+// atomic steps, explored exhaustively with the real list and the real core. Each of the list's
+// operations is one atomic read-modify-write of its head, and is taken here as one step; that they
+// are atomic is tested under real threads in tests/tsan/lock_free_release_test.cpp. Two holders give their
 // resources back without the lock while a third party acts under it: a waiter that parks (and takes a
 // resource when woken), or close; and an inline taker absorbs the list when the core has nothing idle.
 // The pool's lock is modelled as an owner, so a locked section's steps interleave with the lock-free
