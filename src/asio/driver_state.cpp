@@ -67,11 +67,7 @@ void pool_impl::driver_state::unlock_cached() noexcept {
     cache->open.store(want, std::memory_order_seq_cst);
     core::effects fx;
     const bool emptied = !want && drain_cache_locked(fx, true) != 0;
-    const bool closed = core.closed();
-    mu.unlock();
-    if (!emptied) return;
-    owner->apply(fx);  // a parked waiter gets its resource; a closed pool destroys them
-    if (closed) owner->release_self_if_drained();
+    unlock_then_apply(fx, emptied);
 }
 
 void pool_impl::driver_state::unlock_returns() noexcept {
@@ -88,6 +84,10 @@ void pool_impl::driver_state::unlock_returns() noexcept {
         core.release(core_of(r), core::pool_core::release_kind::ok, fx);
         r = next;
     }
+    unlock_then_apply(fx, emptied);
+}
+
+void pool_impl::driver_state::unlock_then_apply(core::effects& fx, bool emptied) noexcept {
     const bool closed = core.closed();
     mu.unlock();
     if (!emptied) return;

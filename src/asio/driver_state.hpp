@@ -125,6 +125,8 @@ struct pool_impl::driver_state final : scheduled_alarm {
     void unlock_cached() noexcept;
     // The same for the return list: closing it takes its resources back into the core.
     void unlock_returns() noexcept;
+    // Their common end: unlocks, then applies what taking the resources back decided (`emptied`: any).
+    void unlock_then_apply(core::effects& fx, bool emptied) noexcept;
 };
 
 // Locks only in thread_safe mode: the default pool lives on one executor and pays nothing.
