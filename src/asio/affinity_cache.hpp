@@ -13,11 +13,11 @@ namespace respool::detail {
 // holds at most one idle resource that the core still counts as active. A take is a compare-and-swap
 // on the thread's own cache line, and so is a release: no lock and no shared write while `open`.
 // `open` mirrors core.uncontended() and only changes under the pool's lock. Closing it stores `open`,
-// then exchanges every slot in use with `closed` (a value no node has), taking what each holds back
+// then exchanges every slot in use with closed_mark() (a value no node has), taking what each holds back
 // into the core; opening puts them back to empty. A releaser numbers its thread, reads `open`, then
 // compare-and-swaps its resource into an empty slot (all sequentially consistent): when it read
 // `open` true, the closer's later look at the thread count covers its slot, so its swap either lands
-// before the closer's exchange (the closer hands the resource to the core) or finds `closed` and
+// before the closer's exchange (the closer hands the resource to the core) or finds it closed and
 // fails (the releaser goes to the lock). A release whose swap succeeded is over: it never reads the
 // pool again, which another thread may close and free the next moment. A take that raced with a
 // closer re-reads `open` and gives the resource to the core (no barging); a taker is calling through
@@ -32,9 +32,6 @@ struct affinity_cache {
     std::atomic<std::chrono::steady_clock::rep> coarse_now{
         0};  // with max_lifetime: the last housekeeping time
     slot slots[size];
-    static resource_node* closed() noexcept {  // a closed slot's value: never a node's address
-        return reinterpret_cast<resource_node*>(std::uintptr_t{1});
-    }
     alignas(64) std::atomic<std::uint64_t> shared_takes{0};  // takes by threads numbered size and up
 
     // This thread's slot. The first call numbers the thread (a seq_cst increment, so a closer that

@@ -18,15 +18,15 @@ const char* to_string(run_kind k) noexcept {
 
 unsigned pool_impl::driver_state::drain_cache_locked(core::effects& fx, bool close) noexcept {
     unsigned n = 0;
-    resource_node* const after = close ? affinity_cache::closed() : nullptr;
+    resource_node* const after = close ? closed_mark() : nullptr;
     for (unsigned i = 0, used = affinity_cache::used(); i < used; ++i) {
         auto& sl = cache->slots[i];
         // A closed slot stays closed: only opening the cache (open_slots) empties it, or a releaser
         // that read `open` before the close could still fill it.
         resource_node* r = sl.node.load(std::memory_order_seq_cst);
-        if (r == affinity_cache::closed() || (!r && !close)) continue;
+        if (r == closed_mark() || (!r && !close)) continue;
         r = sl.node.exchange(after, std::memory_order_seq_cst);
-        if (r && r != affinity_cache::closed()) {
+        if (r && r != closed_mark()) {
             core.release(core_of(r), core::pool_core::release_kind::ok, fx);
             ++n;
         }
@@ -37,7 +37,7 @@ unsigned pool_impl::driver_state::drain_cache_locked(core::effects& fx, bool clo
 // Opens the slots a close left closed (lock held; only lock holders close them).
 static void open_slots(affinity_cache& c) noexcept {
     for (unsigned i = 0, used = affinity_cache::used(); i < used; ++i) {
-        resource_node* was = affinity_cache::closed();
+        resource_node* was = closed_mark();
         c.slots[i].node.compare_exchange_strong(was, nullptr, std::memory_order_seq_cst,
                                                 std::memory_order_relaxed);
     }

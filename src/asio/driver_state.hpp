@@ -118,7 +118,7 @@ struct pool_impl::driver_state final : scheduled_alarm {
     // uncontended then, so this is release_fast for each and has no effects.
     void absorb_returns_locked() noexcept {
         resource_node* h = returns->head.load(std::memory_order_relaxed);
-        if (h && h != return_list::closed()) absorb_returned();
+        if (h && h != closed_mark()) absorb_returned();
     }
     void absorb_returned() noexcept;
     // Unlocks mu, first opening or closing the cache to match the core; a close drains it.

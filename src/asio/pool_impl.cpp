@@ -201,7 +201,7 @@ pool_stats pool_impl::stats() const noexcept {
         p.acquires += c->takes();
         for (unsigned i = 0; i < affinity_cache::size; ++i) {
             resource_node* n = c->slots[i].node.load(std::memory_order_relaxed);
-            if (n && n != affinity_cache::closed() && p.active > 0) {
+            if (n && n != closed_mark() && p.active > 0) {
                 ++p.idle;
                 --p.active;
             }

@@ -39,6 +39,11 @@ inline core::resource* core_of(resource_node* n) noexcept {
 inline resource_node* node_of(core::resource* r) noexcept {
     return reinterpret_cast<resource_node*>(r);
 }
+// What a lock-free place holds while closed (a thread-affinity slot, the return list's head): a value
+// that is never a node's address.
+inline resource_node* closed_mark() noexcept {
+    return reinterpret_cast<resource_node*>(std::uintptr_t{1});
+}
 inline core::waiter& core_of(acquire_op_base* op) noexcept {
     return *std::launder(reinterpret_cast<core::waiter*>(op->core_part));
 }

@@ -27,10 +27,14 @@ resource_node* take_inline(pool_impl& p) noexcept {
 // the warmest resource, so it joins first.
 resource_node* pool_impl::take_with_returns() noexcept {
     auto& s = *state_;
-    if (opts_.order == idle_order::lifo) s.absorb_returns_locked();
-    if (core::resource* r = s.core.take_fast()) return node_of(r);
-    s.absorb_returns_locked();
-    return node_of(s.core.take_fast());
+    const bool fifo = opts_.order == idle_order::fifo;
+    if (!fifo) s.absorb_returns_locked();
+    core::resource* r = s.core.take_fast();
+    if (!r && fifo) {
+        s.absorb_returns_locked();
+        r = s.core.take_fast();
+    }
+    return node_of(r);
 }
 
 // Takes the resource in slot `from` (counted for this thread, slot `me`). The second look at `open`
@@ -40,7 +44,7 @@ resource_node* pool_impl::take_with_returns() noexcept {
     auto& sl = c.slots[from];
     if (!c.open.load(std::memory_order_acquire)) return nullptr;
     resource_node* n = sl.node.load(std::memory_order_relaxed);
-    if (!n || n == affinity_cache::closed() ||
+    if (!n || n == closed_mark() ||
         !sl.node.compare_exchange_strong(n, nullptr, std::memory_order_seq_cst, std::memory_order_relaxed))
         return nullptr;
     if (c.open.load(std::memory_order_seq_cst)) {

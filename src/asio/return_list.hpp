@@ -1,7 +1,7 @@
 // The return list of a shared pool; docs/03-design.md has the race argument.
 #pragma once
 
-#include <respool/detail/pool_handle.hpp>
+#include "asio/pool_impl.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -19,41 +19,39 @@ namespace respool::detail {
 // Halving the lock holds per lease is the point: with more threads than cores, a thread preempted
 // while it holds the lock stalls every other one, and a release can no longer be one of them.
 //
-// Open or closed lives in the head word itself: `closed` is a value no node has. The list is open
+// Open or closed lives in the head word itself: closed_mark() is a value no node has. The list is open
 // exactly while the core is uncontended, and only a thread holding the pool's lock opens or closes it
-// (the guard's unlock, driver_state::unlock_returns). Closing exchanges the head with `closed`, which
+// (the guard's unlock, driver_state::unlock_returns). Closing exchanges the head with that mark, which
 // takes every resource pushed so far back into the core in the same atomic step; a push is a
-// compare-and-swap that fails on `closed`. So a push either lands before the close, and the closer
+// compare-and-swap that fails on it. So a push either lands before the close, and the closer
 // hands the resource to the core, or fails, and the releaser does. Once its push succeeded, a
 // releaser never touches the pool again: another thread may absorb the resource, close the pool and
 // free it the next moment.
 struct return_list {
-    alignas(64) std::atomic<resource_node*> head{closed()};
+    alignas(64) std::atomic<resource_node*> head{closed_mark()};
     char pad_[64 - sizeof(std::atomic<resource_node*>)]{};
-
-    static resource_node* closed() noexcept {
-        return reinterpret_cast<resource_node*>(std::uintptr_t{1});  // never a node's address
-    }
 
     // Pushes n unless the list is closed (false: n is still the caller's).
     [[nodiscard]] bool push(resource_node* n) noexcept {
         resource_node* h = head.load(std::memory_order_relaxed);
         do {
-            if (h == closed()) return false;
+            if (h == closed_mark()) return false;
             n->next_returned = h;
         } while (!head.compare_exchange_weak(h, n, std::memory_order_release, std::memory_order_relaxed));
         return true;
     }
     // Lock held, as everything below: whether the list is open (only lock holders change that).
-    [[nodiscard]] bool is_open() const noexcept { return head.load(std::memory_order_relaxed) != closed(); }
+    [[nodiscard]] bool is_open() const noexcept {
+        return head.load(std::memory_order_relaxed) != closed_mark();
+    }
     // The list while open (empties it) or when closing (closes it), its resources linked oldest release
     // first; nullptr when it held none.
     [[nodiscard]] resource_node* take_all() noexcept {
         return oldest_first(head.exchange(nullptr, std::memory_order_acquire));
     }
     [[nodiscard]] resource_node* close() noexcept {
-        resource_node* h = head.exchange(closed(), std::memory_order_acquire);
-        return h == closed() ? nullptr : oldest_first(h);  // closing a closed list takes nothing
+        resource_node* h = head.exchange(closed_mark(), std::memory_order_acquire);
+        return h == closed_mark() ? nullptr : oldest_first(h);  // closing a closed list takes nothing
     }
     void open() noexcept { head.store(nullptr, std::memory_order_relaxed); }
 

@@ -32,6 +32,7 @@
 namespace {
 
 using namespace respool;
+using respool::detail::closed_mark;
 using respool::detail::core_of;
 using respool::detail::node_of;
 using respool::detail::resource_node;
@@ -86,7 +87,7 @@ public:
         // A last locked section, as any later call would make: it absorbs whatever is on the list.
         section_[3] = 0;
         while (section_[3] != 1) locked_section(3, [] {});
-        if (resource_node* h = list_.head.load(); h && h != return_list::closed())
+        if (resource_node* h = list_.head.load(); h && h != closed_mark())
             return "a resource stayed on the return list";
         if (std::string a = core_.audit(); !a.empty()) return "core audit: " + a;
         std::array<int, releasers> seen{};
@@ -143,7 +144,7 @@ private:
     // The guard's absorb, at the start of a locked section (driver_state::absorb_returns_locked).
     void absorb() {
         resource_node* h = list_.head.load(std::memory_order_relaxed);
-        if (!h || h == return_list::closed()) return;
+        if (!h || h == closed_mark()) return;
         for (resource_node* r = list_.take_all(); r;) {
             resource_node* next = r->next_returned;
             if (!core_.release_fast(core_of(r))) {
