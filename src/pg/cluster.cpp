@@ -739,7 +739,7 @@ cluster_stats cluster::stats() const {
 }
 
 void cluster::start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
-                          query_handler handler) {
+                          query_handler handler, const asio::any_io_executor& /*handler_ex*/) {
     if (diag) diag->clear();
     auto op = std::make_shared<routed_query>(state_, std::nullopt, std::move(sql), std::move(p), diag,
                                              std::move(handler));

@@ -131,12 +131,13 @@ std::size_t connection::cached_statements() const noexcept {
     return impl_->cache.size();
 }
 
-void connection::start_query(std::string sql, query_handler handler) {
-    detail::start_query(impl_, std::move(sql), std::nullopt, std::move(handler));
+void connection::start_query(std::string sql, query_handler handler, asio::any_io_executor handler_ex) {
+    detail::start_query(impl_, std::move(sql), std::nullopt, std::move(handler), std::move(handler_ex));
 }
 
-void connection::start_query_params(std::string sql, params p, query_handler handler) {
-    detail::start_query(impl_, std::move(sql), std::move(p), std::move(handler));
+void connection::start_query_params(std::string sql, params p, query_handler handler,
+                                    asio::any_io_executor handler_ex) {
+    detail::start_query(impl_, std::move(sql), std::move(p), std::move(handler), std::move(handler_ex));
 }
 
 namespace {
@@ -203,7 +204,7 @@ void connection::start_ping(connect_handler handler) {
     detail::start_query(impl_, "", std::nullopt,
                         asio::bind_executor(hex, [h = std::move(handler)](
                                                      error_code ec, result) mutable { std::move(h)(ec); }),
-                        true);
+                        {}, true);
 }
 
 void connection::set_tracer(std::shared_ptr<statement_tracer> tracer) noexcept {

@@ -44,7 +44,13 @@ struct session_state {
     static constexpr std::array<const char*, 6> watched = {"application_name", "client_encoding",
                                                            "DateStyle",        "IntervalStyle",
                                                            "TimeZone",         "standard_conforming_strings"};
+    static constexpr std::size_t client_encoding = 1;  // watched[1]
     std::array<std::string, watched.size()> reported;
+    // libpq's encoding id at the snapshot. libpq keeps it current from the server's reports, so a
+    // changed client_encoding is seen in one read (PQclientEncoding): each PQparameterStatus walks
+    // libpq's list of reported settings with a string compare per entry, and the release of every
+    // lease looks.
+    int encoding = -1;
 };
 
 struct connection::impl {
@@ -139,12 +145,17 @@ void complete(const boost::asio::any_io_executor& ex, Handler h, Args... args) {
 
 // Completes a handler from inside a completion that runs on `ex` (a reply arrived): called right here
 // when the handler's executor is `ex` itself, as Asio's own operations do, else dispatched to its own.
-// (The direct call saves two type-erased hops per statement.) The candidate is the connection's
-// executor already erased (connection::impl::ex_erased): asking a type-erased handler for its executor
-// with an any_io_executor as the candidate would wrap it anew, an allocation, at every reply.
+// (The direct call saves two type-erased hops per statement.) `handler_ex` is the handler's executor
+// read before it was erased (handler_executor.hpp), or empty; then the handler is asked, with the
+// connection's executor already erased as the candidate (connection::impl::ex_erased). Asking an
+// erased handler whose executor is an any_io_executor wraps that executor anew, an allocation: what
+// `handler_ex` saves at every reply.
 template <class Handler, class... Args>
-void complete_here(const connection::impl& c, Handler h, Args... args) {
-    if (boost::asio::get_associated_executor(h, c.ex_erased) == c.ex_erased)
+void complete_here(const connection::impl& c, Handler h, const boost::asio::any_io_executor& handler_ex,
+                   Args... args) {
+    const bool here =
+        handler_ex ? handler_ex == c.ex : boost::asio::get_associated_executor(h, c.ex_erased) == c.ex_erased;
+    if (here)
         std::move(h)(std::move(args)...);
     else
         boost::asio::dispatch(c.ex, boost::asio::append(std::move(h), std::move(args)...));
@@ -195,15 +206,18 @@ bool drop_deferred_begin(connection& c) noexcept;
 
 // Starts a query on `c` (query.cpp): the simple protocol when `p` is null, else bound parameters
 // through the statement cache (or the unnamed statement, statement_mode::unnamed). `pool_statement`:
-// the pool's own (a reset, a liveness check), so marked for the tracer.
+// the pool's own (a reset, a liveness check), so marked for the tracer. `handler_ex`: the handler's
+// executor, read before it was erased, or empty (complete_here).
 void start_query(const std::shared_ptr<connection::impl>& c, std::string sql, std::optional<params> p,
-                 query_handler handler, bool pool_statement = false);
+                 query_handler handler, boost::asio::any_io_executor handler_ex = {},
+                 bool pool_statement = false);
 // pool::async_query's second half, done by the statement's own operation: `sql` on the lease's
 // connection; when it ends, the lease goes back (poisoned after a connection-level failure, else
 // released: reset on the way back), `diag` (when given) gets the failure's words, then `handler` runs.
 // One operation and one type-erased handler for the borrow and the statement.
 void start_query_on_lease(lease<connection> l, std::string sql, std::optional<params> p,
-                          respool::diagnostics* diag, query_handler handler);
+                          respool::diagnostics* diag, query_handler handler,
+                          boost::asio::any_io_executor handler_ex = {});
 // Fills the caller's diagnostics for a statement that failed on `c` (the server's words when `ec` is
 // the failure c.last_error() describes).
 void report_failure(respool::diagnostics& out, const connection& c, const error_code& ec);

@@ -142,7 +142,7 @@ struct copy_op : std::enable_shared_from_this<copy_op> {
         if (initiating)
             detail::complete(c->ex, std::move(handler), ec, n);
         else
-            detail::complete_here(*c, std::move(handler), ec, n);
+            detail::complete_here(*c, std::move(handler), {}, ec, n);
     }
 
     void broke() {

@@ -277,11 +277,17 @@ query_handler with_code_words(query_handler h, respool::diagnostics* diag) {
 
 // pool::async_query while its borrow waits: what the statement needs once a connection is lent.
 struct pool_query {
-    pool_query(std::shared_ptr<pool_state> st, query_handler h, std::string q, std::optional<params> pr,
-               respool::diagnostics* d)
-        : s(std::move(st)), handler(std::move(h)), sql(std::move(q)), p(std::move(pr)), diag(d) {}
+    pool_query(std::shared_ptr<pool_state> st, query_handler h, asio::any_io_executor hx, std::string q,
+               std::optional<params> pr, respool::diagnostics* d)
+        : s(std::move(st)),
+          handler(std::move(h)),
+          handler_ex(std::move(hx)),
+          sql(std::move(q)),
+          p(std::move(pr)),
+          diag(d) {}
     std::shared_ptr<pool_state> s;
     query_handler handler;
+    asio::any_io_executor handler_ex;  // the handler's, when an any_io_executor (handler_executor.hpp)
     std::string sql;
     std::optional<params> p;
     respool::diagnostics* diag;  // the caller's, or nullptr
@@ -551,7 +557,7 @@ void pool::start_acquire(respool::detail::db::borrow_deadline when, respool::dia
 }
 
 void pool::start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
-                       query_handler handler) {
+                       query_handler handler, asio::any_io_executor handler_ex) {
     if (diag) diag->clear();
     if (state_->pipelined && p && detail::pipelinable(sql)) {
         // (A new handler, not assigned over the old one: Boost 1.81's any_completion_handler
@@ -573,16 +579,16 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
     if (!state_->cfg.thread_safe) {
         if (lease<connection> l = respool::detail::pool_access::take_now(*state_->p))
             return detail::start_query_on_lease(std::move(l), std::move(sql), std::move(p), diag,
-                                                std::move(handler));
+                                                std::move(handler), std::move(handler_ex));
     }
-    auto op =
-        std::make_shared<pool_query>(state_.shared(), std::move(handler), std::move(sql), std::move(p), diag);
+    auto op = std::make_shared<pool_query>(state_.shared(), std::move(handler), std::move(handler_ex),
+                                           std::move(sql), std::move(p), diag);
     auto acquired = [op](error_code ec, lease<connection> l) {
         if (ec) return pool_query::deliver(op, ec, {});  // its words: the shared borrow's
         // The statement, then the lease back (poisoned after a connection-level failure), then the
         // handler: all done by the statement's own operation.
         detail::start_query_on_lease(std::move(l), std::move(op->sql), std::move(op->p), op->diag,
-                                     std::move(op->handler));
+                                     std::move(op->handler), std::move(op->handler_ex));
     };
     respool::detail::db::acquire(*state_->p, state_->cfg.borrow_timeout, diag,
                                  op->handler.get_cancellation_slot(), explainer(state_.shared()),

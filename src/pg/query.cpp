@@ -50,10 +50,11 @@ void give_back(lease<connection>& l, respool::diagnostics* diag, const error_cod
 }
 
 struct query_op : std::enable_shared_from_this<query_op> {
-    query_op(std::shared_ptr<connection::impl> i, query_handler h, std::string s, std::optional<params> q,
-             bool pool_stmt)
+    query_op(std::shared_ptr<connection::impl> i, query_handler h, asio::any_io_executor hx, std::string s,
+             std::optional<params> q, bool pool_stmt)
         : c(std::move(i)),
           handler(std::move(h)),
+          handler_ex(std::move(hx)),
           sql(std::move(s)),
           p(std::move(q)),
           pool_statement(pool_stmt) {
@@ -68,6 +69,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
     }
     std::shared_ptr<connection::impl> c;
     query_handler handler;
+    asio::any_io_executor handler_ex;  // the handler's, read before it was erased (or empty)
     std::string sql;
     std::optional<params> p;  // none: the simple protocol
     result out;
@@ -116,7 +118,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
         if (initiating)
             complete(c->ex, std::move(handler), ec, std::move(out));  // never inside the initiating call
         else  // a reply arrived: the handler runs now, on its executor (posted there when it is another)
-            detail::complete_here(*c, std::move(handler), ec, std::move(out));
+            detail::complete_here(*c, std::move(handler), handler_ex, ec, std::move(out));
     }
 
     // Asks the server to cancel the statement, then keeps reading: the statement ends with 57014 and
@@ -456,8 +458,8 @@ void trace_statement(connection::impl& c, std::string_view sql, std::size_t para
 namespace {
 
 void start(const std::shared_ptr<connection::impl>& i, std::string sql, std::optional<params> p,
-           query_handler handler, bool pool_statement, lease<connection>* borrowed,
-           respool::diagnostics* diag) {
+           query_handler handler, asio::any_io_executor handler_ex, bool pool_statement,
+           lease<connection>* borrowed, respool::diagnostics* diag) {
     auto& c = *i;
     auto refuse = [&](error_code ec) {  // before anything was sent
         if (borrowed) give_back(*borrowed, diag, ec);
@@ -469,7 +471,8 @@ void start(const std::shared_ptr<connection::impl>& i, std::string sql, std::opt
         return refuse(error::connection_broken);
     }
     if (!c.conn || PQstatus(c.conn) != CONNECTION_OK) return refuse(error::not_connected);
-    auto op = std::make_shared<query_op>(i, std::move(handler), std::move(sql), std::move(p), pool_statement);
+    auto op = std::make_shared<query_op>(i, std::move(handler), std::move(handler_ex), std::move(sql),
+                                         std::move(p), pool_statement);
     if (borrowed) {
         op->borrowed = std::move(*borrowed);
         op->diag = diag;
@@ -487,14 +490,16 @@ void start(const std::shared_ptr<connection::impl>& i, std::string sql, std::opt
 }  // namespace
 
 void start_query(const std::shared_ptr<connection::impl>& i, std::string sql, std::optional<params> p,
-                 query_handler handler, bool pool_statement) {
-    start(i, std::move(sql), std::move(p), std::move(handler), pool_statement, nullptr, nullptr);
+                 query_handler handler, asio::any_io_executor handler_ex, bool pool_statement) {
+    start(i, std::move(sql), std::move(p), std::move(handler), std::move(handler_ex), pool_statement, nullptr,
+          nullptr);
 }
 
 void start_query_on_lease(lease<connection> l, std::string sql, std::optional<params> p,
-                          respool::diagnostics* diag, query_handler handler) {
+                          respool::diagnostics* diag, query_handler handler,
+                          asio::any_io_executor handler_ex) {
     const auto i = connection_access::impl_of(*l);  // a copy: the lease moves into the operation
-    start(i, std::move(sql), std::move(p), std::move(handler), false, &l, diag);
+    start(i, std::move(sql), std::move(p), std::move(handler), std::move(handler_ex), false, &l, diag);
 }
 
 }  // namespace detail

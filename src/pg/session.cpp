@@ -42,6 +42,7 @@ void connection::impl::snapshot_session() {
         const char* v = conn ? PQparameterStatus(conn, session_state::watched[i]) : nullptr;
         session.reported[i] = v ? v : "";
     }
+    session.encoding = conn ? PQclientEncoding(conn) : -1;
 }
 
 std::string connection::impl::restore_startup_settings() const {
@@ -93,8 +94,11 @@ bool connection::needs_reset(reset_policy policy) const noexcept {
 
 bool connection::impl::session_changed() const noexcept {
     if (session.dirty || session.user_prepared) return true;
+    if (!conn) return true;  // nothing to compare with: no clean release to trust
+    if (PQclientEncoding(conn) != session.encoding) return true;
     for (std::size_t i = 0; i < session_state::watched.size(); ++i) {
-        const char* v = conn ? PQparameterStatus(conn, session_state::watched[i]) : nullptr;
+        if (i == session_state::client_encoding) continue;  // compared above, without a walk
+        const char* v = PQparameterStatus(conn, session_state::watched[i]);
         if (session.reported[i] != (v ? v : "")) return true;
     }
     return false;
@@ -211,7 +215,7 @@ struct reset_op : std::enable_shared_from_this<reset_op> {
                 }
                 self->finish(ec);
             },
-            true);
+            {}, true);
     }
 
     void restore(std::string script) {
@@ -224,7 +228,7 @@ struct reset_op : std::enable_shared_from_this<reset_op> {
                 }
                 self->finish(ec);
             },
-            true);
+            {}, true);
     }
 };
 

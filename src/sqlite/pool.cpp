@@ -274,7 +274,7 @@ void pool::start_acquire(role r, respool::detail::db::borrow_deadline when,
 }
 
 void pool::start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
-                       query_handler handler) {
+                       query_handler handler, const asio::any_io_executor& /*handler_ex*/) {
     if (diag) diag->clear();
     // A single write with parameters: queued for the writer's next group commit (group_commit.hpp).
     if (p && detail::groupable(sql))

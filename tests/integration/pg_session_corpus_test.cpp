@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 using namespace pg_test;
@@ -141,6 +142,60 @@ TEST_F(pg_session_corpus, no_session_change_in_the_corpus_reaches_the_next_borro
         }
         EXPECT_GT(tried, 120);
         EXPECT_EQ(db.stats().destructions, 0u) << "every reset worked";
+    });
+}
+
+// The settings the server reports (ParameterStatus) are watched whatever changed them: a function that
+// calls set_config on one shows nothing in its text or tag, and the reset still undoes it. Each of the
+// six, through the statement cache (no text scan at all once cached) and on the same backend.
+TEST_F(pg_session_corpus, a_reported_setting_changed_out_of_sight_is_reset) {
+    run([]() -> asio::awaitable<void> {
+        admin a = co_await admin::open();
+        co_await a.query(
+            "CREATE OR REPLACE FUNCTION respool_hidden_report(name text, value text) RETURNS int LANGUAGE "
+            "sql "
+            "AS $$ SELECT 1 FROM (SELECT set_config(name, value, false)) s $$");
+        pg::pool_config cfg;
+        cfg.conninfo = tagged("t_hidden_report");
+        cfg.max = 1;
+        cfg.min_idle = 1;
+        cfg.validate_after = std::chrono::hours(1);
+        pg::pool db(co_await asio::this_coro::executor, cfg);
+        const std::pair<const char*, const char*> changes[] = {{"application_name", "someone_else"},
+                                                               {"client_encoding", "LATIN1"},
+                                                               {"DateStyle", "SQL, DMY"},
+                                                               {"IntervalStyle", "iso_8601"},
+                                                               {"TimeZone", "UTC+3"},
+                                                               {"standard_conforming_strings", "off"}};
+        for (const auto& [name, value] : changes) {
+            std::string before;
+            int pid = 0;
+            for (int round = 0; round < 2; ++round) {  // the second round runs the cached statement
+                std::tie(before, pid) = co_await db.with_connection(
+                    [&](pg::connection& c) -> asio::awaitable<std::pair<std::string, int>> {
+                        auto now = co_await c.async_query("SELECT current_setting($1)", pg::params(name),
+                                                          asio::use_awaitable);
+                        const std::string was(now.text(0, 0));
+                        auto [ec, r] = co_await c.async_query("SELECT respool_hidden_report($1, $2)",
+                                                              pg::params(name, value),
+                                                              asio::as_tuple(asio::use_awaitable));
+                        EXPECT_FALSE(ec) << name << ": " << c.last_error().message;
+                        co_return std::pair(was, co_await pid_of(c));
+                    },
+                    asio::use_awaitable);
+                const std::string after = co_await db.with_connection(
+                    [&](pg::connection& c) -> asio::awaitable<std::string> {
+                        EXPECT_EQ(co_await pid_of(c), pid) << name << ": reset, not replaced";
+                        auto r = co_await c.async_query("SELECT current_setting($1)", pg::params(name),
+                                                        asio::use_awaitable);
+                        co_return std::string(r.text(0, 0));
+                    },
+                    asio::use_awaitable);
+                EXPECT_EQ(after, before) << name << " set to " << value << " by a function, round " << round;
+                EXPECT_NE(before, value) << "the change must be one";
+            }
+        }
+        co_await a.query("DROP FUNCTION respool_hidden_report(text, text)");
     });
 }
 

@@ -1,8 +1,11 @@
 // The four forms of a database pool's async_query (pg::pool, sqlite::pool): with or without bound
 // parameters, with or without diagnostics. Each pool documents what its async_query does and runs it
-// in its own start_query(sql, std::optional<Params>, diagnostics*, handler).
+// in its own start_query(sql, std::optional<Params>, diagnostics*, handler, handler_executor): the
+// last is the handler's executor when it is an any_io_executor (handler_executor.hpp), which a pool
+// that completes a statement in place compares with its connection's; the others leave it.
 #pragma once
 
+#include <respool/detail/handler_executor.hpp>
 #include <respool/error.hpp>
 #include <respool/options.hpp>
 
@@ -28,7 +31,8 @@ public:
     auto async_query(std::string sql, respool::diagnostics* diag, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, Result)>(
             [pool = &self()](auto handler, std::string s, respool::diagnostics* d) {
-                pool->start_query(std::move(s), std::nullopt, d, std::move(handler));
+                auto ex = io_executor_of(handler, pool->get_executor());  // before the handler moves
+                pool->start_query(std::move(s), std::nullopt, d, std::move(handler), std::move(ex));
             },
             token, std::move(sql), diag);
     }
@@ -40,7 +44,8 @@ public:
     auto async_query(std::string sql, Params p, respool::diagnostics* diag, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, Result)>(
             [pool = &self()](auto handler, std::string s, Params q, respool::diagnostics* d) {
-                pool->start_query(std::move(s), std::move(q), d, std::move(handler));
+                auto ex = io_executor_of(handler, pool->get_executor());  // before the handler moves
+                pool->start_query(std::move(s), std::move(q), d, std::move(handler), std::move(ex));
             },
             token, std::move(sql), std::move(p), diag);
     }

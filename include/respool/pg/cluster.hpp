@@ -244,8 +244,9 @@ private:
             std::move(steps));
     }
 
+    // (`handler_ex` is not used: a routed statement completes through the routing's own handler.)
     void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
-                     query_handler handler);
+                     query_handler handler, const boost::asio::any_io_executor& handler_ex);
     void start_routed_query(read_options r, std::string sql, std::optional<params> p,
                             respool::diagnostics* diag, query_handler handler);
     void start_acquire(std::optional<read_options> r, acquire_handler handler);

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <respool/detail/asio_build.hpp>
+#include <respool/detail/handler_executor.hpp>
 #include <respool/pg/batch.hpp>
 #include <respool/pg/copy.hpp>
 #include <respool/pg/errors.hpp>
@@ -93,8 +94,11 @@ public:
     template <class Token>
     auto async_query(std::string sql, Token&& token) {
         return boost::asio::async_initiate<Token, void(error_code, result)>(
-            [this](auto handler, std::string s) { start_query(std::move(s), std::move(handler)); }, token,
-            std::move(sql));
+            [this](auto handler, std::string s) {
+                auto ex = respool::detail::io_executor_of(handler, get_executor());  // before it moves
+                start_query(std::move(s), std::move(handler), std::move(ex));
+            },
+            token, std::move(sql));
     }
 
     // Runs one statement with bound parameters (the extended protocol), prepared once per connection
@@ -107,7 +111,8 @@ public:
     auto async_query(std::string sql, params p, Token&& token) {
         return boost::asio::async_initiate<Token, void(error_code, result)>(
             [this](auto handler, std::string s, params q) {
-                start_query_params(std::move(s), std::move(q), std::move(handler));
+                auto ex = respool::detail::io_executor_of(handler, get_executor());  // before it moves
+                start_query_params(std::move(s), std::move(q), std::move(handler), std::move(ex));
             },
             token, std::move(sql), std::move(p));
     }
@@ -254,9 +259,12 @@ private:
 
     void start_connect(std::string conninfo, std::chrono::steady_clock::duration timeout,
                        boost::asio::any_completion_handler<void(error_code)> handler);
-    void start_query(std::string sql, boost::asio::any_completion_handler<void(error_code, result)> handler);
+    // `handler_ex`: the handler's executor when it is an any_io_executor (handler_executor.hpp).
+    void start_query(std::string sql, boost::asio::any_completion_handler<void(error_code, result)> handler,
+                     boost::asio::any_io_executor handler_ex);
     void start_query_params(std::string sql, params p,
-                            boost::asio::any_completion_handler<void(error_code, result)> handler);
+                            boost::asio::any_completion_handler<void(error_code, result)> handler,
+                            boost::asio::any_io_executor handler_ex);
     void start_ping(boost::asio::any_completion_handler<void(error_code)> handler);
     void start_wait_notification(boost::asio::any_completion_handler<void(error_code, notification)> handler);
     void start_execute(

@@ -349,8 +349,10 @@ private:
     }
     void start_acquire(respool::detail::db::borrow_deadline when, respool::diagnostics* diag,
                        boost::asio::any_completion_handler<void(error_code, lease<connection>)> handler);
+    // `handler_ex`: the handler's executor when it is an any_io_executor (handler_executor.hpp).
     void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
-                     boost::asio::any_completion_handler<void(error_code, result)> handler);
+                     boost::asio::any_completion_handler<void(error_code, result)> handler,
+                     boost::asio::any_io_executor handler_ex);
     void start_close(duration grace, boost::asio::any_completion_handler<void(error_code)> handler);
     void start_copy(std::string sql, std::unique_ptr<detail::copy_rows> rows, detail::copy_sink sink,
                     copy_options o,

@@ -231,8 +231,10 @@ private:
     }
     void start_acquire(detail::role r, respool::detail::db::borrow_deadline when,
                        boost::asio::any_completion_handler<void(error_code, lease<connection>)> handler);
+    // (`handler_ex` is not used: a statement completes from its worker thread, posted to the handler.)
     void start_query(std::string sql, std::optional<params> p, respool::diagnostics* diag,
-                     boost::asio::any_completion_handler<void(error_code, result)> handler);
+                     boost::asio::any_completion_handler<void(error_code, result)> handler,
+                     const boost::asio::any_io_executor& handler_ex);
 
     respool::detail::db::state_handle<detail::pool_state> state_;
 };
