@@ -56,8 +56,8 @@ pipeline::~pipeline() {
     box_->close();
 }
 
-void pipeline::submit(std::string sql, params p, query_handler h, respool::diagnostics* diag,
-                      preparation how) {
+void pipeline::submit(std::string sql, params p, query_handler h, respool::diagnostics* diag, preparation how,
+                      asio::any_io_executor handler_ex) {
     if (broken_ || !c_->conn)
         return complete(c_->ex, std::move(h), error_code(error::connection_broken), result{});
     if (statements_.empty()) {  // the connection comes in idle (the pool lends it so) or back from idle
@@ -74,6 +74,7 @@ void pipeline::submit(std::string sql, params p, query_handler h, respool::diagn
         }
     }
     auto s = std::make_shared<statement>(std::move(sql), std::move(p), std::move(h));
+    s->handler_ex = std::move(handler_ex);
     s->diag = diag;
     s->how = how;
     if (c_->tracer) s->started = std::chrono::steady_clock::now();
@@ -310,7 +311,7 @@ void pipeline::complete_front() {
         s->diag->error = std::make_exception_ptr(error_with_diagnostics(ec, std::move(words)));
     }
     if (c_->tracer) trace_statement(*c_, s->sql, s->p.size(), s->started, ec ? nullptr : &s->out, ec, false);
-    complete_here(*c_, std::move(s->handler), {}, ec, std::move(s->out));
+    complete_here(*c_, std::move(s->handler), s->handler_ex, ec, std::move(s->out));
 }
 
 // Completes a statement before its reply (cancelled, or past its deadline); the reply is read and

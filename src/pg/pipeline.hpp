@@ -43,10 +43,11 @@ public:
     // the server runs it at that moment a cancel request stops it there. A server error fills `diag`
     // (when given) with the statement's own words before `h` runs. `how`: through the connection's
     // statement cache (unless it is off), or unnamed, parsed for this run only (for a statement that
-    // should not take a place in the cache, such as a transaction's BEGIN).
+    // should not take a place in the cache, such as a transaction's BEGIN). `handler_ex`: the handler's
+    // executor read before it was erased, or empty (complete_here, connection_impl.hpp).
     enum class preparation : std::uint8_t { through_cache, unnamed };
     void submit(std::string sql, params p, query_handler h, respool::diagnostics* diag = nullptr,
-                preparation how = preparation::through_cache);
+                preparation how = preparation::through_cache, boost::asio::any_io_executor handler_ex = {});
 
     // Callers' statements sent and not yet answered (those completed early included: they still
     // occupy the connection).
@@ -73,6 +74,7 @@ private:
         std::string sql;  // kept for the one retry after a cancel meant for another statement
         params p;
         query_handler handler;  // empty once completed (early: cancelled, past its deadline)
+        boost::asio::any_io_executor handler_ex;  // the handler's, read before it was erased (or empty)
         boost::container::small_vector<part, 4> parts;
         std::size_t at = 0;
         result out;

@@ -34,15 +34,19 @@ void pipeline_dispatch::fail(const std::shared_ptr<waiting>& w, error_code ec) {
     complete(ex_, std::move(w->h), ec, result{});
 }
 
-void pipeline_dispatch::submit(std::string sql, params p, query_handler h, respool::diagnostics* diag) {
+void pipeline_dispatch::submit(std::string sql, params p, query_handler h, respool::diagnostics* diag,
+                               asio::any_io_executor handler_ex) {
     if (closed_) return complete(ex_, std::move(h), error_code(respool::errc::closed), result{});
     carrier* c = roomiest();
     // Another carrier when none has room, or while every one has work: spreading over connections
     // beats queueing behind another caller's statement, as long as the pool has a connection to
     // spare (the acquire says).
     if (!c || (waiting_.empty() && c->pipe->in_flight() > 0)) grow();
-    if (c && waiting_.empty()) return c->pipe->submit(std::move(sql), std::move(p), std::move(h), diag);
-    auto w = std::make_shared<waiting>(std::move(sql), std::move(p), std::move(h), diag);
+    if (c && waiting_.empty())
+        return c->pipe->submit(std::move(sql), std::move(p), std::move(h), diag,
+                               pipeline::preparation::through_cache, std::move(handler_ex));
+    auto w =
+        std::make_shared<waiting>(std::move(sql), std::move(p), std::move(h), diag, std::move(handler_ex));
     auto slot = w->h.get_cancellation_slot();
     if (slot.is_connected())
         slot.template emplace<respool::detail::request_canceller<waiting>>(
@@ -101,7 +105,8 @@ void pipeline_dispatch::feed() {
         waiting& w = *next;
         auto slot = w.h.get_cancellation_slot();
         if (slot.is_connected()) slot.clear();
-        c->pipe->submit(std::move(w.sql), std::move(w.p), std::move(w.h), w.diag);
+        c->pipe->submit(std::move(w.sql), std::move(w.p), std::move(w.h), w.diag,
+                        pipeline::preparation::through_cache, std::move(w.handler_ex));
     }
     wait_timer_.cancel();
 }

@@ -29,7 +29,9 @@ public:
 
     // Runs the statement on the least busy carrier with room, else waits (within borrow_timeout,
     // then errc::exhausted) for room or a new carrier. The handler completes as connection::async_query's.
-    void submit(std::string sql, params p, query_handler h, respool::diagnostics* diag = nullptr);
+    // `handler_ex`: the handler's executor read before it was erased, or empty (pipeline::submit).
+    void submit(std::string sql, params p, query_handler h, respool::diagnostics* diag = nullptr,
+                boost::asio::any_io_executor handler_ex = {});
     // No more statements (errc::closed); those waiting fail now, those in flight finish, and their
     // carriers go back to the (closed) pool.
     void close();
@@ -43,12 +45,18 @@ private:
     // borrow deadline and the cancellation).
     struct waiting : respool::detail::request_node {
         using owner_type = pipeline_dispatch;
-        waiting(std::string q, params pr, query_handler handler, respool::diagnostics* d)
-            : sql(std::move(q)), p(std::move(pr)), h(std::move(handler)), diag(d) {}
+        waiting(std::string q, params pr, query_handler handler, respool::diagnostics* d,
+                boost::asio::any_io_executor hx)
+            : sql(std::move(q)),
+              p(std::move(pr)),
+              h(std::move(handler)),
+              diag(d),
+              handler_ex(std::move(hx)) {}
         std::string sql;
         params p;
         query_handler h;
         respool::diagnostics* diag;
+        boost::asio::any_io_executor handler_ex;
         // Cancelled while queued: completes with operation_aborted. Once on a carrier, the pipeline's
         // own cancellation applies.
         static void on_cancel(pipeline_dispatch& d, const std::shared_ptr<waiting>& w, bool withdrawn);

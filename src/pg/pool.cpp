@@ -563,14 +563,16 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
         // (A new handler, not assigned over the old one: Boost 1.81's any_completion_handler
         // move-assignment recurses.)
         query_handler h = diag ? with_code_words(std::move(handler), diag) : std::move(handler);
+        if (diag) handler_ex = {};  // the words' wrapper has no executor of its own: asking it costs nothing
         if (!state_->cfg.thread_safe)
-            return state_->pipelined->submit(std::move(sql), std::move(*p), std::move(h), diag);
+            return state_->pipelined->submit(std::move(sql), std::move(*p), std::move(h), diag,
+                                             std::move(handler_ex));
         // From any thread: the pipelines live on the pool's executor (a strand, then).
-        return asio::dispatch(
-            state_->p->get_executor(),
-            [d = state_->pipelined, s = std::move(sql), q = std::move(*p), h = std::move(h), diag]() mutable {
-                d->submit(std::move(s), std::move(q), std::move(h), diag);
-            });
+        return asio::dispatch(state_->p->get_executor(),
+                              [d = state_->pipelined, s = std::move(sql), q = std::move(*p), h = std::move(h),
+                               diag, hx = std::move(handler_ex)]() mutable {
+                                  d->submit(std::move(s), std::move(q), std::move(h), diag, std::move(hx));
+                              });
     }
     // A connection free now goes straight to the statement, on this thread: the caller of a pool that
     // is not thread_safe is on the pool's executor, where the borrow's completion would run it. The
