@@ -8,6 +8,9 @@
 
 #include <respool/pg/pool.hpp>
 
+#include <boost/asio/bind_executor.hpp>
+
+#include <atomic>
 #include <stdexcept>
 #include <vector>
 
@@ -517,6 +520,53 @@ TEST_F(pg_pool, unnamed_statements_leave_nothing_prepared_for_pgbouncer) {
                                     asio::use_awaitable);
         EXPECT_EQ(r.get<std::int64_t>(0, 0), 0);
     });
+}
+
+// A statement's handler runs on its own executor, whichever way it is bound: an any_io_executor (read
+// once when the statement starts) or an executor of another type (asked when the reply arrives). Here
+// both are an event loop on another thread, for a pool's statement, a pipelined pool's and a
+// connection's.
+TEST_F(pg_pool, a_statements_handler_runs_on_its_own_executor) {
+    loop caller;
+    std::atomic<int> done{0};
+    std::atomic<int> elsewhere{0};
+    auto check = [&](error_code ec, pg::result r) {
+        EXPECT_FALSE(ec) << ec.message();
+        EXPECT_EQ(r.rows(), 1u);
+        if (!caller.io.get_executor().running_in_this_thread()) ++elsewhere;
+        ++done;
+    };
+    run([&]() -> asio::awaitable<void> {
+        auto piped = config("t_handler_ex", 2);
+        piped.pipeline_depth = 4;
+        pg::pool db(co_await asio::this_coro::executor, config("t_handler_ex", 2));
+        pg::pool pipelined(co_await asio::this_coro::executor, piped);
+        pg::connection c(co_await asio::this_coro::executor);
+        co_await c.async_connect(conninfo(), 10s, asio::use_awaitable);
+        const asio::any_io_executor erased = caller.io.get_executor();
+        int started = 0;
+        for (const bool as_any : {true, false}) {
+            if (as_any) {
+                db.async_query("SELECT 1", pg::params(), asio::bind_executor(erased, check));
+                pipelined.async_query("SELECT 1", pg::params(), asio::bind_executor(erased, check));
+                co_await poll_until([&] { return done.load() == started + 2; });
+                c.async_query("SELECT 1", pg::params(), asio::bind_executor(erased, check));
+            } else {
+                db.async_query("SELECT 1", pg::params(),
+                               asio::bind_executor(caller.io.get_executor(), check));
+                pipelined.async_query("SELECT 1", pg::params(),
+                                      asio::bind_executor(caller.io.get_executor(), check));
+                co_await poll_until([&] { return done.load() == started + 2; });
+                c.async_query("SELECT 1", pg::params(), asio::bind_executor(caller.io.get_executor(), check));
+            }
+            started += 3;
+            co_await poll_until([&] { return done.load() == started; });
+        }
+        db.close();
+        pipelined.close();
+    });
+    EXPECT_EQ(done.load(), 6);
+    EXPECT_EQ(elsewhere.load(), 0) << "a handler ran off its own executor";
 }
 
 TEST_F(pg_pool, an_exhausted_acquire_says_how_the_pool_stood) {
