@@ -71,6 +71,16 @@ std::string folded(std::string s, int (*fold)(int)) {
     return s;
 }
 
+// A pool of one connection, so that every borrow meets the same backend; no validation query in the way.
+pg::pool_config one_connection(const char* app) {
+    pg::pool_config cfg;
+    cfg.conninfo = tagged(app);
+    cfg.max = 1;
+    cfg.min_idle = 1;
+    cfg.validate_after = std::chrono::hours(1);
+    return cfg;
+}
+
 asio::awaitable<int> pid_of(pg::connection& c) {
     auto r = co_await c.async_query("SELECT pg_backend_pid()", asio::use_awaitable);
     co_return r.get<std::int32_t>(0, 0);
@@ -100,12 +110,7 @@ asio::awaitable<std::string> leftovers(pg::connection& c) {
 
 TEST_F(pg_session_corpus, no_session_change_in_the_corpus_reaches_the_next_borrower) {
     run([]() -> asio::awaitable<void> {
-        pg::pool_config cfg;
-        cfg.conninfo = tagged("t_corpus");
-        cfg.max = 1;
-        cfg.min_idle = 1;
-        cfg.validate_after = std::chrono::hours(1);
-        pg::pool db(co_await asio::this_coro::executor, cfg);
+        pg::pool db(co_await asio::this_coro::executor, one_connection("t_corpus"));
         int tried = 0;
         for (const statement& s : corpus) {
             std::vector<std::string> texts = {s.sql};
@@ -152,15 +157,9 @@ TEST_F(pg_session_corpus, a_reported_setting_changed_out_of_sight_is_reset) {
     run([]() -> asio::awaitable<void> {
         admin a = co_await admin::open();
         co_await a.query(
-            "CREATE OR REPLACE FUNCTION respool_hidden_report(name text, value text) RETURNS int LANGUAGE "
-            "sql "
-            "AS $$ SELECT 1 FROM (SELECT set_config(name, value, false)) s $$");
-        pg::pool_config cfg;
-        cfg.conninfo = tagged("t_hidden_report");
-        cfg.max = 1;
-        cfg.min_idle = 1;
-        cfg.validate_after = std::chrono::hours(1);
-        pg::pool db(co_await asio::this_coro::executor, cfg);
+            "CREATE OR REPLACE FUNCTION respool_hidden_report(name text, value text) RETURNS int "
+            "LANGUAGE sql AS $$ SELECT 1 FROM (SELECT set_config(name, value, false)) s $$");
+        pg::pool db(co_await asio::this_coro::executor, one_connection("t_hidden_report"));
         const std::pair<const char*, const char*> changes[] = {{"application_name", "someone_else"},
                                                                {"client_encoding", "LATIN1"},
                                                                {"DateStyle", "SQL, DMY"},
@@ -207,11 +206,7 @@ TEST_F(pg_session_corpus, mark_dirty_resets_what_no_text_reveals) {
         co_await a.query(
             "CREATE OR REPLACE FUNCTION respool_hidden_effect() RETURNS int LANGUAGE sql AS "
             "$$ SELECT 1 FROM (SELECT set_config('work_mem', '1234', false)) s $$");
-        pg::pool_config cfg;
-        cfg.conninfo = tagged("t_mark_dirty");
-        cfg.max = 1;
-        cfg.min_idle = 1;
-        pg::pool db(co_await asio::this_coro::executor, cfg);
+        pg::pool db(co_await asio::this_coro::executor, one_connection("t_mark_dirty"));
         for (const bool mark : {false, true}) {
             co_await db.with_connection(
                 [mark](pg::connection& c) -> asio::awaitable<void> {
