@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace respool::pg {
@@ -44,7 +45,7 @@ struct session_state {
     static constexpr std::array<const char*, 6> watched = {"application_name", "client_encoding",
                                                            "DateStyle",        "IntervalStyle",
                                                            "TimeZone",         "standard_conforming_strings"};
-    static constexpr std::size_t client_encoding = 1;  // watched[1]
+    static constexpr std::size_t client_encoding = 1;
     std::array<std::string, watched.size()> reported;
     // libpq's encoding id at the snapshot. libpq keeps it current from the server's reports, so a
     // changed client_encoding is seen in one read (PQclientEncoding): each PQparameterStatus walks
@@ -52,6 +53,8 @@ struct session_state {
     // lease looks.
     int encoding = -1;
 };
+
+static_assert(std::string_view(session_state::watched[session_state::client_encoding]) == "client_encoding");
 
 struct connection::impl {
     explicit impl(boost::asio::any_io_executor e)

@@ -311,7 +311,7 @@ void pipeline::complete_front() {
         s->diag->error = std::make_exception_ptr(error_with_diagnostics(ec, std::move(words)));
     }
     if (c_->tracer) trace_statement(*c_, s->sql, s->p.size(), s->started, ec ? nullptr : &s->out, ec, false);
-    complete_here(*c_, std::move(s->handler), s->handler_ex, ec, std::move(s->out));
+    complete_here(*c_, std::move(s->handler), std::exchange(s->handler_ex, {}), ec, std::move(s->out));
 }
 
 // Completes a statement before its reply (cancelled, or past its deadline); the reply is read and

@@ -563,7 +563,9 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
         // (A new handler, not assigned over the old one: Boost 1.81's any_completion_handler
         // move-assignment recurses.)
         query_handler h = diag ? with_code_words(std::move(handler), diag) : std::move(handler);
-        if (diag) handler_ex = {};  // the words' wrapper has no executor of its own: asking it costs nothing
+        // The words' wrapper has no executor of its own: the pipeline asks it (no wrap), and the wrapper
+        // then dispatches to the caller's handler (which does wrap its executor: the diagnostics' price).
+        if (diag) handler_ex = {};
         if (!state_->cfg.thread_safe)
             return state_->pipelined->submit(std::move(sql), std::move(*p), std::move(h), diag,
                                              std::move(handler_ex));

@@ -118,7 +118,8 @@ struct query_op : std::enable_shared_from_this<query_op> {
         if (initiating)
             complete(c->ex, std::move(handler), ec, std::move(out));  // never inside the initiating call
         else  // a reply arrived: the handler runs now, on its executor (posted there when it is another)
-            detail::complete_here(*c, std::move(handler), handler_ex, ec, std::move(out));
+            // (The executor goes with the handler: a copy kept here would count as work on it.)
+            detail::complete_here(*c, std::move(handler), std::exchange(handler_ex, {}), ec, std::move(out));
     }
 
     // Asks the server to cancel the statement, then keeps reading: the statement ends with 57014 and

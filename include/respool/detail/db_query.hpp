@@ -31,7 +31,7 @@ public:
     auto async_query(std::string sql, respool::diagnostics* diag, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, Result)>(
             [pool = &self()](auto handler, std::string s, respool::diagnostics* d) {
-                auto ex = io_executor_of(handler, pool->get_executor());  // before the handler moves
+                auto ex = respool::detail::io_executor_of(handler, pool->get_executor());  // before it moves
                 pool->start_query(std::move(s), std::nullopt, d, std::move(handler), std::move(ex));
             },
             token, std::move(sql), diag);
@@ -44,7 +44,7 @@ public:
     auto async_query(std::string sql, Params p, respool::diagnostics* diag, Token&& token = {}) {
         return boost::asio::async_initiate<Token, void(error_code, Result)>(
             [pool = &self()](auto handler, std::string s, Params q, respool::diagnostics* d) {
-                auto ex = io_executor_of(handler, pool->get_executor());  // before the handler moves
+                auto ex = respool::detail::io_executor_of(handler, pool->get_executor());  // before it moves
                 pool->start_query(std::move(s), std::move(q), d, std::move(handler), std::move(ex));
             },
             token, std::move(sql), std::move(p), diag);
