@@ -276,15 +276,7 @@ query_handler with_code_words(query_handler h, respool::diagnostics* diag) {
 }
 
 // pool::async_query while its borrow waits: what the statement needs once a connection is lent.
-struct pool_query {
-    pool_query(std::shared_ptr<pool_state> st, query_handler h, asio::any_io_executor hx, std::string q,
-               std::optional<params> pr, respool::diagnostics* d)
-        : s(std::move(st)),
-          handler(std::move(h)),
-          handler_ex(std::move(hx)),
-          sql(std::move(q)),
-          p(std::move(pr)),
-          diag(d) {}
+struct pool_query {  // (an aggregate: make_shared moves each part in, in this order)
     std::shared_ptr<pool_state> s;
     query_handler handler;
     asio::any_io_executor handler_ex;  // the handler's, when an any_io_executor (handler_executor.hpp)
