@@ -276,7 +276,7 @@ query_handler with_code_words(query_handler h, respool::diagnostics* diag) {
 }
 
 // pool::async_query while its borrow waits: what the statement needs once a connection is lent.
-struct pool_query {  // (an aggregate: make_shared moves each part in, in this order)
+struct pool_query {  // an aggregate (braced: clang 14 has no parenthesised aggregate init)
     std::shared_ptr<pool_state> s;
     query_handler handler;
     asio::any_io_executor handler_ex;  // the handler's, when an any_io_executor (handler_executor.hpp)
@@ -577,8 +577,8 @@ void pool::start_query(std::string sql, std::optional<params> p, respool::diagno
             return detail::start_query_on_lease(std::move(l), std::move(sql), std::move(p), diag,
                                                 std::move(handler), std::move(handler_ex));
     }
-    auto op = std::make_shared<pool_query>(state_.shared(), std::move(handler), std::move(handler_ex),
-                                           std::move(sql), std::move(p), diag);
+    auto op = std::make_shared<pool_query>(pool_query{
+        state_.shared(), std::move(handler), std::move(handler_ex), std::move(sql), std::move(p), diag});
     auto acquired = [op](error_code ec, lease<connection> l) {
         if (ec) return pool_query::deliver(op, ec, {});  // its words: the shared borrow's
         // The statement, then the lease back (poisoned after a connection-level failure), then the
