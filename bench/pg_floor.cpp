@@ -1,0 +1,259 @@
+// The floor under respool::pg: what a client on one Asio event loop spends a `SELECT 1` when nothing
+// but the statement stands between the coroutine and the server. Two floors, no respool code in
+// either:
+//   libpq  each coroutine owns a PGconn: PQsendQueryPrepared, then PQconsumeInput / PQisBusy /
+//          PQgetResult, waiting on the socket with Asio's async_wait (what a libpq client pays).
+//   wire   each coroutine speaks the extended protocol itself on the connection's socket: one write of
+//          Bind/Execute/Sync for the prepared statement, reads until ReadyForQuery (what a client
+//          with its own protocol code pays; libpq only connects and prepares).
+// bench/pg_compare --ladder runs both next to respool_pg_bench (a connection per coroutine, then the
+// pool) and pgbench, so the step each layer adds is measured in one sitting.
+//
+//   respool_pg_floor --conninfo STR --mode libpq|wire [--seconds S] [--connections N]
+// Prints one line in respool_pg_bench's format:
+//   floor mode=wire connections=8 queries=123456 failures=0 seconds=5.00 qps=24691.2 cpu_us_per_query=5.2
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <libpq-fe.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace asio = boost::asio;
+
+namespace {
+
+double cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+constexpr const char* statement_name = "floor_select1";
+
+// One protocol message: its type byte, then its length (itself included) in network order, then `body`.
+void append_message(std::string& out, char type, const std::string& body) {
+    const auto length = static_cast<std::uint32_t>(body.size() + 4);
+    out += type;
+    for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((length >> shift) & 0xff);
+    out += body;
+}
+
+// Bind (unnamed portal, the prepared statement, no parameters, text results), Execute (all rows), Sync.
+std::string bind_execute_sync() {
+    std::string out;
+    std::string bind;
+    bind += '\0';  // the unnamed portal
+    bind += statement_name;
+    bind += '\0';
+    bind.append(6, '\0');  // no parameter formats, no parameters, no result formats (all text)
+    append_message(out, 'B', bind);
+    append_message(out, 'E', std::string(5, '\0'));  // the unnamed portal, no row limit
+    append_message(out, 'S', "");
+    return out;
+}
+
+struct run_state {
+    bool running = true;
+    std::uint64_t queries = 0;
+    std::uint64_t failures = 0;
+};
+
+std::uint32_t read_length(const char* p) {
+    return (std::uint32_t{static_cast<unsigned char>(p[0])} << 24) |
+           (std::uint32_t{static_cast<unsigned char>(p[1])} << 16) |
+           (std::uint32_t{static_cast<unsigned char>(p[2])} << 8) |
+           std::uint32_t{static_cast<unsigned char>(p[3])};
+}
+
+// wire: the statement's bytes written at once (the socket is writable: nothing else is in flight), then
+// the reply read and walked message by message until ReadyForQuery; the one DataRow must hold "1".
+asio::awaitable<void> wire_client(asio::posix::stream_descriptor& socket, const std::string& request,
+                                  run_state& st) {
+    std::array<char, 8192> buf{};
+    while (st.running) {
+        boost::system::error_code ec;
+        asio::write(socket, asio::buffer(request), ec);
+        if (ec) {
+            ++st.failures;
+            co_return;
+        }
+        std::size_t have = 0;
+        bool ready = false, one = false, error = false;
+        while (!ready) {
+            auto [rec, n] = co_await socket.async_read_some(
+                asio::buffer(buf.data() + have, buf.size() - have), asio::as_tuple(asio::deferred));
+            if (rec) {
+                ++st.failures;
+                co_return;
+            }
+            have += n;
+            std::size_t at = 0;
+            while (have - at >= 5) {
+                const std::uint32_t length = read_length(buf.data() + at + 1);
+                if (have - at < 1 + std::size_t{length}) break;
+                const char type = buf[at];
+                // DataRow: int16 column count, int32 field length, the field.
+                if (type == 'D') one = length == 4 + 2 + 4 + 1 && buf[at + 11] == '1';
+                if (type == 'E') error = true;
+                if (type == 'Z') ready = true;
+                at += 1 + length;
+            }
+            std::memmove(buf.data(), buf.data() + at, have - at);
+            have -= at;
+        }
+        if (!st.running) break;
+        if (one && !error)
+            ++st.queries;
+        else
+            ++st.failures;
+    }
+}
+
+// libpq: the same statement through libpq's asynchronous calls.
+asio::awaitable<void> libpq_client(PGconn* c, asio::posix::stream_descriptor& socket, run_state& st) {
+    while (st.running) {
+        // (Nonblocking: the send is flushed at once; PQflush is 0 when nothing is left to send.)
+        if (!PQsendQueryPrepared(c, statement_name, 0, nullptr, nullptr, nullptr, 0) || PQflush(c) != 0) {
+            ++st.failures;
+            co_return;
+        }
+        bool one = false;
+        for (;;) {
+            if (!PQconsumeInput(c)) {
+                ++st.failures;
+                co_return;
+            }
+            if (PQisBusy(c)) {
+                auto [ec] = co_await socket.async_wait(asio::posix::stream_descriptor::wait_read,
+                                                       asio::as_tuple(asio::deferred));
+                if (ec) {
+                    ++st.failures;
+                    co_return;
+                }
+                continue;
+            }
+            PGresult* r = PQgetResult(c);
+            if (!r) break;
+            one = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+                  std::strcmp(PQgetvalue(r, 0, 0), "1") == 0;
+            PQclear(r);
+        }
+        if (!st.running) break;
+        if (one)
+            ++st.queries;
+        else
+            ++st.failures;
+    }
+}
+
+struct settings {
+    std::string conninfo;
+    std::string mode;
+    double seconds = 10;
+    std::size_t connections = 8;
+};
+
+settings parse(int argc, char** argv) {
+    settings s;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string k = argv[i], v = argv[i + 1];
+        if (k == "--conninfo")
+            s.conninfo = v;
+        else if (k == "--mode")
+            s.mode = v;
+        else if (k == "--seconds")
+            s.seconds = std::stod(v);
+        else if (k == "--connections")
+            s.connections = static_cast<std::size_t>(std::stoul(v));
+        else {
+            std::fprintf(stderr, "respool_pg_floor: unknown option %s\n", k.c_str());
+            std::exit(2);
+        }
+    }
+    if (s.conninfo.empty() || (s.mode != "libpq" && s.mode != "wire") || s.connections == 0) {
+        std::fprintf(
+            stderr,
+            "usage: respool_pg_floor --conninfo STR --mode libpq|wire [--seconds S] [--connections N]\n");
+        std::exit(2);
+    }
+    return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const settings s = parse(argc, argv);
+    asio::io_context io(1);
+    std::vector<std::unique_ptr<PGconn, decltype(&PQfinish)>> conns;
+    std::vector<std::unique_ptr<asio::posix::stream_descriptor>> sockets;
+    for (std::size_t i = 0; i < s.connections; ++i) {
+        conns.emplace_back(PQconnectdb(s.conninfo.c_str()), &PQfinish);
+        PGconn* c = conns.back().get();
+        if (PQstatus(c) != CONNECTION_OK) {
+            std::fprintf(stderr, "respool_pg_floor: connect failed: %s", PQerrorMessage(c));
+            return 1;
+        }
+        PGresult* prepared = PQprepare(c, statement_name, "SELECT 1", 0, nullptr);
+        const bool ok = PQresultStatus(prepared) == PGRES_COMMAND_OK;
+        PQclear(prepared);
+        if (!ok || PQsetnonblocking(c, 1) != 0) {
+            std::fprintf(stderr, "respool_pg_floor: prepare failed: %s", PQerrorMessage(c));
+            return 1;
+        }
+        // A duplicate of the socket: the descriptor object closes its own, libpq keeps its.
+        sockets.push_back(std::make_unique<asio::posix::stream_descriptor>(io, ::dup(PQsocket(c))));
+    }
+
+    run_state st;
+    const std::string request = bind_execute_sync();
+    double cpu0 = 0, cpu1 = 0;
+    std::chrono::steady_clock::time_point t0, t1;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            t0 = std::chrono::steady_clock::now();
+            cpu0 = cpu_seconds();
+            for (std::size_t i = 0; i < s.connections; ++i) {
+                if (s.mode == "wire")
+                    asio::co_spawn(io, wire_client(*sockets[i], request, st), asio::detached);
+                else
+                    asio::co_spawn(io, libpq_client(conns[i].get(), *sockets[i], st), asio::detached);
+            }
+            asio::steady_timer t(io, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                         std::chrono::duration<double>(s.seconds)));
+            co_await t.async_wait(asio::use_awaitable);
+            st.running = false;
+            t1 = std::chrono::steady_clock::now();
+            cpu1 = cpu_seconds();
+        },
+        asio::detached);
+    io.run();
+    const double secs = std::chrono::duration<double>(t1 - t0).count();
+    std::printf(
+        "floor mode=%s connections=%zu queries=%llu failures=%llu seconds=%.2f qps=%.1f "
+        "cpu_us_per_query=%.2f\n",
+        s.mode.c_str(), s.connections, static_cast<unsigned long long>(st.queries),
+        static_cast<unsigned long long>(st.failures), secs, static_cast<double>(st.queries) / secs,
+        st.queries ? (cpu1 - cpu0) * 1e6 / static_cast<double>(st.queries) : 0.0);
+    return st.failures == 0 ? 0 : 1;
+}
