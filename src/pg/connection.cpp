@@ -50,6 +50,14 @@ void connection::impl::collect_notifications() {
         notifications.push_back(std::move(x));
     }
 }
+void connection::impl::clear_diagnostics() noexcept {
+    diag.sqlstate.clear();
+    diag.severity.clear();
+    diag.message.clear();
+    diag.detail.clear();
+    diag.hint.clear();
+    diag.position = 0;
+}
 void connection::impl::client_error(std::string message) {
     diag = {};
     diag.severity = "ERROR";

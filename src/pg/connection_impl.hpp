@@ -116,6 +116,8 @@ struct connection::impl {
     // Moves what libpq has read of NOTIFY messages into the queue (after every read of the socket).
     void collect_notifications();
     void client_error(std::string message);
+    // The last failure's words cleared in place (no temporaries to build and move: after every statement).
+    void clear_diagnostics() noexcept;
     // Routes libpq's notices (and the FATAL a server sends before it closes an idle connection) here.
     void listen_for_fatal() noexcept;
     void server_error(const PGresult* r);

@@ -134,7 +134,7 @@ struct copy_op : std::enable_shared_from_this<copy_op> {
         if (cancel_reason && (!ec || is_sqlstate(ec, "57014") || ec == error::connection_broken))
             ec = cancel_reason;
         if (ec && ec == cancel_reason && !abort_what.empty()) c->client_error(abort_what);
-        if (!ec) c->diag = {};
+        if (!ec) c->clear_diagnostics();
         const std::uint64_t n = ec ? 0 : out.affected_rows();
         if (ec) out = result{};
         if (c->tracer) detail::trace_statement(*c, sql, 0, started, ec ? nullptr : &out, ec, false);

@@ -422,7 +422,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
             if (!send()) return broke();
             return flush();
         }
-        if (!first_error) c->diag = {};
+        if (!first_error) c->clear_diagnostics();
         finish(first_error);
     }
 };

@@ -8,7 +8,8 @@
 
 #include <libpq-fe.h>
 
-#include <cstdlib>
+#include <charconv>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -45,8 +46,9 @@ struct result_access {
             std::shared_ptr<const PGresult>(r, [](const PGresult* p) { PQclear(const_cast<PGresult*>(p)); });
         out.rows_ = static_cast<std::size_t>(PQntuples(r));
         out.columns_ = static_cast<std::size_t>(PQnfields(r));
+        // (from_chars: strtoull would consult the locale for every statement's "1" or "0".)
         const char* affected = PQcmdTuples(r);
-        out.affected_ = affected && *affected ? std::strtoull(affected, nullptr, 10) : 0;
+        if (affected && *affected) std::from_chars(affected, affected + std::strlen(affected), out.affected_);
         return out;
     }
 };
