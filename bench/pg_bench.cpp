@@ -7,7 +7,10 @@
 // Workloads: select1 (SELECT 1), lookup (SELECT v FROM bench_kv WHERE id = $1, ids 1..10000 at
 // random; bench/pg_compare creates the table). Prints one line:
 //   pg workload=lookup coroutines=64 connections=8 queries=123456 seconds=10.0 qps=12345.6
-//      cpu_us_per_query=12.3   (user + system CPU of this process over the timed window)
+//      cpu_us_per_query=12.3 user_us_per_query=2.3 sys_us_per_query=10.0   (CPU of this process over
+//      the timed window: user + system, then each)
+#include "process_cpu.hpp"
+
 #include <respool/pg/pool.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -16,8 +19,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
@@ -32,13 +33,6 @@ namespace pg = respool::pg;
 using respool::error_code;
 
 namespace {
-
-double cpu_seconds() {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
 
 struct settings {
     std::string conninfo;
@@ -96,7 +90,7 @@ int main(int argc, char** argv) {
 
     std::uint64_t queries = 0, failures = 0;
     bool running = true;
-    double cpu0 = 0, cpu1 = 0;
+    bench::process_cpu cpu0, cpu1;
     std::chrono::steady_clock::time_point t0, t1;
 
     // Statements one after another on `target`: the pool (borrow, run, return) or one connection.
@@ -142,7 +136,7 @@ int main(int argc, char** argv) {
                 std::exit(1);
             }
             t0 = std::chrono::steady_clock::now();
-            cpu0 = cpu_seconds();
+            cpu0 = bench::process_cpu::now();
             if (s.direct)
                 for (std::size_t i = 0; i < s.connections; ++i)
                     asio::co_spawn(io, direct_worker(static_cast<unsigned>(i) + 1), asio::detached);
@@ -154,17 +148,17 @@ int main(int argc, char** argv) {
             co_await t.async_wait(asio::use_awaitable);
             running = false;
             t1 = std::chrono::steady_clock::now();
-            cpu1 = cpu_seconds();
+            cpu1 = bench::process_cpu::now();
             db.close();
         },
         asio::detached);
     io.run();
     const double secs = std::chrono::duration<double>(t1 - t0).count();
     std::printf(
-        "pg workload=%s coroutines=%d connections=%zu queries=%llu failures=%llu seconds=%.2f qps=%.1f "
-        "cpu_us_per_query=%.2f\n",
+        "pg workload=%s coroutines=%d connections=%zu queries=%llu failures=%llu seconds=%.2f qps=%.1f",
         s.workload.c_str(), s.coroutines, s.connections, static_cast<unsigned long long>(queries),
-        static_cast<unsigned long long>(failures), secs, static_cast<double>(queries) / secs,
-        queries ? (cpu1 - cpu0) * 1e6 / static_cast<double>(queries) : 0.0);
+        static_cast<unsigned long long>(failures), secs, static_cast<double>(queries) / secs);
+    bench::print_cpu_per_query(cpu0, cpu1, queries);
+    std::printf("\n");
     return failures == 0 ? 0 : 1;
 }

@@ -12,6 +12,7 @@
 //   respool_pg_floor --conninfo STR --mode libpq|wire [--seconds S] [--connections N]
 // Prints one line in respool_pg_bench's format:
 //   floor mode=wire connections=8 queries=123456 failures=0 seconds=5.00 qps=24691.2 cpu_us_per_query=5.2
+//         user_us_per_query=0.5 sys_us_per_query=4.7
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -23,8 +24,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "process_cpu.hpp"
+
 #include <libpq-fe.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <array>
@@ -40,13 +42,6 @@
 namespace asio = boost::asio;
 
 namespace {
-
-double cpu_seconds() {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
 
 constexpr const char* statement_name = "floor_select1";
 
@@ -226,13 +221,13 @@ int main(int argc, char** argv) {
 
     run_state st;
     const std::string request = bind_execute_sync();
-    double cpu0 = 0, cpu1 = 0;
+    bench::process_cpu cpu0, cpu1;
     std::chrono::steady_clock::time_point t0, t1;
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
             t0 = std::chrono::steady_clock::now();
-            cpu0 = cpu_seconds();
+            cpu0 = bench::process_cpu::now();
             for (std::size_t i = 0; i < s.connections; ++i) {
                 if (s.mode == "wire")
                     asio::co_spawn(io, wire_client(*sockets[i], request, st), asio::detached);
@@ -244,16 +239,15 @@ int main(int argc, char** argv) {
             co_await t.async_wait(asio::use_awaitable);
             st.running = false;
             t1 = std::chrono::steady_clock::now();
-            cpu1 = cpu_seconds();
+            cpu1 = bench::process_cpu::now();
         },
         asio::detached);
     io.run();
     const double secs = std::chrono::duration<double>(t1 - t0).count();
-    std::printf(
-        "floor mode=%s connections=%zu queries=%llu failures=%llu seconds=%.2f qps=%.1f "
-        "cpu_us_per_query=%.2f\n",
-        s.mode.c_str(), s.connections, static_cast<unsigned long long>(st.queries),
-        static_cast<unsigned long long>(st.failures), secs, static_cast<double>(st.queries) / secs,
-        st.queries ? (cpu1 - cpu0) * 1e6 / static_cast<double>(st.queries) : 0.0);
+    std::printf("floor mode=%s connections=%zu queries=%llu failures=%llu seconds=%.2f qps=%.1f",
+                s.mode.c_str(), s.connections, static_cast<unsigned long long>(st.queries),
+                static_cast<unsigned long long>(st.failures), secs, static_cast<double>(st.queries) / secs);
+    bench::print_cpu_per_query(cpu0, cpu1, st.queries);
+    std::printf("\n");
     return st.failures == 0 ? 0 : 1;
 }
