@@ -28,6 +28,7 @@
 
 #include <libpq-fe.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <array>
 #include <chrono>
@@ -170,26 +171,17 @@ struct settings {
 
 settings parse(int argc, char** argv) {
     settings s;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string k = argv[i], v = argv[i + 1];
-        if (k == "--conninfo")
-            s.conninfo = v;
-        else if (k == "--mode")
-            s.mode = v;
-        else if (k == "--seconds")
-            s.seconds = std::stod(v);
-        else if (k == "--connections")
-            s.connections = static_cast<std::size_t>(std::stoul(v));
-        else {
-            std::fprintf(stderr, "respool_pg_floor: unknown option %s\n", k.c_str());
-            std::exit(2);
-        }
-    }
-    if (s.conninfo.empty() || (s.mode != "libpq" && s.mode != "wire") || s.connections == 0) {
-        std::fprintf(
-            stderr,
-            "usage: respool_pg_floor --conninfo STR --mode libpq|wire [--seconds S] [--connections N]\n");
-        std::exit(2);
+    CLI::App app(
+        "respool_pg_floor: a SELECT 1 loop on Asio with no respool code (libpq, or the wire protocol)");
+    app.add_option("--conninfo", s.conninfo, "libpq connection string")->required();
+    app.add_option("--mode", s.mode, "libpq or wire")->required()->check(CLI::IsMember({"libpq", "wire"}));
+    app.add_option("--seconds", s.seconds, "the timed window")->check(CLI::PositiveNumber);
+    app.add_option("--connections", s.connections, "connections, one coroutine each")
+        ->check(CLI::PositiveNumber);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        std::exit(app.exit(e));
     }
     return s;
 }
