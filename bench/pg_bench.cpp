@@ -24,9 +24,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace asio = boost::asio;
 namespace pg = respool::pg;
@@ -116,17 +118,9 @@ int main(int argc, char** argv) {
         }
     };
     auto worker = [&](unsigned seed) -> asio::awaitable<void> { co_await loop(db, seed); };
-    // --direct 1: the same statements on `connections` plain connections, one coroutine each.
-    auto direct_worker = [&](unsigned seed) -> asio::awaitable<void> {
-        pg::connection c(co_await asio::this_coro::executor);
-        auto [cec] = co_await c.async_connect(s.conninfo, std::chrono::seconds(10),
-                                              asio::as_tuple(asio::use_awaitable));
-        if (cec) {
-            ++failures;
-            co_return;
-        }
-        co_await loop(c, seed);
-    };
+    // --direct 1: the same statements on `connections` plain connections, one coroutine each, connected
+    // before the window opens (as the pool's are).
+    std::vector<std::unique_ptr<pg::connection>> direct;
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
@@ -135,11 +129,20 @@ int main(int argc, char** argv) {
                 std::fprintf(stderr, "respool_pg_bench: %s\n", ready.message().c_str());
                 std::exit(1);
             }
+            for (std::size_t i = 0; s.direct && i < s.connections; ++i) {
+                direct.push_back(std::make_unique<pg::connection>(io.get_executor()));
+                auto [cec] = co_await direct.back()->async_connect(s.conninfo, std::chrono::seconds(10),
+                                                                   asio::as_tuple(asio::use_awaitable));
+                if (cec) {
+                    std::fprintf(stderr, "respool_pg_bench: connect: %s\n", cec.message().c_str());
+                    std::exit(1);
+                }
+            }
             t0 = std::chrono::steady_clock::now();
             cpu0 = bench::process_cpu::now();
             if (s.direct)
                 for (std::size_t i = 0; i < s.connections; ++i)
-                    asio::co_spawn(io, direct_worker(static_cast<unsigned>(i) + 1), asio::detached);
+                    asio::co_spawn(io, loop(*direct[i], static_cast<unsigned>(i) + 1), asio::detached);
             else
                 for (int i = 0; i < s.coroutines; ++i)
                     asio::co_spawn(io, worker(static_cast<unsigned>(i) + 1), asio::detached);

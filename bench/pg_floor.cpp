@@ -1,18 +1,22 @@
 // The floor under respool::pg: what a client on one Asio event loop spends a `SELECT 1` when nothing
 // but the statement stands between the coroutine and the server. Two floors, no respool code in
 // either:
-//   libpq  each coroutine owns a PGconn: PQsendQueryPrepared, then PQconsumeInput / PQisBusy /
-//          PQgetResult, waiting on the socket with Asio's async_wait (what a libpq client pays).
+//   libpq  each coroutine owns a PGconn: PQsendQueryPrepared, then PQisBusy / PQgetResult, waiting on
+//          the socket with Asio's async_wait and reading it (PQconsumeInput) after each wait, the way
+//          respool's statements read a reply (what a libpq client pays). With --read-ahead 1 the socket
+//          is also read once right after the send, before the first wait: a reply already there
+//          saves the wait.
 //   wire   each coroutine speaks the extended protocol itself on the connection's socket: one write of
 //          Bind/Execute/Sync for the prepared statement, reads until ReadyForQuery (what a client
-//          with its own protocol code pays; libpq only connects and prepares).
+//          with its own protocol code pays; libpq only connects and prepares; refused on an encrypted
+//          connection, whose bytes libpq's TLS or GSSAPI layer must carry).
 // bench/pg_compare --ladder runs both next to respool_pg_bench (a connection per coroutine, then the
 // pool) and pgbench, so the step each layer adds is measured in one sitting.
 //
-//   respool_pg_floor --conninfo STR --mode libpq|wire [--seconds S] [--connections N]
-// Prints one line in respool_pg_bench's format:
-//   floor mode=wire connections=8 queries=123456 failures=0 seconds=5.00 qps=24691.2 cpu_us_per_query=5.2
-//         user_us_per_query=0.5 sys_us_per_query=4.7
+//   respool_pg_floor --conninfo STR --mode libpq|wire [--seconds S] [--connections N] [--read-ahead 1]
+// Prints one line in respool_pg_bench's format (waits: the readiness waits a statement, libpq mode):
+//   floor mode=libpq connections=8 queries=123456 failures=0 seconds=5.00 qps=24691.2 waits_per_query=1.00
+//         cpu_us_per_query=5.2 user_us_per_query=0.9 sys_us_per_query=4.3
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -30,7 +34,7 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
-#include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -72,6 +76,7 @@ struct run_state {
     bool running = true;
     std::uint64_t queries = 0;
     std::uint64_t failures = 0;
+    std::uint64_t waits = 0;  // readiness waits (libpq mode)
 };
 
 std::uint32_t read_length(const char* p) {
@@ -83,9 +88,12 @@ std::uint32_t read_length(const char* p) {
 
 // wire: the statement's bytes written at once (the socket is writable: nothing else is in flight), then
 // the reply read and walked message by message until ReadyForQuery; the one DataRow must hold "1".
+// Bytes after a ReadyForQuery (a message the server sent on its own) stay for the next statement's
+// walk; the buffer grows for a message longer than it.
 asio::awaitable<void> wire_client(asio::posix::stream_descriptor& socket, const std::string& request,
                                   run_state& st) {
-    std::array<char, 8192> buf{};
+    std::vector<char> buf(8192);
+    std::size_t have = 0;
     while (st.running) {
         boost::system::error_code ec;
         asio::write(socket, asio::buffer(request), ec);
@@ -93,9 +101,9 @@ asio::awaitable<void> wire_client(asio::posix::stream_descriptor& socket, const 
             ++st.failures;
             co_return;
         }
-        std::size_t have = 0;
         bool ready = false, one = false, error = false;
         while (!ready) {
+            if (have == buf.size()) buf.resize(buf.size() * 2);
             auto [rec, n] = co_await socket.async_read_some(
                 asio::buffer(buf.data() + have, buf.size() - have), asio::as_tuple(asio::deferred));
             if (rec) {
@@ -104,7 +112,7 @@ asio::awaitable<void> wire_client(asio::posix::stream_descriptor& socket, const 
             }
             have += n;
             std::size_t at = 0;
-            while (have - at >= 5) {
+            while (!ready && have - at >= 5) {
                 const std::uint32_t length = read_length(buf.data() + at + 1);
                 if (have - at < 1 + std::size_t{length}) break;
                 const char type = buf[at];
@@ -126,23 +134,29 @@ asio::awaitable<void> wire_client(asio::posix::stream_descriptor& socket, const 
 }
 
 // libpq: the same statement through libpq's asynchronous calls.
-asio::awaitable<void> libpq_client(PGconn* c, asio::posix::stream_descriptor& socket, run_state& st) {
+asio::awaitable<void> libpq_client(PGconn* c, asio::posix::stream_descriptor& socket, bool read_ahead,
+                                   run_state& st) {
+    using wait = asio::posix::stream_descriptor::wait_type;
     while (st.running) {
-        // (Nonblocking: the send is flushed at once; PQflush is 0 when nothing is left to send.)
-        if (!PQsendQueryPrepared(c, statement_name, 0, nullptr, nullptr, nullptr, 0) || PQflush(c) != 0) {
+        if (!PQsendQueryPrepared(c, statement_name, 0, nullptr, nullptr, nullptr, 0)) {
+            ++st.failures;
+            co_return;
+        }
+        int flushed = 0;  // nonblocking: 1 while some of the request is still to go
+        while ((flushed = PQflush(c)) == 1) {
+            auto [ec] = co_await socket.async_wait(wait::wait_write, asio::as_tuple(asio::deferred));
+            if (ec || !PQconsumeInput(c)) break;
+        }
+        if (flushed != 0 || (read_ahead && !PQconsumeInput(c))) {
             ++st.failures;
             co_return;
         }
         bool one = false;
         for (;;) {
-            if (!PQconsumeInput(c)) {
-                ++st.failures;
-                co_return;
-            }
             if (PQisBusy(c)) {
-                auto [ec] = co_await socket.async_wait(asio::posix::stream_descriptor::wait_read,
-                                                       asio::as_tuple(asio::deferred));
-                if (ec) {
+                ++st.waits;
+                auto [ec] = co_await socket.async_wait(wait::wait_read, asio::as_tuple(asio::deferred));
+                if (ec || !PQconsumeInput(c)) {
                     ++st.failures;
                     co_return;
                 }
@@ -167,6 +181,7 @@ struct settings {
     std::string mode;
     double seconds = 10;
     std::size_t connections = 8;
+    bool read_ahead = false;  // libpq mode: read the socket once right after the send
 };
 
 settings parse(int argc, char** argv) {
@@ -178,6 +193,8 @@ settings parse(int argc, char** argv) {
     app.add_option("--seconds", s.seconds, "the timed window")->check(CLI::PositiveNumber);
     app.add_option("--connections", s.connections, "connections, one coroutine each")
         ->check(CLI::PositiveNumber);
+    app.add_option("--read-ahead", s.read_ahead,
+                   "libpq mode: 1 to read the socket once right after the send");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -203,12 +220,27 @@ int main(int argc, char** argv) {
         PGresult* prepared = PQprepare(c, statement_name, "SELECT 1", 0, nullptr);
         const bool ok = PQresultStatus(prepared) == PGRES_COMMAND_OK;
         PQclear(prepared);
-        if (!ok || PQsetnonblocking(c, 1) != 0) {
-            std::fprintf(stderr, "respool_pg_floor: prepare failed: %s", PQerrorMessage(c));
+        if (!ok) {
+            std::fprintf(stderr, "respool_pg_floor: PREPARE failed: %s", PQerrorMessage(c));
             return 1;
         }
+        if (PQsetnonblocking(c, 1) != 0) {
+            std::fprintf(stderr, "respool_pg_floor: nonblocking mode refused: %s", PQerrorMessage(c));
+            return 1;
+        }
+        if (s.mode == "wire" && (PQsslInUse(c) || PQgssEncInUse(c))) {
+            std::fprintf(stderr,
+                         "respool_pg_floor: --mode wire needs an unencrypted connection (sslmode=disable, "
+                         "gssencmode=disable): its bytes would bypass TLS or GSSAPI\n");
+            return 2;
+        }
         // A duplicate of the socket: the descriptor object closes its own, libpq keeps its.
-        sockets.push_back(std::make_unique<asio::posix::stream_descriptor>(io, ::dup(PQsocket(c))));
+        const int fd = ::dup(PQsocket(c));
+        if (fd < 0) {
+            std::fprintf(stderr, "respool_pg_floor: dup of the socket failed: %s\n", std::strerror(errno));
+            return 1;
+        }
+        sockets.push_back(std::make_unique<asio::posix::stream_descriptor>(io, fd));
     }
 
     run_state st;
@@ -224,7 +256,8 @@ int main(int argc, char** argv) {
                 if (s.mode == "wire")
                     asio::co_spawn(io, wire_client(*sockets[i], request, st), asio::detached);
                 else
-                    asio::co_spawn(io, libpq_client(conns[i].get(), *sockets[i], st), asio::detached);
+                    asio::co_spawn(io, libpq_client(conns[i].get(), *sockets[i], s.read_ahead, st),
+                                   asio::detached);
             }
             asio::steady_timer t(io, std::chrono::duration_cast<std::chrono::nanoseconds>(
                                          std::chrono::duration<double>(s.seconds)));
@@ -236,9 +269,11 @@ int main(int argc, char** argv) {
         asio::detached);
     io.run();
     const double secs = std::chrono::duration<double>(t1 - t0).count();
-    std::printf("floor mode=%s connections=%zu queries=%llu failures=%llu seconds=%.2f qps=%.1f",
-                s.mode.c_str(), s.connections, static_cast<unsigned long long>(st.queries),
-                static_cast<unsigned long long>(st.failures), secs, static_cast<double>(st.queries) / secs);
+    std::printf(
+        "floor mode=%s connections=%zu queries=%llu failures=%llu seconds=%.2f qps=%.1f waits_per_query=%.2f",
+        s.mode.c_str(), s.connections, static_cast<unsigned long long>(st.queries),
+        static_cast<unsigned long long>(st.failures), secs, static_cast<double>(st.queries) / secs,
+        st.queries ? static_cast<double>(st.waits) / static_cast<double>(st.queries) : 0.0);
     bench::print_cpu_per_query(cpu0, cpu1, st.queries);
     std::printf("\n");
     return st.failures == 0 ? 0 : 1;

@@ -50,6 +50,15 @@ void connection::impl::collect_notifications() {
         notifications.push_back(std::move(x));
     }
 }
+namespace {
+// clear_diagnostics names each field: a field added to diagnostics must be added there too.
+struct diagnostics_fields {
+    std::string sqlstate, severity, message, detail, hint;
+    int position;
+};
+static_assert(sizeof(diagnostics) == sizeof(diagnostics_fields), "clear_diagnostics: clear the new field");
+}  // namespace
+
 void connection::impl::clear_diagnostics() noexcept {
     diag.sqlstate.clear();
     diag.severity.clear();

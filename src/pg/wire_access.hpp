@@ -48,7 +48,9 @@ struct result_access {
         out.columns_ = static_cast<std::size_t>(PQnfields(r));
         // (from_chars: strtoull would consult the locale for every statement's "1" or "0".)
         const char* affected = PQcmdTuples(r);
-        if (affected && *affected) std::from_chars(affected, affected + std::strlen(affected), out.affected_);
+        if (affected && *affected &&
+            std::from_chars(affected, affected + std::strlen(affected), out.affected_).ec != std::errc{})
+            out.affected_ = 0;  // not a count (it always is one: PQcmdTuples gives digits or "")
         return out;
     }
 };
