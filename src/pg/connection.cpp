@@ -2,6 +2,8 @@
 // and the ping. The connect is in connect.cpp, queries in query.cpp, the session reset in session.cpp.
 #include "connection_impl.hpp"
 
+#include <sys/socket.h>
+
 #include <boost/asio/bind_executor.hpp>
 
 namespace asio = boost::asio;
@@ -34,8 +36,12 @@ bool connection::impl::watch() noexcept {
     unwatch();
     const int fd = conn ? PQsocket(conn) : -1;
     if (fd < 0) return false;
+    // The socket's own family (TCP or a Unix-domain socket), so that Asio treats it as the stream it is.
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return false;
     boost::system::error_code ec;
-    sock.assign(fd, ec);
+    sock.assign(boost::asio::generic::stream_protocol(address.ss_family, 0), fd, ec);
     return !ec;
 }
 // Moves what libpq has read of NOTIFY messages into the queue (after every read of the socket).
@@ -181,7 +187,7 @@ struct notification_op : std::enable_shared_from_this<notification_op> {
     }
     void wait() {
         if (!c->notifications.empty()) return finish({});
-        c->sock.async_wait(asio::posix::stream_descriptor::wait_read, [self = shared_from_this()](
+        c->sock.async_wait(asio::socket_base::wait_read, [self = shared_from_this()](
                                                                           boost::system::error_code ec) {
             if (self->cancelled) return self->finish(asio::error::operation_aborted);
             if (ec || !self->c->conn || !PQconsumeInput(self->c->conn)) {

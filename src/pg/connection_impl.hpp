@@ -16,7 +16,8 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -65,8 +66,8 @@ struct connection::impl {
     // `ex` as a type-erased handler's executor is compared (complete_here): made once, not per reply.
     boost::asio::any_completion_executor ex_erased;
     PGconn* conn = nullptr;
-    boost::asio::posix::stream_descriptor sock;  // watches libpq's socket; never closes it
-    boost::asio::steady_timer timer;             // the connect deadline
+    boost::asio::generic::stream_protocol::socket sock;  // watches libpq's socket; never closes it
+    boost::asio::steady_timer timer;                     // the connect deadline
     boost::asio::steady_timer stmt_timer;  // the statement deadline, then the bound on draining a cancel
     std::chrono::steady_clock::duration statement_timeout{};
     // After a cancel request: how long the server gets to end the statement before the connection is
@@ -111,6 +112,22 @@ struct connection::impl {
     void unwatch() noexcept;
     // Watches libpq's current socket (after any PQconnectPoll step it may be a new one).
     bool watch() noexcept;
+    // Calls h(ec) once libpq's socket has bytes to read (or the stream ended: libpq's own read then
+    // says so); ec is set only when the wait was cancelled or the socket closed. A one-byte peek, not
+    // async_wait: Asio tries a receive at once and otherwise queues the operation on the socket's
+    // standing edge-triggered registration, where async_wait re-arms the descriptor with an epoll_ctl
+    // at every call, a system call a statement. The peeked byte stays in the socket for libpq.
+    template <class Handler>
+    void wait_readable(Handler&& h) {
+        sock.async_receive(boost::asio::buffer(&peeked, 1), boost::asio::socket_base::message_peek,
+                           [h = std::forward<Handler>(h)](boost::system::error_code ec, std::size_t) mutable {
+                               if (ec != boost::asio::error::operation_aborted &&
+                                   ec != boost::asio::error::bad_descriptor)
+                                   ec = {};  // the end of the stream, a reset: readable, libpq reports it
+                               h(ec);
+                           });
+    }
+    char peeked = 0;  // wait_readable's one byte (never looked at)
     // The operation under way has ended: the connection takes the next one.
     void op_ended();
     // Moves what libpq has read of NOTIFY messages into the queue (after every read of the socket).

@@ -189,7 +189,7 @@ struct copy_op : std::enable_shared_from_this<copy_op> {
     }
 
     template <class Next>
-    void wait(asio::posix::stream_descriptor::wait_type w, Next next) {
+    void wait(asio::socket_base::wait_type w, Next next) {
         c->sock.async_wait(w, [self = shared_from_this(), next](boost::system::error_code ec) {
             if (self->done) return;
             if (ec || !self->c->conn) return self->broke();
@@ -207,14 +207,14 @@ struct copy_op : std::enable_shared_from_this<copy_op> {
         const int f = PQflush(c->conn);
         if (f < 0) return broke();
         if (f == 0) return read();
-        wait(asio::posix::stream_descriptor::wait_write, &copy_op::flush_then_read);
+        wait(asio::socket_base::wait_write, &copy_op::flush_then_read);
     }
 
     // The results: up to the COPY's start (COPY_IN / COPY_OUT), or, after it, its end.
     void read() {
         PGconn* pc = c->conn;
         for (;;) {
-            if (PQisBusy(pc)) return wait(asio::posix::stream_descriptor::wait_read, &copy_op::read);
+            if (PQisBusy(pc)) return wait(asio::socket_base::wait_read, &copy_op::read);
             PGresult* r = PQgetResult(pc);
             if (!r) return conclude();
             const ExecStatusType st = PQresultStatus(r);
@@ -282,19 +282,19 @@ struct copy_op : std::enable_shared_from_this<copy_op> {
                     "respool: " + (abort_what.empty() ? cancel_reason.message() : abort_what);
                 const int rc = PQputCopyEnd(pc, why.c_str());
                 if (rc < 0) return broke();
-                if (rc == 0) return wait(asio::posix::stream_descriptor::wait_write, &copy_op::pump);
+                if (rc == 0) return wait(asio::socket_base::wait_write, &copy_op::pump);
                 end_sent = true;
             }
             if (!chunk.empty()) {
                 const int rc = PQputCopyData(pc, chunk.data(), static_cast<int>(chunk.size()));
                 if (rc < 0) return broke();
-                if (rc == 0) return wait(asio::posix::stream_descriptor::wait_write, &copy_op::pump);
+                if (rc == 0) return wait(asio::socket_base::wait_write, &copy_op::pump);
                 chunk.clear();
             }
             if (source_done && !end_sent) {
                 const int rc = PQputCopyEnd(pc, nullptr);
                 if (rc < 0) return broke();
-                if (rc == 0) return wait(asio::posix::stream_descriptor::wait_write, &copy_op::pump);
+                if (rc == 0) return wait(asio::socket_base::wait_write, &copy_op::pump);
                 end_sent = true;
             }
             if (end_sent) {
@@ -303,7 +303,7 @@ struct copy_op : std::enable_shared_from_this<copy_op> {
             }
             const int f = PQflush(pc);
             if (f < 0) return broke();
-            if (f == 1) return wait(asio::posix::stream_descriptor::wait_write, &copy_op::pump);
+            if (f == 1) return wait(asio::socket_base::wait_write, &copy_op::pump);
             fill();
         }
         yield(&copy_op::pump);
@@ -337,7 +337,7 @@ struct copy_op : std::enable_shared_from_this<copy_op> {
         for (int turn = 0; turn < turns_before_yield * 64; ++turn) {
             char* buf = nullptr;
             const int n = PQgetCopyData(pc, &buf, 1);
-            if (n == 0) return wait(asio::posix::stream_descriptor::wait_read, &copy_op::drain_out);
+            if (n == 0) return wait(asio::socket_base::wait_read, &copy_op::drain_out);
             if (n == -1) {
                 at = phase::reading;
                 return read();

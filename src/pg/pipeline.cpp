@@ -162,14 +162,14 @@ void pipeline::flush() {
     if (f < 0) return broke(PQerrorMessage(c_->conn));
     if (f == 0) return;
     // The server may be answering while we send: read while waiting to write, or both could block.
-    wait(asio::posix::stream_descriptor::wait_write, flushing_);
+    wait(asio::socket_base::wait_write, flushing_);
 }
 
 // One wait on libpq's socket (`out` marks it under way). Ready, whatever arrived is read in, then
 // both sides go on: the rest of the statements are sent, the replies read.
-void pipeline::wait(asio::posix::stream_descriptor::wait_type w, bool& out) {
+void pipeline::wait(asio::socket_base::wait_type w, bool& out) {
     out = true;
-    c_->sock.async_wait(w, [self = shared_from_this(), &out](boost::system::error_code ec) {
+    auto ready = [self = shared_from_this(), &out](boost::system::error_code ec) {
         out = false;
         if (self->broken_) return;
         if (ec || !self->c_->conn || !PQconsumeInput(self->c_->conn))
@@ -177,7 +177,11 @@ void pipeline::wait(asio::posix::stream_descriptor::wait_type w, bool& out) {
         self->c_->collect_notifications();
         self->flush();
         self->read();
-    });
+    };
+    if (w == asio::socket_base::wait_read)
+        c_->wait_readable(std::move(ready));
+    else
+        c_->sock.async_wait(w, std::move(ready));
 }
 
 void pipeline::read() {
@@ -194,7 +198,7 @@ void pipeline::read() {
 void pipeline::read_replies() {
     while (!broken_ && !statements_.empty()) {
         if (PQisBusy(c_->conn)) {
-            if (!reading_) wait(asio::posix::stream_descriptor::wait_read, reading_);
+            if (!reading_) wait(asio::socket_base::wait_read, reading_);
             return;
         }
         PGresult* r = PQgetResult(c_->conn);

@@ -98,7 +98,7 @@ private:
     bool send(statement& s);
     bool send_deallocate(std::vector<std::string> names);
     void flush();
-    void wait(boost::asio::posix::stream_descriptor::wait_type w, bool& out);
+    void wait(boost::asio::socket_base::wait_type w, bool& out);
     void read();
     void read_replies();
     void take(statement& s, part now, PGresult* r);

@@ -274,7 +274,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
         if (f < 0) return broke();
         if (f == 0) return read();
         // The server may be sending while we send: wait for either, then consume and flush again.
-        c->sock.async_wait(asio::posix::stream_descriptor::wait_write,
+        c->sock.async_wait(asio::socket_base::wait_write,
                            [self = shared_from_this()](boost::system::error_code ec) {
                                if (ec || !self->c->conn) return self->broke();
                                if (!PQconsumeInput(self->c->conn)) return self->broke();
@@ -324,12 +324,11 @@ struct query_op : std::enable_shared_from_this<query_op> {
     void read() {
         while (at < parts.size()) {
             if (PQisBusy(c->conn)) {  // libpq may already hold the reply: check before waiting
-                c->sock.async_wait(asio::posix::stream_descriptor::wait_read,
-                                   [self = shared_from_this()](boost::system::error_code ec) {
-                                       if (ec || !self->c->conn) return self->broke();
-                                       if (!PQconsumeInput(self->c->conn)) return self->broke();
-                                       self->read();
-                                   });
+                c->wait_readable([self = shared_from_this()](boost::system::error_code ec) {
+                    if (ec || !self->c->conn) return self->broke();
+                    if (!PQconsumeInput(self->c->conn)) return self->broke();
+                    self->read();
+                });
                 return;
             }
             PGresult* r = PQgetResult(c->conn);
