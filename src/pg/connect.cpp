@@ -129,14 +129,14 @@ struct connect_op : std::enable_shared_from_this<connect_op> {
                         message);
         }
         if (!c->watch()) return fail(error::connect_failed, "libpq has no socket");
-        c->sock.async_wait(st == PGRES_POLLING_READING ? asio::socket_base::wait_read
-                                                       : asio::socket_base::wait_write,
-                           [self = shared_from_this()](boost::system::error_code ec) {
-                               if (self->done) return;
-                               if (self->c->timed_out) return self->step(PGRES_POLLING_FAILED);
-                               if (ec) return self->fail(error::connect_failed, ec.message());
-                               self->step(PQconnectPoll(self->c->conn));
-                           });
+        c->sock.async_wait(
+            st == PGRES_POLLING_READING ? asio::socket_base::wait_read : asio::socket_base::wait_write,
+            [self = shared_from_this()](boost::system::error_code ec) {
+                if (self->done) return;
+                if (self->c->timed_out) return self->step(PGRES_POLLING_FAILED);
+                if (ec) return self->fail(error::connect_failed, ec.message());
+                self->step(PQconnectPoll(self->c->conn));
+            });
     }
 };
 

@@ -188,7 +188,7 @@ struct notification_op : std::enable_shared_from_this<notification_op> {
     void wait() {
         if (!c->notifications.empty()) return finish({});
         c->sock.async_wait(asio::socket_base::wait_read, [self = shared_from_this()](
-                                                                          boost::system::error_code ec) {
+                                                             boost::system::error_code ec) {
             if (self->cancelled) return self->finish(asio::error::operation_aborted);
             if (ec || !self->c->conn || !PQconsumeInput(self->c->conn)) {
                 self->c->client_error(self->c->conn ? PQerrorMessage(self->c->conn) : "connection closed");

@@ -12,12 +12,12 @@
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/buffer.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -119,13 +119,13 @@ struct connection::impl {
     // at every call, a system call a statement. The peeked byte stays in the socket for libpq.
     template <class Handler>
     void wait_readable(Handler&& h) {
-        sock.async_receive(boost::asio::buffer(&peeked, 1), boost::asio::socket_base::message_peek,
-                           [h = std::forward<Handler>(h)](boost::system::error_code ec, std::size_t) mutable {
-                               if (ec != boost::asio::error::operation_aborted &&
-                                   ec != boost::asio::error::bad_descriptor)
-                                   ec = {};  // the end of the stream, a reset: readable, libpq reports it
-                               h(ec);
-                           });
+        sock.async_receive(
+            boost::asio::buffer(&peeked, 1), boost::asio::socket_base::message_peek,
+            [h = std::forward<Handler>(h)](boost::system::error_code ec, std::size_t) mutable {
+                if (ec != boost::asio::error::operation_aborted && ec != boost::asio::error::bad_descriptor)
+                    ec = {};  // the end of the stream, a reset: readable, libpq reports it
+                h(ec);
+            });
     }
     char peeked = 0;  // wait_readable's one byte (never looked at)
     // The operation under way has ended: the connection takes the next one.
