@@ -418,6 +418,60 @@ TEST_F(pg_connection, a_cancelled_notification_wait_leaves_the_connection_usable
     EXPECT_FALSE(r.query("SELECT 1").first);
 }
 
+// libpq's socket is TCP or a Unix-domain socket; either way a reply is waited for on it (a peek of one
+// byte, which leaves the byte for libpq), a reply of many reads arrives whole, and a backend the server
+// ends while a statement waits fails that statement as a broken connection, at once.
+TEST_F(pg_connection, over_tcp_and_a_unix_socket_replies_arrive_whole_and_a_terminated_backend_is_seen) {
+    if (pg_test::behind_pooler()) GTEST_SKIP() << "a pooler has no unix_socket_directories to show";
+    pg_test::run([this]() -> asio::awaitable<void> {
+        auto admin = co_await pg_test::admin::open();
+        const pg::result dirs = co_await admin.query("SHOW unix_socket_directories");
+        const std::string listed(dirs.text(0, 0));
+        std::string local = info;
+        const auto h = local.find("host=127.0.0.1");
+        EXPECT_NE(h, std::string::npos);
+        if (h == std::string::npos) co_return;
+        local.replace(h, 14, "host=" + listed.substr(0, listed.find(',')));
+        for (const std::string& target : {info, local}) {
+            SCOPED_TRACE(target == info ? "TCP" : "Unix-domain socket");
+            pg::connection c(co_await asio::this_coro::executor);
+            auto [connected] = co_await c.async_connect(target, 10s, asio::as_tuple(asio::use_awaitable));
+            EXPECT_FALSE(connected) << c.last_error().message;
+            if (connected) co_return;
+            // About 5 MB: libpq reads it in many pieces, each after a wait.
+            auto [ec, big] =
+                co_await c.async_query("SELECT g, repeat('x', 100) FROM generate_series(1, 50000) g",
+                                       asio::as_tuple(asio::use_awaitable));
+            EXPECT_FALSE(ec) << c.last_error().message;
+            EXPECT_EQ(big.rows(), 50000u);
+            if (big.rows() == 50000u) {
+                EXPECT_EQ(big.text(49999, 0), "50000");
+            }
+            auto [bound_ec, bound] = co_await c.async_query("SELECT $1::int + 1", pg::params(41),
+                                                            asio::as_tuple(asio::use_awaitable));
+            EXPECT_FALSE(bound_ec) << c.last_error().message;
+            EXPECT_EQ(bound.text(0, 0), "42");
+
+            const int pid = c.backend_pid();
+            bool ended = false;
+            error_code why;
+            c.async_query("SELECT pg_sleep(60)", [&](error_code e, pg::result) {
+                ended = true;
+                why = e;
+            });
+            co_await admin.wait_until([pid](pg_test::admin& a) -> asio::awaitable<bool> {
+                co_return co_await a.count("SELECT count(*) FROM pg_stat_activity WHERE pid = " +
+                                           std::to_string(pid) + " AND query LIKE 'SELECT pg_sleep%'") == 1;
+            });
+            co_await admin.terminate(pid);
+            co_await pg_test::poll_until([&] { return ended; });
+            EXPECT_TRUE(ended) << "the statement never ended";
+            EXPECT_EQ(why, pg::condition::connection_broken) << why.message();
+            EXPECT_FALSE(c.last_error().message.empty());
+        }
+    });
+}
+
 TEST_F(pg_connection, works_with_use_awaitable_and_deferred) {
     asio::io_context io;
     bool done = false;
