@@ -7,6 +7,7 @@
 // what the cache does, is decided by plain functions (send_plan.hpp); this file runs their plan.
 #include "cancel_request.hpp"
 #include "connection_impl.hpp"
+#include "control_statements.hpp"
 #include "send_plan.hpp"
 #include "wire_access.hpp"
 
@@ -88,6 +89,16 @@ struct query_op : std::enable_shared_from_this<query_op> {
     std::vector<std::string> deallocating;  // the names this round trip deallocates
     std::string preparing;                  // the name this round trip prepares, if any
     bool prepare_failed = false;
+    // Transaction-control statements by name (control_statements.hpp): the statement itself, the BEGIN
+    // sent with it, and the one this round trip prepares (under `control_preparing_name`), or -1.
+    int control = -1;
+    int begin_control = -1;
+    int preparing_control = -1;
+    std::string control_preparing_name;
+    bool control_prepare_failed = false;
+    bool control_missing = false;  // the server had no such statement (26000): prepared again
+    bool begin_missing = false;
+    std::string begin_sent;  // the deferred BEGIN this round trip carries (put back for a retry)
     bool pipeline = false;
     bool idle_before = false;  // no transaction was open when it was sent (a retry is safe)
     bool retried = false;
@@ -187,6 +198,16 @@ struct query_op : std::enable_shared_from_this<query_op> {
         }
         in.begin_pending = !c->deferred_begin.empty();
         in.deallocations_pending = c->to_deallocate.size();
+        in.named = c->mode == statement_mode::cache && c->cache.capacity() != 0;
+        if (in.named && !p) {
+            in.control = detail::control_index(sql);
+            in.control_prepared = in.control >= 0 && !c->cache.control_name(in.control).empty();
+        }
+        if (in.named && in.begin_pending) {
+            in.begin_control = detail::control_index(c->deferred_begin);
+            in.begin_control_prepared =
+                in.begin_control >= 0 && !c->cache.control_name(in.begin_control).empty();
+        }
         const detail::send_plan plan = detail::plan_send(in);
         if (plan.refuse) {
             refused = true;
@@ -196,9 +217,15 @@ struct query_op : std::enable_shared_from_this<query_op> {
         if (plan.session_dirty) c->session.dirty = true;
         if (!in.cached) facts = plan.facts;
         // A transaction's deferred BEGIN goes in this round trip (never again on a retry: a statement
-        // that opened a transaction is not retried).
-        const std::string begin_sql = std::exchange(c->deferred_begin, {});
+        // that opened a transaction is not retried; a BEGIN by name the server did not have is).
+        begin_sent = std::exchange(c->deferred_begin, {});
+        const std::string& begin_sql = begin_sent;
         idle_before = PQtransactionStatus(pc) == PQTRANS_IDLE && begin_sql.empty();
+        control = plan.control;
+        begin_control = plan.begin_control;
+        preparing_control = plan.prepare_control;
+        if (preparing_control >= 0) control_preparing_name = c->cache.next_name();
+        control_prepare_failed = control_missing = begin_missing = false;
         parts.clear();
         at = 0;
         out = {};
@@ -238,7 +265,12 @@ struct query_op : std::enable_shared_from_this<query_op> {
         PGconn* pc = c->conn;
         switch (now) {
         case part::begin:
+            if (begin_control >= 0) return send_control(begin_control);
             return PQsendQueryParams(pc, begin_sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) != 0;
+        case part::prepare_control:  // the literal's characters end with a NUL: a C string
+            return PQsendPrepare(pc, control_preparing_name.c_str(),
+                                 detail::control_texts[std::size_t(preparing_control)].data(), 0,
+                                 nullptr) != 0;
         case part::prepare: {
             const params_access a(*p);
             return PQsendPrepare(pc, name->c_str(), sql.c_str(), static_cast<int>(p->size()), a.types()) != 0;
@@ -253,9 +285,16 @@ struct query_op : std::enable_shared_from_this<query_op> {
         return false;
     }
 
+    // A transaction-control statement by its name (prepared in this round trip or before).
+    bool send_control(int i) {
+        const std::string& name = i == preparing_control ? control_preparing_name : c->cache.control_name(i);
+        return PQsendQueryPrepared(c->conn, name.c_str(), 0, nullptr, nullptr, nullptr, 0) != 0;
+    }
+
     // The caller's statement, the plan's way.
     bool send_statement(detail::send_path path, const std::string& begin_sql, const std::string* name) {
         PGconn* pc = c->conn;
+        if (path == detail::send_path::control) return send_control(control);
         if (path == detail::send_path::simple) {
             if (!begin_sql.empty())  // one simple-protocol script: its last result is the caller's
                 return PQsendQuery(pc, (begin_sql + ";\n" + sql).c_str()) != 0;
@@ -305,6 +344,12 @@ struct query_op : std::enable_shared_from_this<query_op> {
                 break;
             }
             if (now == part::prepare) prepare_failed = true;
+            if (now == part::prepare_control) control_prepare_failed = true;
+            if (now == part::begin || (now == part::rows && control >= 0)) {
+                const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+                if (state && std::string_view(state) == "26000")
+                    (now == part::begin ? begin_missing : control_missing) = true;
+            }
             if (!first_error) {
                 c->server_error(r);
                 first_error = c->diag.sqlstate.empty() ? error_code(error::connection_broken)
@@ -313,6 +358,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
             break;
         case PGRES_PIPELINE_ABORTED:
             if (now == part::prepare) prepare_failed = true;
+            if (now == part::prepare_control) control_prepare_failed = true;
             if (now == part::deallocate && detail::deallocate_again(true, {}))
                 c->to_deallocate.push_back(deallocating[at - first_deallocate]);
             break;
@@ -405,6 +451,22 @@ struct query_op : std::enable_shared_from_this<query_op> {
         if (first_error) c->track_error(c->diag.sqlstate);
         if (!preparing.empty() && !prepare_failed)
             c->cache.insert(c->key, {std::move(preparing), facts.session_effects});
+        if (preparing_control >= 0 && !control_prepare_failed)
+            c->cache.control_prepared(preparing_control, std::move(control_preparing_name));
+        // A control statement the server did not have (dropped by a DEALLOCATE that was not seen): it is
+        // prepared again under a new name, and the statement runs once more when that is safe: a BEGIN
+        // that failed opened nothing; a COMMIT or ROLLBACK only when no transaction was open.
+        if ((begin_missing || control_missing) && !retried && !cancel_reason) {
+            if (begin_missing) c->cache.forget_control(begin_control);
+            if (control_missing) c->cache.forget_control(control);
+            if (begin_missing || idle_before) {
+                retried = true;
+                c->deferred_begin = std::move(begin_sent);
+                c->clear_diagnostics();
+                if (!send()) return broke();
+                return flush();
+            }
+        }
         const detail::stale_decision stale =
             detail::on_stale_statement({.cache_mode = p && c->mode == statement_mode::cache,
                                         .cancelled = static_cast<bool>(cancel_reason),

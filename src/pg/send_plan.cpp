@@ -16,6 +16,18 @@ send_plan plan_send(const send_inputs& in) {
         }
         plan.session_dirty = plan.facts.session_effects;
     }
+    if (!in.bound && in.named && in.control >= 0 && !in.begin_pending) {  // BEGIN, COMMIT, ROLLBACK by name
+        plan.path = send_path::control;
+        plan.control = in.control;
+        if (!in.control_prepared) {  // Parse, Bind/Execute, Sync: the name is known once its Parse succeeded
+            plan.pipeline = true;
+            plan.prepare_control = in.control;
+            plan.parts.push_back(reply_part::prepare_control);
+        }
+        plan.parts.push_back(reply_part::rows);
+        if (plan.pipeline) plan.parts.push_back(reply_part::sync);
+        return plan;
+    }
     if (!in.bound) {  // one script: a deferred BEGIN is its first statement, its last result the caller's
         plan.path = send_path::simple;
         plan.parts.push_back(reply_part::rows);
@@ -36,7 +48,16 @@ send_plan plan_send(const send_inputs& in) {
     }
     plan.path = send_path::pipeline;
     plan.pipeline = true;
-    if (in.begin_pending) plan.parts.push_back(reply_part::begin);
+    if (in.begin_pending) {
+        if (in.named && in.begin_control >= 0) {  // the BEGIN by name (prepared first, once)
+            plan.begin_control = in.begin_control;
+            if (!in.begin_control_prepared) {
+                plan.prepare_control = in.begin_control;
+                plan.parts.push_back(reply_part::prepare_control);
+            }
+        }
+        plan.parts.push_back(reply_part::begin);
+    }
     if (!in.cached) {
         plan.prepare = true;
         plan.evicts = in.cache_full;

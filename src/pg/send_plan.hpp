@@ -21,11 +21,12 @@ namespace respool::pg::detail {
 // One piece of the round trip, in the order it is sent and answered: the runner sends one message
 // group per part and reads the server's results against the same list.
 enum class reply_part : std::uint8_t {
-    begin,       // a transaction's deferred BEGIN
-    rows,        // the caller's statement: its result is the caller's
-    prepare,     // Parse of a statement the cache does not hold yet
-    deallocate,  // DEALLOCATE of a statement evicted or found stale earlier
-    sync,        // a pipeline Sync (one PIPELINE_SYNC result)
+    begin,            // a transaction's deferred BEGIN
+    rows,             // the caller's statement: its result is the caller's
+    prepare,          // Parse of a statement the cache does not hold yet
+    prepare_control,  // Parse of a transaction-control statement (control_statements.hpp), once
+    deallocate,       // DEALLOCATE of a statement evicted or found stale earlier
+    sync,             // a pipeline Sync (one PIPELINE_SYNC result)
 };
 
 // How the caller's statement itself goes out.
@@ -34,6 +35,7 @@ enum class send_path : std::uint8_t {
     unnamed,   // bound parameters through libpq's unnamed statement (the cache is off)
     cached,    // a statement the cache holds, with nothing else to send: Bind/Execute/Sync
     pipeline,  // pipeline mode: [BEGIN] [Parse] Bind/Execute Sync [DEALLOCATE... Sync]
+    control,   // BEGIN, COMMIT or ROLLBACK by name: Bind/Execute/Sync ([Parse] before, once, in a pipeline)
 };
 
 struct send_inputs {
@@ -45,6 +47,14 @@ struct send_inputs {
     bool cache_full = false;                // a new statement would evict the least recently used one
     bool begin_pending = false;             // a transaction's BEGIN goes first, in this round trip
     std::size_t deallocations_pending = 0;  // names evicted or found stale, not deallocated yet
+    // Statements may be prepared by name (statement_mode::cache with a capacity above zero).
+    bool named = false;
+    // A statement without parameters that is control_texts[control] (else -1), and whether the
+    // connection has it prepared; the same for the pending BEGIN.
+    int control = -1;
+    bool control_prepared = false;
+    int begin_control = -1;
+    bool begin_control_prepared = false;
 };
 
 struct send_plan {
@@ -57,6 +67,9 @@ struct send_plan {
     bool prepare = false;           // a new named statement: reserve_statement, then Parse
     bool evicts = false;            // preparing it evicts the least recently used statement
     std::size_t deallocations = 0;  // DEALLOCATE statements sent after the second Sync
+    int control = -1;               // send_path::control: the statement is control_texts[control]
+    int begin_control = -1;         // the BEGIN goes by name as control_texts[begin_control]
+    int prepare_control = -1;       // this round trip prepares control_texts[prepare_control]
     boost::container::small_vector<reply_part, 6> parts;  // inline: no allocation per statement
 };
 

@@ -65,6 +65,13 @@ void connection::impl::track_result(const PGresult* r) {
     case detail::tag_effect::none: break;
     case detail::tag_effect::dirty: session.dirty = true; break;
     case detail::tag_effect::user_prepared: session.dirty = session.user_prepared = true; break;
+    case detail::tag_effect::statement_dropped:
+        // Which one the tag does not say: the transaction-control statements are prepared again under
+        // new names (the cache's own statements are, when the server reports them missing), and the
+        // reset on return drops what is left with DEALLOCATE ALL.
+        cache.forget_controls();
+        session.dirty = session.user_prepared = true;
+        break;
     case detail::tag_effect::statements_dropped:
         cache.clear();  // the server dropped every prepared statement, ours too
         to_deallocate.clear();

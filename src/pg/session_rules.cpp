@@ -23,6 +23,7 @@ tag_effect classify_command_tag(std::string_view tag) noexcept {
     if (tag_is(tag, "SELECT") || tag_is(tag, "INSERT") || tag_is(tag, "UPDATE") || tag_is(tag, "DELETE"))
         return tag_effect::none;  // the common case first
     if (tag_is(tag, "DISCARD ALL") || tag_is(tag, "DEALLOCATE ALL")) return tag_effect::statements_dropped;
+    if (tag_is(tag, "DEALLOCATE")) return tag_effect::statement_dropped;
     if (tag_is(tag, "PREPARE")) return tag_effect::user_prepared;
     if (tag_is(tag, "SET") || tag_is(tag, "RESET") || tag_is(tag, "LISTEN") || tag_is(tag, "UNLISTEN") ||
         tag_is(tag, "DECLARE CURSOR") || tag_is(tag, "CREATE") || tag_is(tag, "LOAD") ||

@@ -19,6 +19,7 @@ enum class tag_effect : std::uint8_t {
     dirty,               // SET, RESET, LISTEN, UNLISTEN, DECLARE CURSOR, CREATE, LOAD, DISCARD: reset it
     user_prepared,       // PREPARE by hand: reset, and DEALLOCATE ALL at the reset
     statements_dropped,  // DISCARD ALL, DEALLOCATE ALL: the server dropped every prepared statement
+    statement_dropped,   // DEALLOCATE of one statement by hand: maybe one of respool's own
 };
 tag_effect classify_command_tag(std::string_view tag) noexcept;
 

@@ -3,6 +3,9 @@
 // the PostgreSQL layer; the connection decides when to prepare and deallocate.
 #pragma once
 
+#include "control_statements.hpp"
+
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -62,6 +65,21 @@ public:
     void clear() noexcept {
         index_.clear();
         lru_.clear();
+        for (std::string& n : control_) n.clear();
+    }
+
+    // The name control_texts[i] is prepared under on the server; empty: not prepared (yet).
+    [[nodiscard]] const std::string& control_name(int i) const noexcept { return control_[std::size_t(i)]; }
+    // control_texts[i] is prepared under `name` (a next_name(): never one in use, so a statement that
+    // was forgotten but is still on the server cannot make the next Parse fail with 42P05).
+    void control_prepared(int i, std::string name) { control_[std::size_t(i)] = std::move(name); }
+    // Forgets control_texts[i] (the server said 26000: it is gone).
+    void forget_control(int i) noexcept { control_[std::size_t(i)].clear(); }
+    // A DEALLOCATE by hand may have dropped any of them: each is prepared again under a new name when
+    // next used. The old names are not deallocated (one may be gone, and a failed DEALLOCATE would abort
+    // an open transaction): the reset on return drops them with DEALLOCATE ALL.
+    void forget_controls() noexcept {
+        for (std::string& n : control_) n.clear();
     }
     // A name no other statement of this connection has.
     std::string next_name() { return "respool_" + std::to_string(++named_); }
@@ -76,6 +94,7 @@ private:
     std::unordered_map<std::string_view, std::list<entry>::iterator> index_;  // views into lru_'s keys
     std::size_t capacity_;
     std::uint64_t named_ = 0;
+    std::array<std::string, control_texts.size()> control_;  // names ("respool_N") fit inline
 };
 
 }  // namespace respool::pg::detail

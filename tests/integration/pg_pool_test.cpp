@@ -134,6 +134,92 @@ TEST_F(pg_pool, a_connection_level_failure_poisons_the_connection_and_the_pool_r
     });
 }
 
+// A transaction's BEGIN and COMMIT are prepared once per connection and run by name (the server parses
+// them no more). A DEALLOCATE of them by hand is seen and they are prepared again; one done out of sight
+// (inside a DO block) costs the BEGIN nothing (it runs again) and a COMMIT its transaction, reported,
+// never a silent loss; the next transaction commits. Behind a transaction pooler nothing is prepared.
+TEST_F(pg_pool, a_transactions_begin_and_commit_are_prepared_once_and_a_deallocate_by_hand_is_survived) {
+    run([]() -> asio::awaitable<void> {
+        pg::pool db(co_await asio::this_coro::executor, config("t_tx_control", 1, 1));
+        co_await db.async_query(
+            "CREATE TABLE IF NOT EXISTS pool_tx_control (id int PRIMARY KEY); DELETE FROM pool_tx_control",
+            asio::use_awaitable);
+        auto insert = [&db](int id) -> asio::awaitable<error_code> {
+            error_code failed;
+            try {
+                co_await db.transaction(
+                    [id](pg::connection& c) -> asio::awaitable<void> {
+                        co_await c.async_query("INSERT INTO pool_tx_control VALUES ($1)", pg::params(id),
+                                               asio::use_awaitable);
+                    },
+                    {}, asio::use_awaitable);
+            } catch (const boost::system::system_error& e) {
+                failed = e.code();
+            }
+            co_return failed;
+        };
+        auto on_the_connection = [&db](std::string sql) {  // the pool's one connection
+            return db.with_connection(
+                [sql](pg::connection& c) -> asio::awaitable<pg::result> {
+                    co_return co_await c.async_query(sql, asio::use_awaitable);
+                },
+                asio::use_awaitable);
+        };
+        auto name_of = [&](const char* statement) -> asio::awaitable<std::string> {
+            pg::result r = co_await on_the_connection(
+                std::string("SELECT name FROM pg_prepared_statements WHERE statement = '") + statement + "'");
+            co_return r.rows() == 1 ? std::string(r.text(0, 0)) : std::string();
+        };
+        auto committed = [&]() -> asio::awaitable<std::int64_t> {
+            pg::result r = co_await on_the_connection("SELECT count(*) FROM pool_tx_control");
+            co_return r.get<std::int64_t>(0, 0);
+        };
+
+        const error_code first = co_await insert(1);
+        EXPECT_FALSE(first) << first.message();
+        if (pg_test::statements() == pg::statement_mode::unnamed) {
+            EXPECT_EQ(co_await name_of("BEGIN"), "");
+            EXPECT_EQ(co_await name_of("COMMIT"), "");
+            co_return;
+        }
+        const std::string begin = co_await name_of("BEGIN");
+        const std::string commit = co_await name_of("COMMIT");
+        EXPECT_NE(begin, "");
+        EXPECT_NE(commit, "");
+
+        // Seen: prepared again under new names.
+        co_await on_the_connection("DEALLOCATE " + commit);
+        const error_code second = co_await insert(2);
+        EXPECT_FALSE(second) << second.message();
+        const std::string commit2 = co_await name_of("COMMIT");
+        EXPECT_NE(commit2, "");
+        EXPECT_NE(commit2, commit);
+        co_await on_the_connection("DEALLOCATE ALL");
+        const error_code third = co_await insert(3);
+        EXPECT_FALSE(third) << third.message();
+
+        // Out of sight, the BEGIN: it fails, opens nothing, and runs again by a new name.
+        const std::string begin3 = co_await name_of("BEGIN");
+        co_await on_the_connection("DO $$BEGIN EXECUTE 'DEALLOCATE " + begin3 + "'; END$$");
+        const error_code fourth = co_await insert(4);
+        EXPECT_FALSE(fourth) << fourth.message();
+        EXPECT_NE(co_await name_of("BEGIN"), begin3);
+        EXPECT_EQ(co_await committed(), 4);
+
+        // Out of sight, the COMMIT: inside the transaction it cannot run again; the transaction fails
+        // with the server's word for it (nothing committed), and the next one commits.
+        const std::string commit4 = co_await name_of("COMMIT");
+        co_await on_the_connection("DO $$BEGIN EXECUTE 'DEALLOCATE " + commit4 + "'; END$$");
+        const error_code fifth = co_await insert(5);
+        EXPECT_EQ(pg::sqlstate_of(fifth), "26000") << fifth.message();
+        EXPECT_EQ(co_await committed(), 4);
+        const error_code sixth = co_await insert(6);
+        EXPECT_FALSE(sixth) << sixth.message();
+        EXPECT_EQ(co_await committed(), 5);
+        EXPECT_EQ(db.stats().poisoned, 0u);
+    });
+}
+
 TEST_F(pg_pool, a_transaction_commits_or_rolls_back_and_the_exception_goes_on) {
     run([]() -> asio::awaitable<void> {
         pg::pool db(co_await asio::this_coro::executor, config("t_tx", 2, 1));

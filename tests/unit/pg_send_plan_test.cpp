@@ -1,5 +1,6 @@
 // The send plan of respool::pg's queries (src/pg/send_plan.hpp), without a server: which way a
 // statement is sent, what the reply is made of, what the statement cache does before and after.
+#include "control_statements.hpp"
 #include "send_plan.hpp"
 
 #include <gtest/gtest.h>
@@ -191,4 +192,77 @@ TEST(pg_send_plan, other_failures_cancellations_and_the_unnamed_mode_leave_the_c
     EXPECT_TRUE(same(on_stale_statement(
         {.cache_mode = true, .cancelled = true, .plan_changed = true, .idle_before = true})));
     EXPECT_TRUE(same(on_stale_statement({.cache_mode = false, .plan_changed = true, .idle_before = true})));
+}
+
+TEST(pg_send_plan, transaction_control_texts_are_known_exactly) {
+    EXPECT_EQ(control_index("BEGIN"), 0);
+    EXPECT_EQ(control_texts[std::size_t(control_index("COMMIT"))], "COMMIT");
+    EXPECT_EQ(control_texts[std::size_t(control_index("ROLLBACK"))], "ROLLBACK");
+    EXPECT_GE(control_index("BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY"), 0);
+    for (const char* other : {"", "begin", "COMMIT;", " COMMIT", "COMMIT AND CHAIN", "ROLLBACK TO s",
+                              "SELECT 1", "BEGIN; SELECT 1", "END"})
+        EXPECT_EQ(control_index(other), -1) << other;
+}
+
+TEST(pg_send_plan, a_transaction_control_statement_is_prepared_once_then_runs_by_name) {
+    send_inputs in;
+    in.sql = "COMMIT";
+    in.named = true;
+    in.control = control_index("COMMIT");
+    const send_plan first = plan_send(in);  // Parse, Bind/Execute, Sync
+    EXPECT_EQ(first.path, send_path::control);
+    EXPECT_TRUE(first.pipeline);
+    EXPECT_EQ(first.control, in.control);
+    EXPECT_EQ(first.prepare_control, in.control);
+    EXPECT_EQ(parts_of(first), (parts{part::prepare_control, part::rows, part::sync}));
+    in.control_prepared = true;  // Bind/Execute/Sync alone
+    const send_plan then = plan_send(in);
+    EXPECT_EQ(then.path, send_path::control);
+    EXPECT_FALSE(then.pipeline);
+    EXPECT_EQ(then.prepare_control, -1);
+    EXPECT_EQ(parts_of(then), (parts{part::rows}));
+    in.named = false;  // statement_mode::unnamed (a transaction pooler): the text, as before
+    EXPECT_EQ(plan_send(in).path, send_path::simple);
+    in.named = true;
+    in.begin_pending = true;  // one script with the BEGIN in front
+    EXPECT_EQ(plan_send(in).path, send_path::simple);
+}
+
+TEST(pg_send_plan, a_deferred_begin_goes_by_name_prepared_in_the_first_transactions_round_trip) {
+    const prepared cached{"respool_1", false};
+    send_inputs in = bound("UPDATE t SET n = n + 1 WHERE id = $1", &cached);
+    in.named = true;
+    in.begin_pending = true;
+    in.begin_control = control_index("BEGIN");
+    const send_plan first = plan_send(in);
+    EXPECT_EQ(first.path, send_path::pipeline);
+    EXPECT_EQ(first.begin_control, in.begin_control);
+    EXPECT_EQ(first.prepare_control, in.begin_control);
+    EXPECT_EQ(parts_of(first), (parts{part::prepare_control, part::begin, part::rows, part::sync}));
+    in.begin_control_prepared = true;
+    const send_plan then = plan_send(in);
+    EXPECT_EQ(then.begin_control, in.begin_control);
+    EXPECT_EQ(then.prepare_control, -1);
+    EXPECT_EQ(parts_of(then), (parts{part::begin, part::rows, part::sync}));
+    in.begin_control = -1;  // a BEGIN of other words: as text
+    EXPECT_EQ(plan_send(in).begin_control, -1);
+}
+
+TEST(pg_send_plan, the_control_statements_names_are_new_each_time_and_forgotten_with_the_cache) {
+    statement_cache cache(4);
+    const int commit = control_index("COMMIT");
+    EXPECT_TRUE(cache.control_name(commit).empty());
+    cache.control_prepared(commit, cache.next_name());
+    EXPECT_EQ(cache.control_name(commit), "respool_1");
+    EXPECT_EQ(cache.size(), 0u) << "outside the cache's capacity";
+    // A DEALLOCATE by hand: prepared again under a new name (the reset on return drops the old one).
+    cache.forget_controls();
+    EXPECT_TRUE(cache.control_name(commit).empty());
+    cache.control_prepared(commit, cache.next_name());
+    EXPECT_EQ(cache.control_name(commit), "respool_2");
+    cache.clear();  // DEALLOCATE ALL, DISCARD ALL, a new session: gone on the server too
+    EXPECT_TRUE(cache.control_name(commit).empty());
+    cache.control_prepared(commit, cache.next_name());
+    cache.forget_control(commit);  // the server said 26000
+    EXPECT_TRUE(cache.control_name(commit).empty());
 }

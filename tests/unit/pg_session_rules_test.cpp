@@ -9,7 +9,7 @@ using respool::pg::reset_policy;
 
 TEST(pg_session_rules, data_statements_leave_nothing_behind) {
     for (const char* tag : {"", "SELECT 3", "INSERT 0 1", "UPDATE 2", "DELETE 0", "COMMIT", "BEGIN",
-                            "ROLLBACK", "FETCH 1", "SETOF", "CREATED", "TRUNCATE TABLE", "DEALLOCATE"})
+                            "ROLLBACK", "FETCH 1", "SETOF", "CREATED", "TRUNCATE TABLE"})
         EXPECT_EQ(classify_command_tag(tag), tag_effect::none) << tag;
 }
 
@@ -19,10 +19,13 @@ TEST(pg_session_rules, session_commands_make_the_session_dirty) {
         EXPECT_EQ(classify_command_tag(tag), tag_effect::dirty) << tag;
 }
 
-TEST(pg_session_rules, prepare_by_hand_and_dropping_every_statement_are_told_apart) {
+TEST(pg_session_rules, prepare_by_hand_and_dropping_one_or_every_statement_are_told_apart) {
     EXPECT_EQ(classify_command_tag("PREPARE"), tag_effect::user_prepared);
     EXPECT_EQ(classify_command_tag("DISCARD ALL"), tag_effect::statements_dropped);
     EXPECT_EQ(classify_command_tag("DEALLOCATE ALL"), tag_effect::statements_dropped);
+    // One statement by name: maybe one of the connection's own BEGIN, COMMIT or ROLLBACK.
+    EXPECT_EQ(classify_command_tag("DEALLOCATE"), tag_effect::statement_dropped);
+    EXPECT_EQ(classify_command_tag("DEALLOCATED"), tag_effect::none);
 }
 
 TEST(pg_session_rules, read_only_errors_mean_failover_only_on_a_server_that_says_it_is_read_only) {
