@@ -1,11 +1,12 @@
 // The floor under respool::pg: what a client on one Asio event loop spends a `SELECT 1` when nothing
 // but the statement stands between the coroutine and the server. Two floors, no respool code in
 // either:
-//   libpq  each coroutine owns a PGconn: PQsendQueryPrepared, then PQisBusy / PQgetResult, waiting on
-//          the socket with Asio's async_wait and reading it (PQconsumeInput) after each wait, the way
-//          respool's statements read a reply (what a libpq client pays). With --read-ahead 1 the socket
-//          is also read once right after the send, before the first wait: a reply already there
-//          saves the wait.
+//   libpq  each coroutine owns a PGconn: PQsendQueryPrepared, then PQisBusy / PQgetResult, waiting for
+//          the socket to be readable and reading it (PQconsumeInput) after each wait, the way respool's
+//          statements read a reply (what a libpq client pays). The wait is a one-byte receive with
+//          MSG_PEEK, as respool's (--wait peek), or Asio's async_wait (--wait async_wait: an epoll_ctl
+//          at every wait). With --read-ahead 1 the socket is also read once right after the send,
+//          before the first wait: a reply already there saves the wait.
 //   wire   each coroutine speaks the extended protocol itself on the connection's socket: one write of
 //          Bind/Execute/Sync for the prepared statement, reads until ReadyForQuery (what a client
 //          with its own protocol code pays; libpq only connects and prepares; refused on an encrypted
@@ -14,6 +15,7 @@
 // pool) and pgbench, so the step each layer adds is measured in one sitting.
 //
 //   respool_pg_floor --conninfo STR --mode libpq|wire [--seconds S] [--connections N] [--read-ahead 1]
+//                    [--wait peek|async_wait]
 // Prints one line in respool_pg_bench's format (waits: the readiness waits a statement, libpq mode):
 //   floor mode=libpq connections=8 queries=123456 failures=0 seconds=5.00 qps=24691.2 waits_per_query=1.00
 //         cpu_us_per_query=5.2 user_us_per_query=0.9 sys_us_per_query=4.3
@@ -22,8 +24,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -31,6 +33,7 @@
 #include "process_cpu.hpp"
 
 #include <libpq-fe.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
@@ -47,6 +50,8 @@
 namespace asio = boost::asio;
 
 namespace {
+
+using socket_type = asio::generic::stream_protocol::socket;
 
 constexpr const char* statement_name = "floor_select1";
 
@@ -90,8 +95,7 @@ std::uint32_t read_length(const char* p) {
 // the reply read and walked message by message until ReadyForQuery; the one DataRow must hold "1".
 // Bytes after a ReadyForQuery (a message the server sent on its own) stay for the next statement's
 // walk; the buffer grows for a message longer than it.
-asio::awaitable<void> wire_client(asio::posix::stream_descriptor& socket, const std::string& request,
-                                  run_state& st) {
+asio::awaitable<void> wire_client(socket_type& socket, const std::string& request, run_state& st) {
     std::vector<char> buf(8192);
     std::size_t have = 0;
     while (st.running) {
@@ -134,9 +138,23 @@ asio::awaitable<void> wire_client(asio::posix::stream_descriptor& socket, const 
 }
 
 // libpq: the same statement through libpq's asynchronous calls.
-asio::awaitable<void> libpq_client(PGconn* c, asio::posix::stream_descriptor& socket, bool read_ahead,
+// Until the socket is readable: a one-byte peek (respool's way: tried at once, else queued on the
+// descriptor's standing registration) or async_wait (re-armed with an epoll_ctl each time). The end of
+// the stream counts as readable: PQconsumeInput says what happened.
+asio::awaitable<boost::system::error_code> readable(socket_type& socket, bool peek) {
+    if (!peek) {
+        auto [ec] = co_await socket.async_wait(socket_type::wait_read, asio::as_tuple(asio::deferred));
+        co_return ec;
+    }
+    char byte = 0;
+    auto [ec, n] = co_await socket.async_receive(asio::buffer(&byte, 1), socket_type::message_peek,
+                                                 asio::as_tuple(asio::deferred));
+    co_return ec == asio::error::eof ? boost::system::error_code() : ec;
+}
+
+asio::awaitable<void> libpq_client(PGconn* c, socket_type& socket, bool read_ahead, bool peek,
                                    run_state& st) {
-    using wait = asio::posix::stream_descriptor::wait_type;
+    using wait = socket_type::wait_type;
     while (st.running) {
         if (!PQsendQueryPrepared(c, statement_name, 0, nullptr, nullptr, nullptr, 0)) {
             ++st.failures;
@@ -155,7 +173,7 @@ asio::awaitable<void> libpq_client(PGconn* c, asio::posix::stream_descriptor& so
         for (;;) {
             if (PQisBusy(c)) {
                 ++st.waits;
-                auto [ec] = co_await socket.async_wait(wait::wait_read, asio::as_tuple(asio::deferred));
+                const boost::system::error_code ec = co_await readable(socket, peek);
                 if (ec || !PQconsumeInput(c)) {
                     ++st.failures;
                     co_return;
@@ -181,7 +199,8 @@ struct settings {
     std::string mode;
     double seconds = 10;
     std::size_t connections = 8;
-    bool read_ahead = false;  // libpq mode: read the socket once right after the send
+    bool read_ahead = false;    // libpq mode: read the socket once right after the send
+    std::string wait = "peek";  // libpq mode: how a reply is waited for
 };
 
 settings parse(int argc, char** argv) {
@@ -195,6 +214,9 @@ settings parse(int argc, char** argv) {
         ->check(CLI::PositiveNumber);
     app.add_option("--read-ahead", s.read_ahead,
                    "libpq mode: 1 to read the socket once right after the send");
+    app.add_option("--wait", s.wait,
+                   "libpq mode: peek (a one-byte MSG_PEEK receive, as respool) or async_wait")
+        ->check(CLI::IsMember({"peek", "async_wait"}));
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -209,7 +231,7 @@ int main(int argc, char** argv) {
     const settings s = parse(argc, argv);
     asio::io_context io(1);
     std::vector<std::unique_ptr<PGconn, decltype(&PQfinish)>> conns;
-    std::vector<std::unique_ptr<asio::posix::stream_descriptor>> sockets;
+    std::vector<std::unique_ptr<socket_type>> sockets;
     for (std::size_t i = 0; i < s.connections; ++i) {
         conns.emplace_back(PQconnectdb(s.conninfo.c_str()), &PQfinish);
         PGconn* c = conns.back().get();
@@ -240,7 +262,14 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "respool_pg_floor: dup of the socket failed: %s\n", std::strerror(errno));
             return 1;
         }
-        sockets.push_back(std::make_unique<asio::posix::stream_descriptor>(io, fd));
+        sockaddr_storage address{};
+        socklen_t length = sizeof address;
+        if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+            std::fprintf(stderr, "respool_pg_floor: getsockname failed: %s\n", std::strerror(errno));
+            return 1;
+        }
+        sockets.push_back(
+            std::make_unique<socket_type>(io, asio::generic::stream_protocol(address.ss_family, 0), fd));
     }
 
     run_state st;
@@ -256,8 +285,9 @@ int main(int argc, char** argv) {
                 if (s.mode == "wire")
                     asio::co_spawn(io, wire_client(*sockets[i], request, st), asio::detached);
                 else
-                    asio::co_spawn(io, libpq_client(conns[i].get(), *sockets[i], s.read_ahead, st),
-                                   asio::detached);
+                    asio::co_spawn(
+                        io, libpq_client(conns[i].get(), *sockets[i], s.read_ahead, s.wait == "peek", st),
+                        asio::detached);
             }
             asio::steady_timer t(io, std::chrono::duration_cast<std::chrono::nanoseconds>(
                                          std::chrono::duration<double>(s.seconds)));
