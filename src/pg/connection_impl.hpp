@@ -112,20 +112,25 @@ struct connection::impl {
     void unwatch() noexcept;
     // Watches libpq's current socket (after any PQconnectPoll step it may be a new one).
     bool watch() noexcept;
-    // Calls h(ec) once libpq's socket has bytes to read (or the stream ended: libpq's own read then
-    // says so); ec is set only when the wait was cancelled or the socket closed. A one-byte peek, not
-    // async_wait: Asio tries a receive at once and otherwise queues the operation on the socket's
-    // standing edge-triggered registration, where async_wait re-arms the descriptor with an epoll_ctl
-    // at every call, a system call a statement. The peeked byte stays in the socket for libpq.
+    // Calls h(ec) once libpq's socket has bytes to read, or the stream ended (libpq's own read then says
+    // so). A one-byte peek, not async_wait: Asio tries a receive at once and otherwise queues the
+    // operation on the socket's standing edge-triggered registration, where async_wait re-arms the
+    // descriptor with an epoll_ctl at every call, a system call a statement. The peeked byte stays in
+    // the socket for libpq. A socket error is passed on: the peek has taken it from the socket (a
+    // reset, a keepalive timeout), and libpq's read would only see the end of the stream.
     template <class Handler>
     void wait_readable(Handler&& h) {
-        sock.async_receive(
-            boost::asio::buffer(&peeked, 1), boost::asio::socket_base::message_peek,
-            [h = std::forward<Handler>(h)](boost::system::error_code ec, std::size_t) mutable {
-                if (ec != boost::asio::error::operation_aborted && ec != boost::asio::error::bad_descriptor)
-                    ec = {};  // the end of the stream, a reset: readable, libpq reports it
-                h(ec);
-            });
+        sock.async_receive(boost::asio::buffer(&peeked, 1), boost::asio::socket_base::message_peek,
+                           [h = std::forward<Handler>(h)](boost::system::error_code ec, std::size_t) mutable {
+                               if (ec == boost::asio::error::eof) ec = {};
+                               h(ec);
+                           });
+    }
+    // What to tell of a wait that ended with `ec`: the socket's own error, or libpq's last words.
+    std::string wait_failure(const boost::system::error_code& ec) const {
+        if (ec && ec != boost::asio::error::operation_aborted && ec != boost::asio::error::bad_descriptor)
+            return "the connection failed: " + ec.message();
+        return conn ? PQerrorMessage(conn) : "connection closed";
     }
     char peeked = 0;  // wait_readable's one byte (never looked at)
     // The operation under way has ended: the connection takes the next one.

@@ -174,8 +174,8 @@ struct query_op : std::enable_shared_from_this<query_op> {
                     self->send_cancel();
             });
     }
-    void broke() {
-        c->client_error(c->conn ? PQerrorMessage(c->conn) : "connection closed");
+    void broke(const boost::system::error_code& wait_error = {}) {
+        c->client_error(c->wait_failure(wait_error));
         c->finish();  // unusable: a broken connection is never handed on
         finish(error::connection_broken);
     }
@@ -371,7 +371,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
         while (at < parts.size()) {
             if (PQisBusy(c->conn)) {  // libpq may already hold the reply: check before waiting
                 c->wait_readable([self = shared_from_this()](boost::system::error_code ec) {
-                    if (ec || !self->c->conn) return self->broke();
+                    if (ec || !self->c->conn) return self->broke(ec);
                     if (!PQconsumeInput(self->c->conn)) return self->broke();
                     self->read();
                 });
@@ -454,12 +454,16 @@ struct query_op : std::enable_shared_from_this<query_op> {
         if (preparing_control >= 0 && !control_prepare_failed)
             c->cache.control_prepared(preparing_control, std::move(control_preparing_name));
         // A control statement the server did not have (dropped by a DEALLOCATE that was not seen): it is
-        // prepared again under a new name, and the statement runs once more when that is safe: a BEGIN
-        // that failed opened nothing; a COMMIT or ROLLBACK only when no transaction was open.
+        // prepared again under a new name next time, and the statement runs once more now when that is
+        // safe: a deferred BEGIN that failed opened nothing (the pipeline's Sync ended its implicit
+        // transaction); a COMMIT or BEGIN only when no transaction was open; a ROLLBACK always (the
+        // failure aborted the transaction: rolling it back is still what was asked).
+        if (begin_missing) c->cache.forget_control(begin_control);
+        if (control_missing) c->cache.forget_control(control);
         if ((begin_missing || control_missing) && !retried && !cancel_reason) {
-            if (begin_missing) c->cache.forget_control(begin_control);
-            if (control_missing) c->cache.forget_control(control);
-            if (begin_missing || idle_before) {
+            const bool rollback =
+                control_missing && detail::control_texts[std::size_t(control)] == "ROLLBACK";
+            if (begin_missing || idle_before || rollback) {
                 retried = true;
                 c->deferred_begin = std::move(begin_sent);
                 c->clear_diagnostics();

@@ -216,6 +216,27 @@ TEST_F(pg_pool, a_transactions_begin_and_commit_are_prepared_once_and_a_dealloca
         const error_code sixth = co_await insert(6);
         EXPECT_FALSE(sixth) << sixth.message();
         EXPECT_EQ(co_await committed(), 5);
+
+        // Out of sight, the ROLLBACK, inside a transaction: the failed Bind aborted the transaction, and
+        // rolling back is still what was asked: it runs again by a new name and succeeds.
+        const bool rolled_back = co_await db.with_connection(
+            [](pg::connection& c) -> asio::awaitable<bool> {
+                co_await c.async_query("ROLLBACK", asio::use_awaitable);  // prepared (a warning: none open)
+                pg::result r = co_await c.async_query(
+                    "SELECT name FROM pg_prepared_statements WHERE statement = 'ROLLBACK'",
+                    asio::use_awaitable);
+                const std::string name(r.text(0, 0));
+                co_await c.async_query("BEGIN", asio::use_awaitable);
+                co_await c.async_query("INSERT INTO pool_tx_control VALUES (7)", asio::use_awaitable);
+                co_await c.async_query("DO $$BEGIN EXECUTE 'DEALLOCATE " + name + "'; END$$",
+                                       asio::use_awaitable);
+                auto [ec, done] = co_await c.async_query("ROLLBACK", asio::as_tuple(asio::use_awaitable));
+                EXPECT_FALSE(ec) << ec.message() << ": " << c.last_error().message;
+                co_return !ec && c.transaction_state() == pg::transaction_status::idle;
+            },
+            asio::use_awaitable);
+        EXPECT_TRUE(rolled_back);
+        EXPECT_EQ(co_await committed(), 5) << "the row of the rolled back transaction is not there";
         EXPECT_EQ(db.stats().poisoned, 0u);
     });
 }
