@@ -232,7 +232,15 @@ TEST_F(pg_pool, a_transactions_begin_and_commit_are_prepared_once_and_a_dealloca
                                        asio::use_awaitable);
                 auto [ec, done] = co_await c.async_query("ROLLBACK", asio::as_tuple(asio::use_awaitable));
                 EXPECT_FALSE(ec) << ec.message() << ": " << c.last_error().message;
-                co_return !ec && c.transaction_state() == pg::transaction_status::idle;
+                const bool idle = !ec && c.transaction_state() == pg::transaction_status::idle;
+                pg::result again = co_await c.async_query(
+                    "SELECT name FROM pg_prepared_statements WHERE statement = 'ROLLBACK'",
+                    asio::use_awaitable);
+                EXPECT_EQ(again.rows(), 1u);
+                if (again.rows() == 1) {
+                    EXPECT_NE(again.text(0, 0), name) << "prepared again, under a new name";
+                }
+                co_return idle;
             },
             asio::use_awaitable);
         EXPECT_TRUE(rolled_back);
