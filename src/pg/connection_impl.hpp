@@ -126,10 +126,13 @@ struct connection::impl {
                                h(ec);
                            });
     }
+    // A wait ended by the socket itself (a reset, a timeout), not by a cancellation or a closed socket.
+    static bool socket_failed(const boost::system::error_code& ec) noexcept {
+        return ec && ec != boost::asio::error::operation_aborted && ec != boost::asio::error::bad_descriptor;
+    }
     // What to tell of a wait that ended with `ec`: the socket's own error, or libpq's last words.
     std::string wait_failure(const boost::system::error_code& ec) const {
-        if (ec && ec != boost::asio::error::operation_aborted && ec != boost::asio::error::bad_descriptor)
-            return "the connection failed: " + ec.message();
+        if (socket_failed(ec)) return "the connection failed: " + ec.message();
         return conn ? PQerrorMessage(conn) : "connection closed";
     }
     char peeked = 0;  // wait_readable's one byte (never looked at)

@@ -32,4 +32,6 @@ constexpr int control_index(std::string_view sql) noexcept {
     return -1;
 }
 
+inline constexpr int rollback_index = control_index("ROLLBACK");
+
 }  // namespace respool::pg::detail

@@ -172,10 +172,9 @@ void pipeline::wait(asio::socket_base::wait_type w, bool& out) {
     auto ready = [self = shared_from_this(), &out](boost::system::error_code ec) {
         out = false;
         if (self->broken_) return;
-        if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor || !self->c_->conn)
+        if (connection::impl::socket_failed(ec)) return self->broke(self->c_->wait_failure(ec).c_str());
+        if (ec || !self->c_->conn || !PQconsumeInput(self->c_->conn))
             return self->broke("the connection closed");
-        if (ec) return self->broke(self->c_->wait_failure(ec).c_str());
-        if (!PQconsumeInput(self->c_->conn)) return self->broke("the connection closed");
         self->c_->collect_notifications();
         self->flush();
         self->read();

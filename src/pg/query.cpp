@@ -201,12 +201,11 @@ struct query_op : std::enable_shared_from_this<query_op> {
         in.named = c->mode == statement_mode::cache && c->cache.capacity() != 0;
         if (in.named && !p) {
             in.control = detail::control_index(sql);
-            in.control_prepared = in.control >= 0 && !c->cache.control_name(in.control).empty();
+            in.control_prepared = c->cache.control_ready(in.control);
         }
         if (in.named && in.begin_pending) {
             in.begin_control = detail::control_index(c->deferred_begin);
-            in.begin_control_prepared =
-                in.begin_control >= 0 && !c->cache.control_name(in.begin_control).empty();
+            in.begin_control_prepared = c->cache.control_ready(in.begin_control);
         }
         const detail::send_plan plan = detail::plan_send(in);
         if (plan.refuse) {
@@ -461,9 +460,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
         if (begin_missing) c->cache.forget_control(begin_control);
         if (control_missing) c->cache.forget_control(control);
         if ((begin_missing || control_missing) && !retried && !cancel_reason) {
-            const bool rollback =
-                control_missing && detail::control_texts[std::size_t(control)] == "ROLLBACK";
-            if (begin_missing || idle_before || rollback) {
+            if (begin_missing || idle_before || control == detail::rollback_index) {
                 retried = true;
                 c->deferred_begin = std::move(begin_sent);
                 c->clear_diagnostics();

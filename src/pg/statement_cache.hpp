@@ -65,11 +65,13 @@ public:
     void clear() noexcept {
         index_.clear();
         lru_.clear();
-        for (std::string& n : control_) n.clear();
+        forget_controls();
     }
 
     // The name control_texts[i] is prepared under on the server; empty: not prepared (yet).
     [[nodiscard]] const std::string& control_name(int i) const noexcept { return control_[std::size_t(i)]; }
+    // control_texts[i] is prepared (false for -1: not a control statement).
+    [[nodiscard]] bool control_ready(int i) const noexcept { return i >= 0 && !control_name(i).empty(); }
     // control_texts[i] is prepared under `name` (a next_name(): never one in use, so a statement that
     // was forgotten but is still on the server cannot make the next Parse fail with 42P05).
     void control_prepared(int i, std::string name) { control_[std::size_t(i)] = std::move(name); }
