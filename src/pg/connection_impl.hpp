@@ -2,6 +2,7 @@
 // query.cpp, session.cpp, connection.cpp). Private to the PostgreSQL layer.
 #pragma once
 
+#include "read_first.hpp"
 #include "statement_cache.hpp"
 
 #include <respool/lease.hpp>
@@ -105,6 +106,8 @@ struct connection::impl {
     // A transaction's BEGIN not sent yet (detail::defer_begin): it goes with the transaction's first
     // statement, in the same round trip, as pgjdbc does; a transaction that runs nothing sends nothing.
     std::string deferred_begin;
+    // Whether a statement reads its reply once before waiting for the socket (read_first.hpp).
+    detail::read_first_record read_first;
 
     // Takes the socket back from Asio and closes the connection (libpq closes the socket). Every wait
     // of the operation under way ends now, so nothing keeps the event loop busy for a closed connection.

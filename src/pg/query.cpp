@@ -100,7 +100,8 @@ struct query_op : std::enable_shared_from_this<query_op> {
     bool begin_missing = false;
     std::string begin_sent;  // the deferred BEGIN this round trip carries (put back for a retry)
     bool pipeline = false;
-    bool idle_before = false;  // no transaction was open when it was sent (a retry is safe)
+    bool read_first_done = false;  // this round trip has decided whether to read before it waits
+    bool idle_before = false;      // no transaction was open when it was sent (a retry is safe)
     bool retried = false;
     bool refused = false;           // send() refused the statement before sending anything
     detail::statement_facts facts;  // what its text says (scanned unless the statement was cached)
@@ -226,6 +227,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
         if (preparing_control >= 0) control_preparing_name = c->cache.next_name();
         control_prepare_failed = control_missing = begin_missing = false;
         parts.clear();
+        read_first_done = false;
         at = 0;
         out = {};
         first_error = {};
@@ -366,9 +368,25 @@ struct query_op : std::enable_shared_from_this<query_op> {
         PQclear(r);
     }
 
+    // One read of the socket once the handlers queued on the event loop have run (read_first.hpp),
+    // then on as after a wait.
+    void read_after_queue() {
+        asio::post(c->ex, [self = shared_from_this()] {
+            if (self->done) return;
+            if (!self->c->conn || !PQconsumeInput(self->c->conn)) return self->broke();
+            self->c->read_first.tried(!PQisBusy(self->c->conn));
+            self->read();
+        });
+    }
+
     void read() {
         while (at < parts.size()) {
             if (PQisBusy(c->conn)) {  // libpq may already hold the reply: check before waiting
+                // The round trip's first read may come after the loop's queue, before any wait.
+                if (!read_first_done) {
+                    read_first_done = true;
+                    if (c->read_first.try_now()) return read_after_queue();
+                }
                 c->wait_readable([self = shared_from_this()](boost::system::error_code ec) {
                     if (ec || !self->c->conn) return self->broke(ec);
                     if (!PQconsumeInput(self->c->conn)) return self->broke();
