@@ -23,7 +23,7 @@ public:
         skipped_ = 0;
         return true;
     }
-    // What the read found: the whole reply (true), or not yet (false).
+    // What the read found: a complete result to take (true), or not yet (false).
     void tried(bool found_reply) noexcept {
         found_ = static_cast<std::uint8_t>((found_ << 1) | (found_reply ? 1U : 0U));
     }

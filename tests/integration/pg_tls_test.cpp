@@ -165,3 +165,28 @@ TEST(pg_tls, an_open_circuit_says_why_the_connects_failed) {
 }
 
 }  // namespace
+
+// Replies over TLS that span several records, of sizes around every record boundary: each comes back
+// whole, well within the statement timeout, whether the statement read its reply before waiting or
+// waited at once. (A read leaves no decrypted bytes inside OpenSSL where a socket wait could not see
+// them as long as a record fits the 8 KB libpq keeps free for a read: the server writes at most 8 KB
+// at a time.)
+TEST(pg_tls, replies_across_tls_records_are_read_whole) {
+    run([&]() -> asio::awaitable<void> {
+        pg::connection c(co_await asio::this_coro::executor);
+        auto [ec] = co_await c.async_connect(to_server("127.0.0.1", "sslmode=require"), 10s,
+                                             asio::as_tuple(asio::use_awaitable));
+        EXPECT_FALSE(ec) << c.last_error().message;
+        if (ec) co_return;
+        c.set_statement_timeout(5s);
+        for (int size = 1000; size <= 70000; size += 997) {
+            pg::params p;
+            p.add(size);
+            auto [qec, r] = co_await c.async_query("SELECT repeat('x', $1::int)", std::move(p),
+                                                   asio::as_tuple(asio::use_awaitable));
+            EXPECT_FALSE(qec) << "size " << size << ": " << qec.message();
+            if (qec) co_return;
+            EXPECT_EQ(r.text(0, 0).size(), static_cast<std::size_t>(size));
+        }
+    });
+}
