@@ -129,6 +129,13 @@ struct connection::impl {
                                h(ec);
                            });
     }
+    // As wait_readable, when a read has just found the socket empty: a receive tried at once would find
+    // nothing too (a system call for nothing), so the wait goes to the event loop's readiness directly,
+    // its epoll_ctl the one system call before the reply.
+    template <class Handler>
+    void wait_readable_after_empty_read(Handler&& h) {
+        sock.async_wait(boost::asio::socket_base::wait_read, std::forward<Handler>(h));
+    }
     // A wait ended by the socket itself (a reset, a timeout), not by a cancellation or a closed socket.
     static bool socket_failed(const boost::system::error_code& ec) noexcept {
         return ec && ec != boost::asio::error::operation_aborted && ec != boost::asio::error::bad_descriptor;

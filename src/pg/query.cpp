@@ -100,8 +100,9 @@ struct query_op : std::enable_shared_from_this<query_op> {
     bool begin_missing = false;
     std::string begin_sent;  // the deferred BEGIN this round trip carries (put back for a retry)
     bool pipeline = false;
-    bool read_first_done = false;  // this round trip has decided whether to read before it waits
-    bool idle_before = false;      // no transaction was open when it was sent (a retry is safe)
+    bool read_first_done = false;     // this round trip has decided whether to read before it waits
+    bool read_found_nothing = false;  // that read found the socket empty: the wait need not try again
+    bool idle_before = false;         // no transaction was open when it was sent (a retry is safe)
     bool retried = false;
     bool refused = false;           // send() refused the statement before sending anything
     detail::statement_facts facts;  // what its text says (scanned unless the statement was cached)
@@ -228,6 +229,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
         control_prepare_failed = control_missing = begin_missing = false;
         parts.clear();
         read_first_done = false;
+        read_found_nothing = false;
         at = 0;
         out = {};
         first_error = {};
@@ -374,7 +376,9 @@ struct query_op : std::enable_shared_from_this<query_op> {
         asio::post(c->ex, [self = shared_from_this()] {
             if (self->done) return;
             if (!self->c->conn || !PQconsumeInput(self->c->conn)) return self->broke();
-            self->c->read_first.tried(!PQisBusy(self->c->conn));
+            const bool found = !PQisBusy(self->c->conn);
+            self->c->read_first.tried(found);
+            self->read_found_nothing = !found;
             self->read();
         });
     }
@@ -387,11 +391,15 @@ struct query_op : std::enable_shared_from_this<query_op> {
                     read_first_done = true;
                     if (c->read_first.try_now()) return read_after_queue();
                 }
-                c->wait_readable([self = shared_from_this()](boost::system::error_code ec) {
+                auto on_readable = [self = shared_from_this()](boost::system::error_code ec) {
                     if (ec || !self->c->conn) return self->broke(ec);
                     if (!PQconsumeInput(self->c->conn)) return self->broke();
                     self->read();
-                });
+                };
+                if (std::exchange(read_found_nothing, false))
+                    c->wait_readable_after_empty_read(std::move(on_readable));
+                else
+                    c->wait_readable(std::move(on_readable));
                 return;
             }
             PGresult* r = PQgetResult(c->conn);

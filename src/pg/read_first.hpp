@@ -3,7 +3,8 @@
 // and a second receive once the reply is there, then libpq's own read), or first let the handlers
 // already queued on its event loop run (the other connections' replies, their next statements) and
 // then read once, the way pgbench goes round its connections: when the server has answered meanwhile,
-// that read is the statement's only receive. When it finds nothing it costs one receive more, so each
+// that read is the statement's only receive. When it finds nothing it costs one receive more (the wait
+// after it goes straight to the loop's readiness, with no second receive tried at once), so each
 // connection keeps a record of its last eight tries and reads first only while at least half of them
 // found the reply (a loop with other work); otherwise (one client alone, a slow server) it waits at
 // once and tries again once in eight statements, to notice that the odds changed.
