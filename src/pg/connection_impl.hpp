@@ -129,9 +129,11 @@ struct connection::impl {
                                h(ec);
                            });
     }
-    // As wait_readable, when a read has just found the socket empty: a receive tried at once would find
-    // nothing too (a system call for nothing), so the wait goes to the event loop's readiness directly,
-    // its epoll_ctl the one system call before the reply.
+    // For a wait right after a read that found no complete result (usually: the socket empty): a receive
+    // tried at once would find nothing too, so the wait goes to the event loop's readiness directly, its
+    // epoll_ctl the one system call before the reply (the re-arm also reports bytes a partial read left).
+    // A socket error or the end of the stream completes it as readable, and libpq's read then reports
+    // it in libpq's words (nothing has taken it from the socket, unlike wait_readable's peek).
     template <class Handler>
     void wait_readable_after_empty_read(Handler&& h) {
         sock.async_wait(boost::asio::socket_base::wait_read, std::forward<Handler>(h));

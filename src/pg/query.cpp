@@ -101,7 +101,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
     std::string begin_sent;  // the deferred BEGIN this round trip carries (put back for a retry)
     bool pipeline = false;
     bool read_first_done = false;     // this round trip has decided whether to read before it waits
-    bool read_found_nothing = false;  // that read found the socket empty: the wait need not try again
+    bool read_found_nothing = false;  // that read found no complete result: the wait need not try at once
     bool idle_before = false;         // no transaction was open when it was sent (a retry is safe)
     bool retried = false;
     bool refused = false;           // send() refused the statement before sending anything

@@ -3,8 +3,9 @@
 // and a second receive once the reply is there, then libpq's own read), or first let the handlers
 // already queued on its event loop run (the other connections' replies, their next statements) and
 // then read once, the way pgbench goes round its connections: when the server has answered meanwhile,
-// that read is the statement's only receive. When it finds nothing it costs one receive more (the wait
-// after it goes straight to the loop's readiness, with no second receive tried at once), so each
+// that read is the statement's only receive. When it finds nothing, the wait after it goes straight to
+// the loop's readiness (an epoll_ctl, no receive tried at once), so a failed first read makes as many
+// system calls as waiting at once, one of them an epoll_ctl instead of a receive. Even so each
 // connection keeps a record of its last eight tries and reads first only while at least half of them
 // found the reply (a loop with other work); otherwise (one client alone, a slow server) it waits at
 // once and tries again once in eight statements, to notice that the odds changed.
