@@ -3,7 +3,7 @@
 // rotate it with HikariCP, pgxpool, asyncpg and node-postgres and read its CPU time from /proc.
 //
 //   respool_pg_peer --pool 8 [--variant one-thread|per-thread|shared] [--threads 2] [--pipeline 1]
-//                   [--statements cache|unnamed]
+//                   [--statements cache|unnamed] [--reset tracked|always|none]
 //
 // The server comes from libpq's environment (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE): the
 // pool's conninfo is empty and libpq fills it in, as for every other peer. Variants:
@@ -14,6 +14,8 @@
 //               --threads threads of one io_context.
 // --pipeline: pool_config::pipeline_depth (1, the default: a lease per statement).
 // --statements: pool_config::statements (cache, the default; unnamed behind PgBouncer in transaction mode).
+// --reset: pool_config::reset (tracked, the default: what the session check at every return costs is
+// the difference to none).
 #include <respool/pg/pool.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -55,13 +57,14 @@ struct settings {
     std::size_t threads = 2;
     std::size_t pipeline = 1;
     bool unnamed = false;
+    pg::reset_policy reset = pg::reset_policy::tracked;
 };
 
 [[noreturn]] void usage(const std::string& why) {
     std::fprintf(
         stderr,
         "respool_pg_peer: %s\nusage: respool_pg_peer --pool N [--variant one-thread|per-thread|shared] "
-        "[--threads T] [--pipeline DEPTH] [--statements cache|unnamed]\n",
+        "[--threads T] [--pipeline DEPTH] [--statements cache|unnamed] [--reset tracked|always|none]\n",
         why.c_str());
     std::exit(2);
 }
@@ -92,6 +95,14 @@ settings parse(int argc, char** argv) {
             s.unnamed = v == "unnamed";
         else if (k == "--statements")
             usage("--statements is cache or unnamed; got '" + v + "'");
+        else if (k == "--reset" && v == "tracked")
+            s.reset = pg::reset_policy::tracked;
+        else if (k == "--reset" && v == "always")
+            s.reset = pg::reset_policy::always;
+        else if (k == "--reset" && v == "none")
+            s.reset = pg::reset_policy::none;
+        else if (k == "--reset")
+            usage("--reset is tracked, always or none; got '" + v + "'");
         else
             usage("unknown option " + k);
     }
@@ -181,6 +192,7 @@ public:
                 s.variant == "per-thread" ? s.pool / s.threads + (i < s.pool % s.threads ? 1 : 0) : s.pool;
             c.pipeline_depth = s.pipeline;
             if (s.unnamed) c.statements = pg::statement_mode::unnamed;
+            c.reset = s.reset;
             c.thread_safe = s.variant == "shared";
             // A thread_safe pool runs its own work on a strand; its clients run on every thread.
             asio::any_io_executor ex = io->get_executor();
