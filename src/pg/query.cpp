@@ -100,9 +100,8 @@ struct query_op : std::enable_shared_from_this<query_op> {
     bool begin_missing = false;
     std::string begin_sent;  // the deferred BEGIN this round trip carries (put back for a retry)
     bool pipeline = false;
-    bool read_first_done = false;     // this round trip has decided whether to read before it waits
-    bool read_found_nothing = false;  // that read found no complete result: the wait need not try at once
-    bool idle_before = false;         // no transaction was open when it was sent (a retry is safe)
+    bool read_first_done = false;  // this round trip has decided whether to read before it waits
+    bool idle_before = false;      // no transaction was open when it was sent (a retry is safe)
     bool retried = false;
     bool refused = false;           // send() refused the statement before sending anything
     detail::statement_facts facts;  // what its text says (scanned unless the statement was cached)
@@ -229,7 +228,6 @@ struct query_op : std::enable_shared_from_this<query_op> {
         control_prepare_failed = control_missing = begin_missing = false;
         parts.clear();
         read_first_done = false;
-        read_found_nothing = false;
         at = 0;
         out = {};
         first_error = {};
@@ -378,12 +376,13 @@ struct query_op : std::enable_shared_from_this<query_op> {
             if (!self->c->conn || !PQconsumeInput(self->c->conn)) return self->broke();
             const bool found = !PQisBusy(self->c->conn);
             self->c->read_first.tried(found);
-            self->read_found_nothing = !found;
-            self->read();
+            self->read(!found);
         });
     }
 
-    void read() {
+    // `first_read_failed`: the first read has just found no complete result, so a receive tried at once
+    // would find nothing too (wait_readable_after_empty_read).
+    void read(bool first_read_failed = false) {
         while (at < parts.size()) {
             if (PQisBusy(c->conn)) {  // libpq may already hold the reply: check before waiting
                 // The round trip's first read may come after the loop's queue, before any wait.
@@ -396,7 +395,7 @@ struct query_op : std::enable_shared_from_this<query_op> {
                     if (!PQconsumeInput(self->c->conn)) return self->broke();
                     self->read();
                 };
-                if (std::exchange(read_found_nothing, false))
+                if (first_read_failed)
                     c->wait_readable_after_empty_read(std::move(on_readable));
                 else
                     c->wait_readable(std::move(on_readable));
