@@ -5,6 +5,7 @@
 //
 //   respool_compare <seconds> <reps> [variant...]   prints: cycle <variant> <threads> <pool> <median ops/s>
 // With variant names, only those run (e.g. respool_compare 0.5 5 respool-shared naive-cpp).
+#include "asio/pool_lock.hpp"  // the pool's own lock, for the floor under it
 #include "fifo_floor.hpp"
 #include "naive_pool.hpp"
 
@@ -128,16 +129,18 @@ int main(int argc, char** argv) {
         std::vector<resource> items(size, resource{1});
         bench::lockfree_fifo<resource> lockfree(size);
         bench::locked_fifo<resource> locked(size);
+        bench::locked_fifo<resource, respool::detail::pool_lock> pool_locked(size);
         for (auto& r : items) {
-            lockfree.push(&r);
+            (void)lockfree.push(&r);
             locked.push(&r);
+            pool_locked.push(&r);
         }
         vs.push_back({"fifo-floor-lockfree",
                       [&](int) {
                           resource* r;
-                          while (!(r = lockfree.pop()))
-                              std::this_thread::yield();  // all lent (pool < threads)
-                          lockfree.push(r);
+                          // All lent (pool < threads); then, the slot a take of a lap ago still finishes.
+                          while (!(r = lockfree.pop())) std::this_thread::yield();
+                          while (!lockfree.push(r)) std::this_thread::yield();
                       },
                       {}});
         vs.push_back({"fifo-floor-mutex",
@@ -147,6 +150,13 @@ int main(int argc, char** argv) {
                           locked.push(r);
                       },
                       {}});
+        vs.push_back({"fifo-floor-pool-lock",
+                      [&](int) {
+                          resource* r;
+                          while (!(r = pool_locked.pop())) std::this_thread::yield();
+                          pool_locked.push(r);
+                      },
+                      {}});
 
         if (argc > 3)
             std::erase_if(vs, [&](const variant& v) {
@@ -154,6 +164,17 @@ int main(int argc, char** argv) {
                                     [&](const char* a) { return std::string_view(a) == v.name; });
             });
         measure_interleaved(vs, reps, seconds, threads);
+        // A floor that lost a resource measured something else than the order: count them back.
+        auto holds_all = [size](auto& fifo) {
+            std::size_t n = 0;
+            while (fifo.pop()) ++n;
+            return n == size;
+        };
+        if (!holds_all(lockfree) || !holds_all(locked) || !holds_all(pool_locked)) {
+            std::fprintf(stderr, "respool_compare: a FIFO floor lost resources (%d threads, pool %zu)\n",
+                         threads, size);
+            return 1;
+        }
         for (const auto& v : vs)
             std::printf("cycle %s %d %zu %.0f\n", v.name, threads, size, v.runs[v.runs.size() / 2]);
         std::fflush(stdout);

@@ -1,10 +1,16 @@
 // The ceiling of any pool that keeps one FIFO order of idle resources shared by several threads: the
-// bare order itself, with nothing else a pool does (no waiters, no counts, no checks). Two of them:
-// a lock-free bounded ring (each slot carries a sequence number; takers and returners claim a
-// position with one compare-and-swap on the head or the tail) and the same ring under a mutex. A
-// take and a return on any shared FIFO move the head's and the tail's cache lines between the cores
-// that use them, whatever the synchronisation: bench/compare measures these floors beside the pools
-// to show where that cost, not the pool's bookkeeping, sets the pace. Written for the comparison only.
+// bare order itself, with nothing else a pool does (no waiters, no counts, no checks). A lock-free
+// bounded ring (each slot carries a sequence number; takers and returners claim a position with one
+// compare-and-swap on the head or the tail) and the same ring under a lock (std::mutex, or respool's
+// own pool lock). A take and a return on any shared FIFO move the head's and the tail's cache lines
+// between the cores that use them, whatever the synchronisation: bench/compare measures these floors
+// beside the pools to show where that cost, not the pool's bookkeeping, sets the pace. Written for the
+// comparison only.
+//
+// The lock-free ring's push can find its slot still held by a take of a lap ago that has claimed it
+// and not yet marked it free (a take between its compare-and-swap and its store): the ring is not
+// full then, and the push is tried again. A floor that dropped the resource there instead would end
+// up cycling one resource among all threads and measure nothing of a pool.
 #pragma once
 
 #include <atomic>
@@ -26,6 +32,7 @@ public:
         slots_ = std::make_unique<slot[]>(cap);
         for (std::size_t i = 0; i < cap; ++i) slots_[i].seq.store(i, std::memory_order_relaxed);
     }
+    // false when the slot at the tail is not free yet (full, or a take of a lap ago still finishing).
     bool push(T* v) noexcept {
         std::size_t pos = tail_.load(std::memory_order_relaxed);
         for (;;) {
@@ -76,8 +83,8 @@ private:
     alignas(64) std::atomic<std::size_t> tail_{0};
 };
 
-// The same order under one mutex (a plain ring; capacity a power of two).
-template <class T>
+// The same order under one lock (a plain ring; capacity a power of two).
+template <class T, class Lock = std::mutex>
 class locked_fifo {
 public:
     explicit locked_fifo(std::size_t at_least) {
@@ -96,7 +103,7 @@ public:
     }
 
 private:
-    std::mutex m_;
+    Lock m_;
     std::unique_ptr<T*[]> ring_;
     std::size_t mask_ = 0, head_ = 0, tail_ = 0;
 };

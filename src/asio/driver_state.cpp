@@ -1,5 +1,4 @@
-// The driver state's own work: its alarm, and keeping the affinity cache or the return list in line
-// with the core.
+// The driver state's own work: its alarm, and keeping the affinity cache in line with the core.
 
 #include "driver_state.hpp"
 
@@ -43,23 +42,6 @@ static void open_slots(affinity_cache& c) noexcept {
     }
 }
 
-void pool_impl::driver_state::absorb_returned() noexcept {
-    for (resource_node* r = returns->take_all(); r;) {
-        resource_node* next = r->next_returned;
-        // Cannot fail while the list is open: it opens only when the core is uncontended, and it
-        // closes in the same locked section that makes the core contended. Were it to fail, the rest
-        // would go back on the list, for the next section's unlock to hand over with their effects.
-        if (!core.release_fast(core_of(r))) {
-            for (; r; r = next) {
-                next = r->next_returned;
-                (void)returns->push(r);  // open: cannot fail (only lock holders close it)
-            }
-            return;
-        }
-        r = next;
-    }
-}
-
 void pool_impl::driver_state::unlock_cached() noexcept {
     const bool want = !obs && core.uncontended();
     if (want == cache->open.load(std::memory_order_relaxed)) return mu.unlock();  // the common case
@@ -67,23 +49,6 @@ void pool_impl::driver_state::unlock_cached() noexcept {
     cache->open.store(want, std::memory_order_seq_cst);
     core::effects fx;
     const bool emptied = !want && drain_cache_locked(fx, true) != 0;
-    unlock_then_apply(fx, emptied);
-}
-
-void pool_impl::driver_state::unlock_returns() noexcept {
-    const bool want = !obs && core.uncontended();
-    if (want == returns->is_open()) return mu.unlock();  // the common case
-    if (want) {
-        returns->open();
-        return mu.unlock();
-    }
-    core::effects fx;
-    bool emptied = false;
-    for (resource_node* r = returns->close(); r; emptied = true) {
-        resource_node* next = r->next_returned;
-        core.release(core_of(r), core::pool_core::release_kind::ok, fx);
-        r = next;
-    }
     unlock_then_apply(fx, emptied);
 }
 

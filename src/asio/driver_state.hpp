@@ -17,7 +17,6 @@
 #include "hook_run.hpp"
 #include "pool_lock.hpp"
 #include "published.hpp"
-#include "return_list.hpp"
 #include "timer_list.hpp"
 
 #include <boost/asio/post.hpp>
@@ -93,7 +92,6 @@ struct pool_impl::driver_state final : scheduled_alarm {
     error_code ready_ec;
 
     std::unique_ptr<affinity_cache> cache;  // thread_affinity, when the options allow it
-    std::unique_ptr<return_list> returns;   // thread_safe without the cache: lock-free releases
 
     // The alarm at the earliest timer or waiter deadline; cancelled when there is none (lock held).
     void rearm() noexcept;
@@ -114,41 +112,25 @@ struct pool_impl::driver_state final : scheduled_alarm {
     // Every resource in the cache back to the core (lock held). Returns how many. With `close`, the
     // slots are left closed (the cache is closing); otherwise empty (housekeeping, health checks).
     unsigned drain_cache_locked(core::effects& fx, bool close = false) noexcept;
-    // The return list, while open, appended to the core's idle order (lock held): the core is
-    // uncontended then, so this is release_fast for each and has no effects.
-    void absorb_returns_locked() noexcept {
-        resource_node* h = returns->head.load(std::memory_order_relaxed);
-        if (h && h != closed_mark()) absorb_returned();
-    }
-    void absorb_returned() noexcept;
     // Unlocks mu, first opening or closing the cache to match the core; a close drains it.
     void unlock_cached() noexcept;
-    // The same for the return list: closing it takes its resources back into the core.
-    void unlock_returns() noexcept;
-    // Their common end: unlocks, then applies what taking the resources back decided (`emptied`: any).
+    // Its end: unlocks, then applies what taking the resources back decided (`emptied`: any).
     void unlock_then_apply(core::effects& fx, bool emptied) noexcept;
 };
 
 // Locks only in thread_safe mode: the default pool lives on one executor and pays nothing.
 class guard {
 public:
-    // With a return list, the section starts with the list's resources in the core: it sees exact
-    // counts and the true idle order.
     explicit guard(pool_impl::driver_state& s) : state_(s.thread_safe ? &s : nullptr) {
-        if (!state_) return;
-        state_->mu.lock();
-        if (state_->returns) state_->absorb_returns_locked();
+        if (state_) state_->mu.lock();
     }
     ~guard() { unlock(); }
     [[gnu::always_inline]] void unlock() {
         if (state_) release(std::exchange(state_, nullptr));
     }
-    // With the thread-affinity cache or a return list, every unlock first brings it in line with the
-    // core.
+    // With the thread-affinity cache, every unlock first brings it in line with the core.
     static void release(pool_impl::driver_state* s) noexcept {
-        if (s->returns)
-            s->unlock_returns();
-        else if (s->cache)
+        if (s->cache)
             s->unlock_cached();
         else
             s->mu.unlock();

@@ -64,9 +64,6 @@ pool_impl::pool_impl(asio::any_io_executor ex, const pool_options& opts, std::un
         before_release_ == hook_mode::none && !validate)
         state_->cache = std::make_unique<affinity_cache>();
     cache_ = state_->cache.get();
-    // Without the cache, a thread_safe pool takes plain releases back without its lock.
-    if (opts_.thread_safe && plain_ && !cache_) state_->returns = std::make_unique<return_list>();
-    returns_ = state_->returns.get();
 }
 
 // First of all, the context's shutdown must no longer reach this pool (it waits for a shutdown under

@@ -19,7 +19,6 @@ namespace respool::detail {
 namespace asio = boost::asio;  // the library's own shorthand; public headers spell boost::asio
 
 struct affinity_cache;
-struct return_list;
 struct hook_run;  // one coroutine hook under way (hook_run.hpp)
 
 // What a coroutine hook run is doing (its bound and what its failure means).
@@ -39,8 +38,7 @@ inline core::resource* core_of(resource_node* n) noexcept {
 inline resource_node* node_of(core::resource* r) noexcept {
     return reinterpret_cast<resource_node*>(r);
 }
-// What a lock-free place holds while closed (a thread-affinity slot, the return list's head): a value
-// that is never a node's address.
+// What a thread-affinity slot holds while closed: a value that is never a node's address.
 inline resource_node* closed_mark() noexcept {
     return reinterpret_cast<resource_node*>(std::uintptr_t{1});
 }
@@ -158,7 +156,6 @@ private:
                         const resource_node* keep = nullptr) noexcept;
     void release_general(resource_node* n, bool poisoned) noexcept;
     resource_node* take_own_slot() noexcept;
-    resource_node* take_with_returns() noexcept;
     resource_node* take_elsewhere(unsigned me) noexcept;
     resource_node* take_from_slot(unsigned from, unsigned me) noexcept;
     void arm_health_timer() noexcept;
@@ -193,7 +190,6 @@ private:
     bool plain_ = true;                // no per-lease stamps wanted: core take_fast/release_fast may serve
     bool validate_waits_ = false;      // validation on borrow is a coroutine: acquire_now leaves it to ops
     affinity_cache* cache_ = nullptr;  // thread_affinity (owned by the driver state), or none
-    return_list* returns_ = nullptr;   // thread_safe without the cache (owned by the driver state)
     duration housekeeping_period_{};
     std::unique_ptr<driver_state> state_;  // core, lock, timers: kept out of this header
 };

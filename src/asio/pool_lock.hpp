@@ -1,16 +1,60 @@
 // The pool's lock in thread_safe mode.
 #pragma once
 
-#include <mutex>
+#include <atomic>
+#include <cstdint>
+#include <thread>
 
 namespace respool::detail {
 
-// The pool's lock in thread_safe mode: a plain std::mutex (on glibc a futex mutex that does not spin).
-// The critical sections are a few dozen instructions, so what a take or release costs is the cache
-// lines that move between cores. A contender that sleeps in the kernel leaves the holder a run of
-// takes and releases on lines that stay in its cache; one that spins (glibc's adaptive mutex, tried
-// here before) pulls the lock's line away at every step. Measured side by side on two cores, the
-// adaptive mutex made the shared pool 2-6x slower with 2 threads and 2.7x slower with 8 (docs/03-design.md).
-using pool_lock = std::mutex;
+// The pool's lock in thread_safe mode: a three-state futex lock (free, held, held with sleepers) whose
+// contender first gives its CPU away a few times (sched_yield), taking the lock at once when it finds
+// it free, and sleeps only after that.
+//
+// Why yield, not spin and not sleep at once: the critical sections are a few dozen instructions, so a
+// contender that comes back a moment later almost always finds the lock free. Sleeping at once (a
+// plain std::mutex) pays a futex wait, a wake-up system call from the holder and two context switches
+// for a wait that would have lasted nanoseconds. Spinning (glibc's adaptive mutex) pulls the lock's
+// cache line away from the holder at every step, and with more threads than cores it burns the time
+// slice that the holder, preempted, needs to finish. A yield does neither: the contender's core runs
+// another thread (the preempted holder, if it is there) or comes straight back, one system call
+// later, by which time the section is over. Measured side by side on two cores (docs/03-design.md):
+// a ring under this lock does 2-5x the acquire + release cycles of the same ring under std::mutex
+// with 2 and with 8 threads. The sleep after `yields` rounds bounds what a contender burns when a
+// holder is stalled for long.
+class pool_lock {
+public:
+    void lock() noexcept {
+        std::uint32_t s = free;
+        if (!state_.compare_exchange_strong(s, held, std::memory_order_acquire, std::memory_order_relaxed))
+            lock_contended();
+    }
+    void unlock() noexcept {
+        if (state_.exchange(free, std::memory_order_release) == sleepers) state_.notify_one();
+    }
+    // Held, and a contender has gone to sleep (or had, and has not taken the lock since).
+    [[nodiscard]] bool has_sleepers() const noexcept {
+        return state_.load(std::memory_order_relaxed) == sleepers;
+    }
+
+private:
+    static constexpr std::uint32_t free = 0, held = 1, sleepers = 2;
+    static constexpr unsigned yields = 16;
+
+    [[gnu::noinline]] void lock_contended() noexcept {
+        for (unsigned i = 0; i < yields; ++i) {
+            std::this_thread::yield();
+            std::uint32_t s = free;
+            if (state_.load(std::memory_order_relaxed) == free &&
+                state_.compare_exchange_strong(s, held, std::memory_order_acquire, std::memory_order_relaxed))
+                return;
+        }
+        // Held with sleepers from here on, conservatively: whoever unlocks wakes one.
+        while (state_.exchange(sleepers, std::memory_order_acquire) != free)
+            state_.wait(sleepers, std::memory_order_relaxed);
+    }
+
+    std::atomic<std::uint32_t> state_{free};
+};
 
 }  // namespace respool::detail

@@ -1,5 +1,4 @@
-// Release and the fast take/release paths (the thread-affinity cache, the return list, the core's
-// inline ones).
+// Release and the fast take/release paths (the thread-affinity cache, the core's inline ones).
 
 #include "driver_state.hpp"
 
@@ -18,23 +17,7 @@ resource_node* take_inline(pool_impl& p) noexcept {
     if (p.cache_) return p.take_own_slot();
     if (!p.plain_ || p.state_->obs) return nullptr;  // nothing to check, stamp or report
     plain_guard g(*p.state_);
-    if (p.returns_) return p.take_with_returns();
     return node_of(p.state_->core.take_fast());
-}
-
-// take_inline with a return list (lock held): in FIFO order the list is younger than anything idle,
-// so it joins the core only when the core has nothing idle left; in LIFO order its last release is
-// the warmest resource, so it joins first.
-resource_node* pool_impl::take_with_returns() noexcept {
-    auto& s = *state_;
-    const bool fifo = opts_.order == idle_order::fifo;
-    if (!fifo) s.absorb_returns_locked();
-    core::resource* r = s.core.take_fast();
-    if (!r && fifo) {
-        s.absorb_returns_locked();
-        r = s.core.take_fast();
-    }
-    return node_of(r);
 }
 
 // Takes the resource in slot `from` (counted for this thread, slot `me`). The second look at `open`
@@ -94,9 +77,6 @@ void pool_impl::release(resource_node* n, bool poisoned) noexcept {
                (before_release_ == hook_mode::none ||
                 (needs_reset_ == hook_mode::sync &&
                  !check(check_kind::needs_reset, *n, hook_reason::on_release)))) {
-        // Pushed: the resource is the pool's again, and the pool may be gone the next moment (another
-        // thread may absorb it, close and drop the pool): nothing here touches the pool after this.
-        if (returns_ && returns_->push(n)) return;
         plain_guard g(*state_);
         if (state_->core.release_fast(core_of(n))) return;
     }

@@ -115,7 +115,7 @@ TEST(shutdown, a_pool_destroyed_while_another_thread_returns_the_last_lease_outl
     auto created = std::make_shared<std::atomic<int>>(0);
     auto destroyed = std::make_shared<std::atomic<int>>(0);
     asio::io_context io;
-    // Without and with the thread-affinity cache: the release pushes onto the return list or into the
+    // Without and with the thread-affinity cache: the release goes under the pool's lock or into the
     // thread's slot, and must not read the pool after that (it may be freed the next moment).
     for (int round = 0; round < 200; ++round) {
         const bool affinity = round % 2 == 1;

@@ -47,16 +47,17 @@ struct outcome_counts {
 // What the mix runs through besides the pool's locked paths.
 enum class mix {
     release_hook,  // a before_release hook: every release takes the general path
-    return_list,   // plain releases: onto the return list, without the lock, while nobody waits
+    plain,         // plain releases: the inline path under the pool's lock while nobody waits
     affinity,      // the thread-affinity cache lends and takes back between the lock sections
     checks,        // every borrow under a validation and a coroutine before_acquire
 };
 
-// With mix::return_list and mix::affinity, resources come and go between the pool's lock sections: the
-// same mix then also races list pushes and absorbs, or cache takes, steals and puts, against waiters
-// parking. With mix::checks, every borrow goes through a synchronous validation and a coroutine
-// before_acquire that sometimes takes a while and sometimes says no: their verdicts race the borrowers'
-// deadlines and cancellations (the core's check_done), on four threads.
+// With mix::plain, takes and releases go the inline way under the pool's lock, whose contenders yield
+// before they sleep; with mix::affinity, resources come and go between the pool's lock sections: the
+// same mix then also races cache takes, steals and puts against waiters parking. With mix::checks,
+// every borrow goes through a synchronous validation and a coroutine before_acquire that sometimes
+// takes a while and sometimes says no: their verdicts race the borrowers' deadlines and cancellations
+// (the core's check_done), on four threads.
 void stress(mix m) {
     const bool affinity = m == mix::affinity, checks = m == mix::checks;
     constexpr int threads = 4, clients = 48, max = 4;
@@ -182,10 +183,10 @@ void stress(mix m) {
     }
     std::printf(
         "thread_safe stress%s: %ld acquires ok, %ld timeouts, %ld cancelled, %d created, %ld checks\n",
-        affinity                ? " (thread affinity)"
-        : checks                ? " (borrow checks)"
-        : m == mix::return_list ? " (return list)"
-                                : "",
+        affinity          ? " (thread affinity)"
+        : checks          ? " (borrow checks)"
+        : m == mix::plain ? " (inline paths)"
+                          : "",
         c.ok.load(), c.timeouts.load(), c.cancelled.load(), created.load(), verdicts.load());
 }
 
@@ -193,8 +194,8 @@ TEST(thread_safe, four_threads_with_timeouts_and_cancellations_keep_every_invari
     stress(mix::release_hook);
 }
 
-TEST(thread_safe, the_return_list_keeps_every_invariant_under_the_same_mix) {
-    stress(mix::return_list);
+TEST(thread_safe, the_inline_take_and_release_keep_every_invariant_under_the_same_mix) {
+    stress(mix::plain);
 }
 
 TEST(thread_safe, the_thread_affinity_cache_keeps_every_invariant_under_the_same_mix) {
@@ -205,14 +206,14 @@ TEST(thread_safe, borrow_checks_racing_deadlines_and_cancellations_keep_every_in
     stress(mix::checks);
 }
 
-// The races of the lock-free paths (the thread-affinity cache, or the return list of a FIFO pool), on
-// plain threads: 6 threads cycle on a pool of 2 (cache takes, steals, puts, list pushes and absorbs,
-// parking). Phase 1: waiters have a 10 s deadline, far beyond any honest wait here, so a timeout means
-// a lost wake-up (a resource left in a slot or on the list while a waiter waits). Phase 2: short
-// deadlines, and another thread opens and closes the circuit (every change drains the cache or the
-// list) and reads stats; then the pool closes. No resource may be lent twice, the counters must add
-// up, and every resource must be destroyed once.
-void lock_free_races(bool toggle_circuit, bool affinity) {
+// The races of the fast paths (the thread-affinity cache, or the inline take and release of a shared
+// FIFO pool, whose lock's contenders yield and then sleep), on plain threads: 6 threads cycle on a
+// pool of 2 (cache takes, steals, puts, parking). Phase 1: waiters have a 10 s deadline, far beyond any
+// honest wait here, so a timeout means a lost wake-up (a resource left in a slot, or a contender never
+// woken, while a waiter waits). Phase 2: short deadlines, and another thread opens and closes the
+// circuit (every change drains the cache) and reads stats; then the pool closes. No resource may be lent
+// twice, the counters must add up, and every resource must be destroyed once.
+void fast_path_races(bool toggle_circuit, bool affinity) {
     constexpr int workers = 6;
     const int max = toggle_circuit ? 2 : 1;  // one resource: a lost one would stall every waiter
     const int rounds =
@@ -297,32 +298,32 @@ void lock_free_races(bool toggle_circuit, bool affinity) {
     if (!toggle_circuit) {
         EXPECT_EQ(timeouts.load(), 0) << "a waiter was left waiting while a resource was free";
     }
-    EXPECT_EQ(s.active, 0u) << "every lease came back, none is stuck in the cache or on the list as active";
+    EXPECT_EQ(s.active, 0u) << "every lease came back, none is stuck in the cache as active";
     EXPECT_EQ(s.waiting, 0u);
     EXPECT_GE(s.acquires, static_cast<std::uint64_t>(ok.load())) << "cache takes are counted";
     p->close();
-    EXPECT_EQ(p->stats().total, 0u) << "close drains the cache and the list";
+    EXPECT_EQ(p->stats().total, 0u) << "close drains the cache";
     EXPECT_EQ(created.load(), destroyed.load());
     p.reset();
     work.reset();
     runner.join();
     std::printf("%s races%s: %ld ok, %ld timeouts, %ld unavailable, %d created\n",
-                affinity ? "affinity cache" : "return list", toggle_circuit ? " (circuit toggling)" : "",
+                affinity ? "affinity cache" : "shared FIFO pool", toggle_circuit ? " (circuit toggling)" : "",
                 ok.load(), timeouts.load(), unavailable.load(), created.load());
 }
 
 TEST(thread_safe, affinity_cache_never_leaves_a_waiter_waiting_beside_a_cached_resource) {
-    lock_free_races(false, true);
+    fast_path_races(false, true);
 }
 
 TEST(thread_safe, affinity_cache_races_with_circuit_changes_stats_and_close) {
-    lock_free_races(true, true);
+    fast_path_races(true, true);
 }
 
-TEST(thread_safe, return_list_never_leaves_a_waiter_waiting_beside_a_returned_resource) {
-    lock_free_races(false, false);
+TEST(thread_safe, shared_fifo_pool_never_leaves_a_waiter_waiting_beside_a_returned_resource) {
+    fast_path_races(false, false);
 }
 
-TEST(thread_safe, return_list_races_with_circuit_changes_stats_and_close) {
-    lock_free_races(true, false);
+TEST(thread_safe, shared_fifo_pool_races_with_circuit_changes_stats_and_close) {
+    fast_path_races(true, false);
 }

@@ -37,7 +37,6 @@ struct resource_node {
     alignas(8) unsigned char core_part[core_size];     // the core's header (constructed by the library)
     std::chrono::steady_clock::time_point taken_at{};  // precise; stamped only when hold times are wanted
     std::uint64_t uses = 0;                            // leases handed out (only when a hook reads it)
-    resource_node* next_returned = nullptr;            // the link of a shared FIFO pool's return list
 };
 
 template <class T>

@@ -1,8 +1,8 @@
-// The return list of a thread_safe pool without the thread-affinity cache: while nobody waits, a plain
-// release pushes the resource onto a list without taking the pool's lock, and the pool lends in
-// exactly the idle order it promises (oldest release first, or newest with idle_order::lifo). Its
-// resources count as idle the moment they are back; a parked waiter, close or an observer take the
-// list back into the pool. The races themselves run in tests/tsan/stress_test.cpp.
+// The idle order of a thread_safe pool without the thread-affinity cache, taken and given back from
+// threads other than the pool's executor: the pool lends in exactly the order it promises (oldest
+// release first, or newest with idle_order::lifo), its resources count as idle the moment they are
+// back, a parked waiter gets the next release (the releaser cannot barge), close destroys what is idle,
+// and an attached observer sees every release. The races themselves run in tests/tsan/stress_test.cpp.
 #include "test_support.hpp"
 
 #include <vector>
@@ -11,7 +11,7 @@ using respool::pool_options;
 
 namespace {
 
-struct return_list_fixture : test::threaded_fixture {
+struct thread_safe_order_fixture : test::threaded_fixture {
     std::unique_ptr<pool<conn>> make(pool_options o) {
         o.thread_safe = true;
         return std::make_unique<pool<conn>>(io.get_executor(), o, test::counting_hooks(t));
@@ -42,7 +42,7 @@ struct return_list_fixture : test::threaded_fixture {
 
 }  // namespace
 
-TEST_F(return_list_fixture, fifo_order_is_exact_across_releases_made_without_the_lock) {
+TEST_F(thread_safe_order_fixture, fifo_order_is_exact_across_releases) {
     auto p = make({.min = 0, .max = 4});
     cycle_in_order(*p, 4, {3, 1, 4, 2});
     EXPECT_EQ(take_ids(*p, 4), (std::vector<int>{3, 1, 4, 2})) << "the oldest release is lent first";
@@ -61,13 +61,13 @@ TEST_F(return_list_fixture, fifo_order_is_exact_across_releases_made_without_the
     EXPECT_EQ(take_ids(*p, 4), (std::vector<int>{4, 2, 1, 3}));
 }
 
-TEST_F(return_list_fixture, lifo_order_lends_the_last_release_first) {
+TEST_F(thread_safe_order_fixture, lifo_order_lends_the_last_release_first) {
     auto p = make({.min = 0, .max = 3, .order = respool::idle_order::lifo});
     cycle_in_order(*p, 3, {2, 3, 1});
     EXPECT_EQ(take_ids(*p, 3), (std::vector<int>{1, 3, 2}));
 }
 
-TEST_F(return_list_fixture, returned_resources_count_as_idle_at_once) {
+TEST_F(thread_safe_order_fixture, returned_resources_count_as_idle_at_once) {
     auto p = make({.min = 0, .max = 3});
     cycle_in_order(*p, 3, {1, 2, 3});
     const auto s = p->stats();
@@ -77,7 +77,7 @@ TEST_F(return_list_fixture, returned_resources_count_as_idle_at_once) {
     EXPECT_EQ(s.acquires, 3u);
 }
 
-TEST_F(return_list_fixture, a_parked_waiter_is_served_by_the_release_and_the_releaser_cannot_barge) {
+TEST_F(thread_safe_order_fixture, a_parked_waiter_is_served_by_the_release_and_the_releaser_cannot_barge) {
     auto p = make({.min = 0, .max = 1});
     auto held = p->try_acquire();
     ASSERT_TRUE(held);
@@ -91,32 +91,32 @@ TEST_F(return_list_fixture, a_parked_waiter_is_served_by_the_release_and_the_rel
     });
     ASSERT_TRUE(wait_for(*p, [](const auto& s) { return s.waiting == 1; }));
     const int id = held->id;
-    held.release();  // a waiter is parked: the list is closed, the release goes to the waiter
+    held.release();  // a waiter is parked: the release goes to the waiter
     EXPECT_FALSE(p->try_acquire()) << "the releaser must not take the place reserved for the waiter";
     lease<conn> got = served.get_future().get();
     ASSERT_TRUE(got);
     EXPECT_EQ(got->id, id);
-    got.release();  // nobody waits now: onto the list again
+    got.release();  // nobody waits now: idle again
     EXPECT_TRUE(p->try_acquire()) << "free again once the waiter returned it";
 }
 
-TEST_F(return_list_fixture, close_destroys_returned_resources_at_once) {
+TEST_F(thread_safe_order_fixture, close_destroys_released_resources_at_once) {
     auto p = make({.min = 0, .max = 2});
     cycle_in_order(*p, 2, {2, 1});
     EXPECT_EQ(t->live(), 2);
     p->close();
-    EXPECT_EQ(t->live(), 0) << "close must take the list back and destroy what it held";
+    EXPECT_EQ(t->live(), 0) << "close must destroy every idle resource";
     EXPECT_EQ(p->stats().total, 0u);
     EXPECT_FALSE(p->try_acquire());
 }
 
-TEST_F(return_list_fixture, an_observer_sees_every_release_once_it_is_attached) {
+TEST_F(thread_safe_order_fixture, an_observer_sees_every_release_once_it_is_attached) {
     struct counting_observer : respool::observer {
         std::atomic<int> released{0};
         void on_released(std::chrono::nanoseconds) override { ++released; }
     };
     auto p = make({.min = 0, .max = 2});
-    cycle_in_order(*p, 2, {1, 2});  // both on the list, unobserved
+    cycle_in_order(*p, 2, {1, 2});  // both idle, unobserved
     auto o = std::make_shared<counting_observer>();
     p->add_observer(o);
     cycle_in_order(*p, 2, {2, 1});
