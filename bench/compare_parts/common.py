@@ -15,7 +15,13 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 def sh(cmd, **kw):
-    return subprocess.run(cmd, check=True, text=True, **kw)
+    """Runs `cmd`; when it fails, what it wrote to stderr (if captured) is shown before the error."""
+    r = subprocess.run(cmd, text=True, **kw)
+    if r.returncode != 0:
+        if kw.get("capture_output") and r.stderr:
+            sys.stderr.write(r.stderr)
+        raise subprocess.CalledProcessError(r.returncode, cmd, r.stdout, r.stderr)
+    return r
 
 
 def say(text):

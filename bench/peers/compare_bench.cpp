@@ -165,14 +165,22 @@ int main(int argc, char** argv) {
             });
         measure_interleaved(vs, reps, seconds, threads);
         // A floor that lost a resource measured something else than the order: count them back.
+        const char* lost = nullptr;
         auto holds_all = [size](auto& fifo) {
             std::size_t n = 0;
             while (fifo.pop()) ++n;
             return n == size;
         };
-        if (!holds_all(lockfree) || !holds_all(locked) || !holds_all(pool_locked)) {
-            std::fprintf(stderr, "respool_compare: a FIFO floor lost resources (%d threads, pool %zu)\n",
-                         threads, size);
+        if (!holds_all(lockfree)) lost = "fifo-floor-lockfree";
+        if (!holds_all(locked)) lost = "fifo-floor-mutex";
+        if (!holds_all(pool_locked)) lost = "fifo-floor-pool-lock";
+        if (lost) {
+            std::fprintf(stderr, "respool_compare: %s lost resources (%d threads, pool %zu)\n", lost, threads,
+                         size);
+            shared.close();
+            affine.close();
+            guard.reset();
+            runner.join();
             return 1;
         }
         for (const auto& v : vs)

@@ -103,8 +103,10 @@ public:
     }
 
 private:
-    Lock m_;
-    std::unique_ptr<T*[]> ring_;
+    // The lock on a line of its own and the ring's fields on another, as the pool keeps its lock and
+    // its core apart.
+    alignas(64) Lock m_;
+    alignas(64) std::unique_ptr<T*[]> ring_;
     std::size_t mask_ = 0, head_ = 0, tail_ = 0;
 };
 

@@ -142,8 +142,8 @@ private:
     pool_impl::driver_state* state_;  // null: a pool on one executor locks nothing
 };
 
-// The fast paths' lock when the pool has no thread-affinity cache: nothing to bring in line on unlock
-// (an inline take or release never changes whether the core is uncontended).
+// The fast paths' lock when the pool has no thread-affinity cache: the same as a guard then, without
+// the branch on the cache at unlock.
 class plain_guard {
 public:
     explicit plain_guard(pool_impl::driver_state& s) : m_(s.thread_safe ? &s.mu : nullptr) {

@@ -18,10 +18,12 @@ namespace respool::detail {
 // cache line away from the holder at every step, and with more threads than cores it burns the time
 // slice that the holder, preempted, needs to finish. A yield does neither: the contender's core runs
 // another thread (the preempted holder, if it is there) or comes straight back, one system call
-// later, by which time the section is over. Measured side by side on two cores (docs/03-design.md):
-// a ring under this lock does 2-5x the acquire + release cycles of the same ring under std::mutex
-// with 2 and with 8 threads. The sleep after `yields` rounds bounds what a contender burns when a
-// holder is stalled for long.
+// later, by which time the section is over. Measured side by side on two cores (docs/benchmarks.md):
+// a bare ring under this lock does about 4-5x the take + return cycles of the same ring under
+// std::mutex with 2 and with 8 threads, though less than std::mutex in phases where the machine's two
+// vCPUs seem to share one core. The sleep after `yields` rounds bounds what a contender burns when a
+// holder is stalled for long; the standard library's atomic wait may itself spin and yield a little
+// before it enters the futex (libstdc++ 12 does).
 class pool_lock {
 public:
     void lock() noexcept {
@@ -29,10 +31,13 @@ public:
         if (!state_.compare_exchange_strong(s, held, std::memory_order_acquire, std::memory_order_relaxed))
             lock_contended();
     }
+    // Once the exchange has freed the lock, another thread may take it, close the pool and free it:
+    // the wake-up after it uses the state's address only (a futex wake), never the object's contents.
     void unlock() noexcept {
         if (state_.exchange(free, std::memory_order_release) == sleepers) state_.notify_one();
     }
-    // Held, and a contender has gone to sleep (or had, and has not taken the lock since).
+    // Held, and the next unlock wakes a sleeper: a contender is asleep, or was, and took the lock
+    // without anyone else marking it since (the state stays "with sleepers" until then).
     [[nodiscard]] bool has_sleepers() const noexcept {
         return state_.load(std::memory_order_relaxed) == sleepers;
     }

@@ -77,6 +77,8 @@ void pool_impl::release(resource_node* n, bool poisoned) noexcept {
                (before_release_ == hook_mode::none ||
                 (needs_reset_ == hook_mode::sync &&
                  !check(check_kind::needs_reset, *n, hook_reason::on_release)))) {
+        // Once the unlock has freed the lock, another thread may close and free the pool; the unlock
+        // touches nothing of it after that (pool_lock::unlock).
         plain_guard g(*state_);
         if (state_->core.release_fast(core_of(n))) return;
     }

@@ -9,16 +9,32 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
 namespace {
 
 using respool::detail::pool_lock;
+
+// The scheduler state of thread `tid` of this process ('R' running, 'S' asleep, ...), '?' if unknown.
+char thread_state(long tid) {
+    if (tid == 0) return '?';
+    std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
+    std::string line;
+    std::getline(f, line);
+    const auto close = line.rfind(')');  // the name may hold spaces and parentheses
+    return close == std::string::npos || close + 2 >= line.size() ? '?' : line[close + 2];
+}
 
 // Waits (yielding, bounded) until `done()`; false when 20 s passed without it.
 template <class F>
@@ -34,8 +50,9 @@ bool eventually(F done) {
 }  // namespace
 
 // Four threads add to a plain counter under the lock. Every 64th section holds the lock across a few
-// yields, long enough that contenders use up their yields and sleep, so all three ways in run
-// (ThreadSanitizer reports any section that overlaps another). The count must be exact.
+// yields, long enough that contenders often use up theirs and sleep, so the lock is taken at once,
+// after yielding and after sleeping (ThreadSanitizer reports any section that overlaps another; the
+// next test makes sure of the sleep). The count must be exact.
 TEST(pool_lock, sections_never_overlap_whichever_way_the_lock_was_taken) {
     constexpr int threads = 4, rounds = 20000;
     pool_lock lock;
@@ -60,20 +77,27 @@ TEST(pool_lock, sections_never_overlap_whichever_way_the_lock_was_taken) {
 }
 
 // A contender that found the lock held past its yields sleeps, and the unlock wakes it: the main thread
-// holds the lock until the contender is asleep (the lock says so), then lets go.
+// holds the lock until the contender is asleep in the kernel (the lock says a sleeper is due, and the
+// kernel says the thread sleeps), then lets go.
 TEST(pool_lock, a_contender_asleep_is_woken_by_the_unlock) {
     pool_lock lock;
     lock.lock();
     std::atomic<bool> got{false};
+    std::atomic<long> tid{0};
     std::thread contender([&] {
+        tid = static_cast<long>(::syscall(SYS_gettid));
         lock.lock();
         got = true;
         lock.unlock();
     });
-    ASSERT_TRUE(eventually([&] { return lock.has_sleepers(); })) << "the contender never went to sleep";
+    const bool asleep = eventually([&] { return lock.has_sleepers() && thread_state(tid.load()) == 'S'; });
+    EXPECT_TRUE(asleep) << "the contender never went to sleep";
     EXPECT_FALSE(got.load());
     lock.unlock();
-    EXPECT_TRUE(eventually([&] { return got.load(); })) << "the sleeping contender was never woken";
+    if (!eventually([&] { return got.load(); })) {
+        std::fprintf(stderr, "pool_lock: the sleeping contender was never woken\n");
+        std::abort();  // joining would hang, and the thread still uses `lock`
+    }
     contender.join();
     lock.lock();  // free again, and takeable at once
     EXPECT_FALSE(lock.has_sleepers());

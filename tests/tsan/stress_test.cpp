@@ -78,8 +78,8 @@ void stress(mix m) {
         if (r.holders->load() != 0) c.double_lend++;
         destroyed++;
     };
-    // A few are "broken" (a before_release hook would turn the cache and the list off: poison them
-    // instead).
+    // A few are "broken" (a before_release hook would turn the cache and the inline release off:
+    // poison them instead).
     const bool hooked_release = m == mix::release_hook || m == mix::checks;
     if (hooked_release) h.before_release = [](slot_res& r) { return r.id % 97 != 5; };
     std::atomic<long> verdicts{0};
