@@ -174,21 +174,17 @@ int main(int argc, char** argv) {
         if (!holds_all(lockfree)) lost = "fifo-floor-lockfree";
         if (!holds_all(locked)) lost = "fifo-floor-mutex";
         if (!holds_all(pool_locked)) lost = "fifo-floor-pool-lock";
-        if (lost) {
+        if (lost)
             std::fprintf(stderr, "respool_compare: %s lost resources (%d threads, pool %zu)\n", lost, threads,
                          size);
-            shared.close();
-            affine.close();
-            guard.reset();
-            runner.join();
-            return 1;
-        }
-        for (const auto& v : vs)
-            std::printf("cycle %s %d %zu %.0f\n", v.name, threads, size, v.runs[v.runs.size() / 2]);
+        else
+            for (const auto& v : vs)
+                std::printf("cycle %s %d %zu %.0f\n", v.name, threads, size, v.runs[v.runs.size() / 2]);
         std::fflush(stdout);
         shared.close();
         affine.close();
         guard.reset();
         runner.join();
+        if (lost) return 1;
     }
 }

@@ -143,7 +143,8 @@ private:
 };
 
 // The fast paths' lock when the pool has no thread-affinity cache: the same as a guard then, without
-// the branch on the cache at unlock.
+// the branch on the cache at unlock (a guard there made one-thread take + release cycles on a shared
+// pool about 3 % slower, measured side by side).
 class plain_guard {
 public:
     explicit plain_guard(pool_impl::driver_state& s) : m_(s.thread_safe ? &s.mu : nullptr) {

@@ -39,6 +39,17 @@ inline respool::hooks<conn> counting_hooks(const std::shared_ptr<tracker>& t) {
     return h;
 }
 
+// Yields until `done()` holds (another thread makes it so); false after 20 s (a hang guard, not a timing
+// guess).
+inline bool eventually(const std::function<bool()>& done) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > give_up) return false;
+        std::this_thread::yield();
+    }
+    return true;
+}
+
 // Runs handlers until `done()` holds; fails the test after `limit` (a hang guard, not a timing guess).
 inline bool run_until(asio::io_context& io, const std::function<bool()>& done,
                       std::chrono::seconds limit = std::chrono::seconds(20)) {
@@ -165,12 +176,7 @@ struct threaded_fixture : ::testing::Test {
 
     // Waits until the predicate on stats() holds (a hang guard, not a timing guess).
     static bool wait_for(const pool<conn>& p, const std::function<bool(const respool::pool_stats&)>& pred) {
-        const auto give_up = std::chrono::steady_clock::now() + 20s;
-        while (!pred(p.stats())) {
-            if (std::chrono::steady_clock::now() > give_up) return false;
-            std::this_thread::yield();
-        }
-        return true;
+        return eventually([&] { return pred(p.stats()); });
     }
 };
 

@@ -3,6 +3,8 @@
 // racing the pool's drop. Built and run under ThreadSanitizer and AddressSanitizer by scripts/test.
 #include "asio/pool_lock.hpp"
 
+#include "../asio/test_support.hpp"
+
 #include <respool/pool.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -25,6 +27,7 @@
 namespace {
 
 using respool::detail::pool_lock;
+using test::eventually;
 
 // The scheduler state of thread `tid` of this process ('R' running, 'S' asleep, ...), '?' if unknown.
 char thread_state(long tid) {
@@ -34,17 +37,6 @@ char thread_state(long tid) {
     std::getline(f, line);
     const auto close = line.rfind(')');  // the name may hold spaces and parentheses
     return close == std::string::npos || close + 2 >= line.size() ? '?' : line[close + 2];
-}
-
-// Waits (yielding, bounded) until `done()`; false when 20 s passed without it.
-template <class F>
-bool eventually(F done) {
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > give_up) return false;
-        std::this_thread::yield();
-    }
-    return true;
 }
 
 }  // namespace
